@@ -1,0 +1,57 @@
+# tabwarden — see README.md.
+SHELL := /usr/bin/env bash
+GO ?= go
+CONTROLLER_GEN := $(GO) tool controller-gen
+# Test packages are run one at a time: the machine has 2 cores and each package
+# starts its own kube-apiserver or Chromium.
+GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
+
+.PHONY: all build generate manifests verify vet test test-go test-node run bench bench-short envtest chromium clean
+
+all: build
+
+## build: the tabwarden binary into bin/.
+build:
+	$(GO) build -o bin/tabwarden ./cmd/tabwarden
+
+## generate: deepcopy functions for the API types.
+generate:
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+## manifests: CRDs into crds/, RBAC into config/rbac/.
+manifests:
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=crds
+	$(CONTROLLER_GEN) rbac:roleName=tabwarden paths=./controllers/... paths=./internal/agent/... output:rbac:artifacts:config=config/rbac
+
+## verify: fail when generated files are stale or the code is not formatted.
+verify: generate manifests
+	@test -z "$$(gofmt -l api controllers cmd internal hack 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l api controllers cmd internal hack; exit 1; }
+	@git diff --exit-code -- api crds config/rbac || { echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; }
+
+## vet: go vet.
+vet:
+	$(GO) vet ./...
+
+## envtest: build kube-apiserver and etcd from source (cached outside the repo).
+envtest:
+	@hack/envtest.sh >/dev/null
+
+## chromium: install Debian's Chromium when it is missing.
+chromium:
+	@hack/chromium.sh
+
+## test: every test, against a real kube-apiserver, real Chromium and the real extension.
+test: envtest chromium test-node test-go
+
+test-go:
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test $(GOTEST_FLAGS) ./...
+
+test-node:
+	node --test extension/test/
+
+## run: the embedded control plane, the controller, an agent and a headless Chromium.
+run: envtest chromium build
+	bin/tabwarden up
+
+clean:
+	rm -rf bin .tabwarden

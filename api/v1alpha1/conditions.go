@@ -1,0 +1,109 @@
+package v1alpha1
+
+// Finalizers.
+const (
+	// SessionFinalizer lets the controller close a session's temporary windows,
+	// release its Keep windows and detach its bound tabs before the session goes.
+	SessionFinalizer = "tabwarden.dev/cleanup"
+	// PageFinalizer lets the agent close the real page before a BrowserWindow goes.
+	PageFinalizer = "tabwarden.dev/page"
+)
+
+// Labels tabwarden sets so that a label selector answers "what does this session own".
+const (
+	// SessionLabel names the BrowserSession a BrowserWindow belongs to.
+	SessionLabel = "tabwarden.dev/session"
+	// ProfileLabel names the BrowserProfile a BrowserWindow lives in.
+	ProfileLabel = "tabwarden.dev/profile"
+	// SourceLabel mirrors spec.source (open, spawned, bind).
+	SourceLabel = "tabwarden.dev/source"
+)
+
+// Condition types.
+const (
+	// ReadyCondition summarises an object: True when it is doing what its spec asks.
+	ReadyCondition = "Ready"
+	// RegisteredCondition says whether a session (thread, purpose, profile) or a
+	// window (its session exists) is registered.
+	RegisteredCondition = "Registered"
+	// SpawnsAcknowledgedCondition is False on a session while a page it spawned has
+	// no disposition; new Open windows are held and actions refused meanwhile.
+	SpawnsAcknowledgedCondition = "SpawnsAcknowledged"
+	// CleanCondition is False (reason dirty_session) while a finished or deleted
+	// session still owns open pages.
+	CleanCondition = "Clean"
+	// OpenedCondition says whether a window's page is open in the browser.
+	OpenedCondition = "Opened"
+	// BoundCondition says whether a Bind window still has its user tab.
+	BoundCondition = "Bound"
+	// ConnectedCondition says whether a profile's agent reaches its browser.
+	ConnectedCondition = "Connected"
+)
+
+// Condition reasons. Guard reasons are snake_case and stable: the same reason
+// appears in a condition, in an Event and in CLI output.
+const (
+	// ReasonSessionUnregistered: a session without thread and purpose, or a window
+	// whose session does not exist.
+	ReasonSessionUnregistered = "session_unregistered"
+	// ReasonUnacknowledgedSpawns: the session has spawned windows with no disposition.
+	ReasonUnacknowledgedSpawns = "unacknowledged_spawns"
+	// ReasonDirtySession: a finished or deleted session still owns open windows.
+	ReasonDirtySession = "dirty_session"
+	// ReasonProfileMismatch: a window or action names another profile than the session's.
+	ReasonProfileMismatch = "profile_mismatch"
+	// ReasonWaitingForUser: automated writes while the session waits for the user.
+	ReasonWaitingForUser = "waiting_for_user"
+	// ReasonSessionFinished: the session is finished; nothing new opens in it.
+	ReasonSessionFinished = "session_finished"
+
+	// ReasonRegistered: the object is registered.
+	ReasonRegistered = "Registered"
+	// ReasonNoProfile: no connected profile matches the session's selector, or the pinned one is missing.
+	ReasonNoProfile = "NoProfile"
+	// ReasonAcknowledged: every spawned window has a disposition.
+	ReasonAcknowledged = "Acknowledged"
+	// ReasonClean: the session owns no open page it should not.
+	ReasonClean = "Clean"
+	// ReasonActive: the session is active.
+	ReasonActive = "Active"
+	// ReasonCleaningUp: the session is closing its pages.
+	ReasonCleaningUp = "CleaningUp"
+	// ReasonFinished: the session finished and every page it owned is closed, released or detached.
+	ReasonFinished = "Finished"
+
+	// ReasonOpening: the agent has not opened the page yet.
+	ReasonOpening = "Opening"
+	// ReasonOpen: the page is open.
+	ReasonOpen = "Open"
+	// ReasonOpenFailed: the browser refused to open the page.
+	ReasonOpenFailed = "OpenFailed"
+	// ReasonClosed: the page was closed by tabwarden.
+	ReasonClosed = "Closed"
+	// ReasonGone: the page was closed outside tabwarden (by the user or the page).
+	ReasonGone = "Gone"
+	// ReasonBrowserUnreachable: the agent cannot reach the browser; the page's state is unknown.
+	ReasonBrowserUnreachable = "BrowserUnreachable"
+	// ReasonBoundTabGone: the bound user tab disappeared; the binding failed and nothing replaces it.
+	ReasonBoundTabGone = "bound_tab_gone"
+	// ReasonBoundTabNotFound: no tab with the bound id exists in the profile.
+	ReasonBoundTabNotFound = "bound_tab_not_found"
+	// ReasonBound: the window is bound to the user's tab.
+	ReasonBound = "Bound"
+
+	// ReasonAgentConnected: the agent reaches its browser.
+	ReasonAgentConnected = "AgentConnected"
+	// ReasonAgentDisconnected: the agent does not reach its browser.
+	ReasonAgentDisconnected = "AgentDisconnected"
+)
+
+// Event reasons recorded for things that happened.
+const (
+	EventSpawnAdopted   = "SpawnAdopted"
+	EventPageOpened     = "PageOpened"
+	EventPageClosed     = "PageClosed"
+	EventPageReleased   = "PageReleased"
+	EventTabDetached    = "TabDetached"
+	EventPageGone       = "PageGone"
+	EventSessionCleaned = "SessionCleaned"
+)

@@ -1,0 +1,32 @@
+// Package controllers holds tabwarden's controller role: the BrowserSession
+// reconciler (registration, spawn gating, status, lifecycle, finalizer GC) and
+// the BrowserWindow registration reconciler.
+package controllers
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+)
+
+// WindowSessionIndex indexes BrowserWindows by spec.sessionRef.name.
+const WindowSessionIndex = "spec.sessionRef.name"
+
+// SetupIndexes registers the field indexes the controllers list by.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, WindowSessionIndex, func(o client.Object) []string {
+		return []string{o.(*twv1.BrowserWindow).Spec.SessionRef.Name}
+	})
+}
+
+// sessionWindows lists the windows that name the session.
+func sessionWindows(ctx context.Context, c client.Reader, s *twv1.BrowserSession) ([]twv1.BrowserWindow, error) {
+	var list twv1.BrowserWindowList
+	if err := c.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{WindowSessionIndex: s.Name}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}

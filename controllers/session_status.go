@@ -1,0 +1,166 @@
+package controllers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+)
+
+type conditioned interface {
+	client.Object
+	GetConditions() []metav1.Condition
+	SetConditions([]metav1.Condition)
+}
+
+// setCondition sets a condition with the object's generation as observedGeneration.
+func setCondition(o conditioned, typ string, status metav1.ConditionStatus, reason, msg string) {
+	conds := o.GetConditions()
+	apimeta.SetStatusCondition(&conds, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: o.GetGeneration(),
+	})
+	o.SetConditions(conds)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// countWindows counts a session's windows by source and state.
+func countWindows(windows []twv1.BrowserWindow) twv1.WindowCounts {
+	var c twv1.WindowCounts
+	for i := range windows {
+		w := &windows[i]
+		switch w.Spec.Source {
+		case twv1.SourceOpen:
+			c.Opened++
+		case twv1.SourceSpawned:
+			c.Spawned++
+		case twv1.SourceBind:
+			c.Bound++
+		}
+		if w.Live() {
+			c.Live++
+		}
+	}
+	c.Unacknowledged = int32(len(unacknowledged(windows)))
+	return c
+}
+
+// unacknowledged returns the spawned windows whose page may still be open and
+// that have no disposition yet, by name.
+func unacknowledged(windows []twv1.BrowserWindow) []*twv1.BrowserWindow {
+	var out []*twv1.BrowserWindow
+	for i := range windows {
+		w := &windows[i]
+		if !w.Acknowledged() && w.DeletionTimestamp.IsZero() && w.Status.Phase != twv1.WindowClosed && w.Status.Phase != twv1.WindowGone {
+			out = append(out, w)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// UnacknowledgedMessage says which spawned windows are unacknowledged and gives
+// the exact command that acknowledges each.
+func UnacknowledgedMessage(namespace string, unacked []*twv1.BrowserWindow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d spawned window(s) have no disposition; new Open windows are held and actions refused until each says keep or close.", len(unacked))
+	for _, w := range unacked {
+		url := w.Status.URL
+		if url == "" && w.Spec.Spawn != nil {
+			url = w.Spec.Spawn.URL
+		}
+		fmt.Fprintf(&b, " %s (%s): %s", w.Name, orDash(url), AckHint(namespace, w.Name, twv1.DispositionClose))
+		fmt.Fprintf(&b, " or keep it with disposition Keep.")
+	}
+	return b.String()
+}
+
+// AckHint is the kubectl command that gives a window a disposition.
+func AckHint(namespace, name string, d twv1.Disposition) string {
+	return fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"%s"}}'`, name, namespace, d)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "url not reported yet"
+	}
+	return s
+}
+
+// dirtyWindows are the owned, non-Keep pages an ended session still has open.
+func dirtyWindows(windows []twv1.BrowserWindow) []*twv1.BrowserWindow {
+	var out []*twv1.BrowserWindow
+	for i := range windows {
+		w := &windows[i]
+		if w.Owned() && w.Spec.Disposition != twv1.DispositionKeep && w.Live() {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// DirtyMessage reprimands an ended session that still owns open pages and says
+// how to let them go by hand when the agent that would close them is gone.
+func DirtyMessage(s *twv1.BrowserSession, dirty []*twv1.BrowserWindow) string {
+	names := make([]string, 0, len(dirty))
+	for _, w := range dirty {
+		names = append(names, w.Name)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("The session ended but still owns %d open page(s): %s. The agent of profile %q closes them; if that agent is gone for good, release them without closing: kubectl patch browserwindow %s -n %s --type=merge -p '{\"metadata\":{\"finalizers\":null}}'",
+		len(dirty), strings.Join(names, ", "), s.Status.ProfileName, names[0], s.Namespace)
+}
+
+// lastActivity is the newest window creation or state change of the session.
+func lastActivity(s *twv1.BrowserSession, windows []twv1.BrowserWindow) *metav1.Time {
+	last := s.Status.LastActivityTime
+	newer := func(t metav1.Time) {
+		if !t.IsZero() && (last == nil || t.After(last.Time)) {
+			tt := t
+			last = &tt
+		}
+	}
+	for i := range windows {
+		w := &windows[i]
+		newer(w.CreationTimestamp)
+		if w.Status.OpenedTime != nil {
+			newer(*w.Status.OpenedTime)
+		}
+		if w.Status.ClosedTime != nil {
+			newer(*w.Status.ClosedTime)
+		}
+	}
+	return last
+}
+
+// summarizeSession sets Ready from the other conditions and the reconcile error.
+func summarizeSession(s *twv1.BrowserSession, _ []twv1.BrowserWindow, err error) {
+	switch {
+	case err != nil:
+		setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, "ReconcileError", err.Error())
+	case !s.DeletionTimestamp.IsZero() || s.Spec.State == twv1.SessionFinished:
+		if s.Status.Phase == twv1.SessionPhaseFinished {
+			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonFinished, "The session finished; every page it owned is closed, released or detached")
+		} else {
+			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonCleaningUp, "The session is closing its pages")
+		}
+	default:
+		for _, t := range []string{twv1.RegisteredCondition, twv1.SpawnsAcknowledgedCondition} {
+			if c := apimeta.FindStatusCondition(s.Status.Conditions, t); c != nil && c.Status != metav1.ConditionTrue {
+				setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, c.Reason, c.Message)
+				return
+			}
+		}
+		setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonActive, "The session is registered and every spawned window is acknowledged")
+	}
+}

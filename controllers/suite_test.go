@@ -1,0 +1,152 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/run"
+	"github.com/tabwarden/tabwarden/internal/testenv"
+)
+
+var (
+	cfg *rest.Config
+	k8s client.Client
+)
+
+func TestMain(m *testing.M) {
+	lvl := zapcore.InfoLevel
+	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
+		lvl = zapcore.ErrorLevel
+	}
+	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
+	ctrl.SetLogger(zapr.NewLogger(zl))
+
+	env, c, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg = c
+	k8s, err = client.New(cfg, client.Options{Scheme: run.Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// role is a running controller or agent that a test can stop and restart.
+type role struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (r *role) Stop() {
+	r.once.Do(func() {
+		r.cancel()
+		<-r.done
+	})
+}
+
+func start(t *testing.T, f func(ctx context.Context) error) *role {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &role{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := f(ctx); err != nil {
+			t.Errorf("role stopped with error: %v", err)
+		}
+	}()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+func startController(t *testing.T) *role {
+	return start(t, func(ctx context.Context) error {
+		return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
+	})
+}
+
+func startAgent(t *testing.T, profile string, b browser.Browser) *role {
+	return start(t, func(ctx context.Context) error {
+		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
+			Profile: profile, Driver: twv1.DriverFake, Browser: b, Heartbeat: time.Second, LeaseNamespace: "default",
+		}})
+	})
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tw-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func session(ns, name, profile string) *twv1.BrowserSession {
+	return &twv1.BrowserSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: twv1.BrowserSessionSpec{
+			Thread: "thread-42", Purpose: "file the 2026 tax return form", ProfileName: profile,
+		},
+	}
+}
+
+func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
+	return &twv1.BrowserWindow{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: sess}, Source: twv1.SourceOpen, URL: url},
+	}
+}
+
+func get[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatalf("get %s: %v", client.ObjectKeyFromObject(obj), err)
+	}
+	return obj
+}
+
+// windowsOf lists a session's windows by label, as `kubectl get bw -l` would.
+func windowsOf(ns, sess string, extra ...string) []twv1.BrowserWindow {
+	sel := client.MatchingLabels{twv1.SessionLabel: sess}
+	for i := 0; i+1 < len(extra); i += 2 {
+		sel[extra[i]] = extra[i+1]
+	}
+	var list twv1.BrowserWindowList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns), sel); err != nil {
+		return nil
+	}
+	return list.Items
+}
+
+// spawnedBy returns the adopted window of a page, if any.
+func spawnedWindow(ns, sess, page string) *twv1.BrowserWindow {
+	for _, w := range windowsOf(ns, sess, twv1.SourceLabel, "spawned") {
+		if w.Spec.Spawn != nil && w.Spec.Spawn.TabID == page {
+			return &w
+		}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/patch"
+)
+
+// WindowRegistrationReconciler ties each BrowserWindow to its session: owner
+// reference and the session, profile and source labels that the agent of that
+// profile selects on. A window whose session does not exist is refused with
+// session_unregistered and never reaches an agent.
+type WindowRegistrationReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager registers the reconciler: windows, and sessions mapped to the windows that name them.
+func (r *WindowRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&twv1.BrowserWindow{}).
+		Watches(&twv1.BrowserSession{}, handler.EnqueueRequestsFromMapFunc(r.sessionToWindows)).
+		Named("browserwindow-registration").
+		Complete(r)
+}
+
+// Reconcile registers one window.
+func (r *WindowRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	w := &twv1.BrowserWindow{}
+	if err := r.Get(ctx, req.NamespacedName, w); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !w.DeletionTimestamp.IsZero() {
+		// Deletion belongs to the agent's page finalizer.
+		return ctrl.Result{}, nil
+	}
+	helper := patch.NewHelper(w, r.Client)
+	defer func() {
+		if err := helper.Patch(ctx, w); err != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+	}()
+	return r.reconcileRegistration(ctx, w)
+}
+
+// reconcileRegistration sets labels and the owner reference from the session.
+// Sets Registered=False (session_unregistered) when the session does not exist;
+// the agent owns the window's status from the moment it carries a profile label.
+func (r *WindowRegistrationReconciler) reconcileRegistration(ctx context.Context, w *twv1.BrowserWindow) (ctrl.Result, error) {
+	s := &twv1.BrowserSession{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s)
+	if apierrors.IsNotFound(err) {
+		if w.Labels[twv1.ProfileLabel] != "" {
+			// The session went away after registration; its finalizer handles the rest.
+			return ctrl.Result{}, nil
+		}
+		msg := UnregisteredWindowMessage(w)
+		w.Status.Phase = twv1.WindowPending
+		setCondition(w, twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonSessionUnregistered, msg)
+		setCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonSessionUnregistered, msg)
+		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, twv1.ReasonSessionUnregistered, "Register", "%s", msg)
+		// A user error: the session watch brings the window back when it appears.
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s", msg))
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[twv1.SessionLabel] = s.Name
+	w.Labels[twv1.SourceLabel] = sourceLabel(w.Spec.Source)
+	if s.Status.ProfileName != "" {
+		w.Labels[twv1.ProfileLabel] = s.Status.ProfileName
+	}
+	if err := controllerutil.SetControllerReference(s, w, r.Scheme()); err != nil {
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// UnregisteredWindowMessage teaches how to register the session a window names.
+func UnregisteredWindowMessage(w *twv1.BrowserWindow) string {
+	return fmt.Sprintf("BrowserSession %q does not exist in namespace %q; a window belongs to a registered session. Create it first: "+
+		"kubectl apply -f - <<<'{\"apiVersion\":\"tabwarden.dev/v1alpha1\",\"kind\":\"BrowserSession\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"thread\":\"thread-42\",\"purpose\":\"file the 2026 tax return form\",\"profileName\":\"local\"}}'",
+		w.Spec.SessionRef.Name, w.Namespace, w.Spec.SessionRef.Name, w.Namespace)
+}
+
+func sourceLabel(s twv1.WindowSource) string {
+	switch s {
+	case twv1.SourceOpen:
+		return "open"
+	case twv1.SourceSpawned:
+		return "spawned"
+	case twv1.SourceBind:
+		return "bind"
+	}
+	return "unknown"
+}
+
+// sessionToWindows maps a session to the windows that name it.
+func (r *WindowRegistrationReconciler) sessionToWindows(ctx context.Context, o client.Object) []reconcile.Request {
+	var list twv1.BrowserWindowList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{WindowSessionIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, w := range list.Items {
+		// Only windows that still lack something the session gives them.
+		if w.Labels[twv1.ProfileLabel] == "" || metav1.GetControllerOf(&w) == nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&w)})
+		}
+	}
+	return reqs
+}

@@ -1,0 +1,229 @@
+// Ownership-based cleanup: the semantics of docs/extension-protocol.md `close` / `cleanup`.
+// Every test asserts the real state of the fake browser afterwards.
+
+import test from "node:test";
+import assert from "node:assert/strict";
+import { setup, settle, createFakeHost } from "./harness.mjs";
+
+const ok = (frame) => {
+  assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
+  return frame.result;
+};
+const refused = (frame, reason) => {
+  assert.equal(frame.ok, false, `expected refusal ${reason}, got ${JSON.stringify(frame.result)}`);
+  assert.equal(frame.error.reason, reason);
+  assert.equal(typeof frame.error.message, "string");
+};
+
+test("cleaning one owner keeps another owner's tab and a user tab in the same window", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const b = ok(await env.cmd("open", { owner: "uid-b", url: "https://b.example/", windowId: user.windowId }));
+  assert.equal(a.windowId, user.windowId);
+  assert.deepEqual(browser.tabsIn(user.windowId).map((t) => t.id), [user.tabId, a.tabId, b.tabId]);
+
+  const res = ok(await env.cmd("cleanup", { owner: "uid-a" }));
+  assert.deepEqual(res, { closed: [a.tabId] });
+  assert.deepEqual(browser.tabsIn(user.windowId).map((t) => t.id), [user.tabId, b.tabId]);
+  // Only uid-b's record remains.
+  assert.deepEqual(ok(await env.cmd("records")).records, [
+    { owner: "uid-b", tabId: b.tabId, windowId: user.windowId, createdWindow: false },
+  ]);
+});
+
+test("a fresh worker (re-imported module, same storage) cleans up from retained session records", async () => {
+  const env = await setup();
+  const { browser, user, chrome } = env;
+  const a1 = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/1", windowId: user.windowId }));
+  const aw = ok(await env.cmd("open", { owner: "uid-w", url: "https://a.example/w", newWindow: true }));
+  const b = ok(await env.cmd("open", { owner: "uid-b", url: "https://b.example/", windowId: user.windowId }));
+  await env.settle();
+
+  // Chrome terminates the worker: listeners, socket and timers are gone; tabs and
+  // chrome.storage.session survive.
+  browser.killWorker();
+  env.sock.drop();
+  env.clock.clearAll();
+  assert.equal(browser.listenerCount(), 0);
+
+  // Chrome starts a new worker by evaluating the module again with the real `chrome` global.
+  const host2 = createFakeHost();
+  globalThis.chrome = chrome;
+  globalThis.WebSocket = host2.WebSocket;
+  let mod;
+  try {
+    mod = await import(`../background.js?fresh-context=${Date.now()}`);
+  } finally {
+    delete globalThis.chrome;
+    delete globalThis.WebSocket;
+  }
+  assert.ok(mod.worker, "module auto-started with the chrome global");
+  assert.ok(browser.listenerCount() >= 9, "all listeners registered during the first turn");
+  const sock = await host2.waitSocket();
+  try {
+    const hello = await host2.handshake(sock, 2);
+    assert.equal(hello.token, env.chrome.storage.local.snapshot().token);
+    await settle(mod.worker);
+
+    const recs = ok(await host2.command(sock, "records")).records;
+    assert.deepEqual(recs.map((r) => r.owner).sort(), ["uid-a", "uid-b", "uid-w"]);
+
+    assert.deepEqual(ok(await host2.command(sock, "cleanup", { owner: "uid-a" })), { closed: [a1.tabId] });
+    assert.deepEqual(ok(await host2.command(sock, "cleanup", { owner: "uid-w" })), { closed: [aw.tabId] });
+    await settle(mod.worker);
+    // uid-w's window was created for it, so its last tab takes the window along.
+    assert.equal(browser.window(aw.windowId), undefined);
+    assert.deepEqual(browser.tabsIn(user.windowId).map((t) => t.id), [user.tabId, b.tabId]);
+  } finally {
+    // This worker runs on real timers: 4401 ("do not reconnect") stops its ping and retries.
+    sock.serverClose(4401, "unauthorized");
+    await settle(mod.worker);
+  }
+});
+
+test("repeating cleanup removes nothing more, and a tab the user already closed is harmless", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const t1 = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/1", windowId: user.windowId }));
+  // A page of uid-a spawns a tab; the host adopts it under the same owner.
+  const spawned = browser.openTab(user.windowId, { url: "https://a.example/spawn", openerTabId: t1.tabId, active: false });
+  ok(await env.cmd("adopt", { owner: "uid-a", tabId: spawned }));
+  const userTab2 = browser.openTab(user.windowId, { url: "https://news.example/" });
+
+  browser.closeTab(t1.tabId); // the user closes one owned tab by hand
+  await env.settle();
+
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [spawned] });
+  const after = browser.tabIds();
+  assert.deepEqual(after, [user.tabId, userTab2]);
+
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [] });
+  assert.deepEqual(browser.tabIds(), after, "second cleanup removed nothing");
+  assert.deepEqual(ok(await env.cmd("records")).records, []);
+});
+
+test("close of a tab already gone answers closed:false and drops the record", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const t = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  browser.closeTab(t.tabId);
+  assert.deepEqual(ok(await env.cmd("close", { owner: "uid-a", tabId: t.tabId })), { closed: false });
+  assert.deepEqual(ok(await env.cmd("records")).records, []);
+  assert.deepEqual(browser.tabIds(), [user.tabId]);
+});
+
+test("two owners cleaning their final tabs concurrently leave a blank tab; the window survives", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const b = ok(await env.cmd("open", { owner: "uid-b", url: "https://b.example/", windowId: user.windowId }));
+  browser.closeTab(user.tabId); // now the window holds only the two owned tabs
+  await env.settle();
+
+  // Both requests arrive before either is answered.
+  const [ra, rb] = await Promise.all([env.cmd("cleanup", { owner: "uid-a" }), env.cmd("cleanup", { owner: "uid-b" })]);
+  assert.deepEqual(ok(ra), { closed: [a.tabId] });
+  assert.deepEqual(ok(rb), { closed: [b.tabId] });
+
+  assert.ok(browser.window(user.windowId), "the user's window survives");
+  const left = browser.tabsIn(user.windowId);
+  assert.equal(left.length, 1);
+  assert.equal(left[0].url || left[0].pendingUrl, "about:blank");
+  const blankCreate = browser.calls.filter((c) => c.api === "tabs.create" && c.args.url === "about:blank");
+  assert.equal(blankCreate.length, 1);
+  assert.equal(blankCreate[0].args.active, false);
+  assert.equal(blankCreate[0].args.windowId, user.windowId);
+});
+
+test("close of the last tab in the owner's own window closes that window, no blank tab", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const w = ok(await env.cmd("open", { owner: "uid-w", url: "https://w.example/", newWindow: true }));
+  assert.equal(w.createdWindow, true);
+  assert.deepEqual(ok(await env.cmd("close", { owner: "uid-w", tabId: w.tabId })), { closed: true });
+  assert.equal(browser.window(w.windowId), undefined);
+  assert.deepEqual(browser.windowIds(), [user.windowId]);
+  assert.deepEqual(browser.tabIds(), [user.tabId]);
+});
+
+test("an owned tab torn off into another window keeps that window alive (blank tab)", async () => {
+  // createdWindow covers only the window created for the owner, not wherever the tab went.
+  const env = await setup();
+  const { browser } = env;
+  const w = ok(await env.cmd("open", { owner: "uid-w", url: "https://w.example/", newWindow: true }));
+  const torn = browser.moveTab(w.tabId, "new"); // the owner's window closes; the tab lives on alone
+  await env.settle();
+  assert.equal(browser.window(w.windowId), undefined);
+  assert.deepEqual(ok(await env.cmd("close", { owner: "uid-w", tabId: w.tabId })), { closed: true });
+  const left = browser.tabsIn(torn);
+  assert.equal(left.length, 1, "the window the user made survives with a blank tab");
+  assert.equal(left[0].pendingUrl ?? left[0].url, "about:blank");
+});
+
+test("cleanup or close without an owner is refused (owner_required) and nothing closes", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const before = browser.tabIds();
+  refused(await env.cmd("cleanup", {}), "owner_required");
+  refused(await env.cmd("cleanup", { owner: "" }), "owner_required");
+  refused(await env.cmd("close", { tabId: a.tabId }), "owner_required");
+  assert.deepEqual(browser.tabIds(), before);
+});
+
+test("closing a tab not owned by the caller is refused (not_owned) and nothing closes", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const before = browser.tabIds();
+  refused(await env.cmd("close", { owner: "uid-a", tabId: user.tabId }), "not_owned"); // the user's tab
+  refused(await env.cmd("close", { owner: "uid-b", tabId: a.tabId }), "not_owned"); // another owner's tab
+  refused(await env.cmd("close", { owner: "uid-a", tabId: 99999 }), "not_owned"); // never recorded
+  assert.deepEqual(browser.tabIds(), before);
+  assert.equal(browser.calls.filter((c) => c.api === "tabs.remove").length, 0);
+});
+
+test("a failed request is reported and the queue keeps going", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  browser.failNext("tabs.query");
+  const [bad, good] = await Promise.all([env.cmd("cleanup", { owner: "uid-a" }), env.cmd("cleanup", { owner: "uid-a" })]);
+  assert.equal(bad.ok, false);
+  assert.equal(bad.error.reason, "failed");
+  assert.deepEqual(ok(good), { closed: [a.tabId] });
+  assert.deepEqual(browser.tabIds(), [user.tabId]);
+});
+
+test("adopt records a spawned tab; a spawn that came with its own popup window is closed with it", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const opener = ok(await env.cmd("open", { owner: "uid-a", url: "https://contacts.example/", windowId: user.windowId }));
+  // The page spawns a Gmail compose popup window.
+  const compose = browser.openWindow({ url: "https://mail.example.com/compose", type: "popup", focused: false });
+  await env.settle();
+  assert.deepEqual(ok(await env.cmd("adopt", { owner: "uid-compose", tabId: compose.tabId })), {
+    tabId: compose.tabId,
+    windowId: compose.windowId,
+  });
+  // adopt of a gone tab: not_found
+  refused(await env.cmd("adopt", { owner: "uid-x", tabId: 424242 }), "not_found");
+  // adopt of a tab recorded under another owner: not_owned
+  refused(await env.cmd("adopt", { owner: "uid-x", tabId: opener.tabId }), "not_owned");
+
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-compose" })), { closed: [compose.tabId] });
+  assert.equal(browser.window(compose.windowId), undefined, "the compose window is gone, not left blank");
+  assert.deepEqual(browser.tabIds(), [user.tabId, opener.tabId]);
+});
+
+test("adopting a tab that is alone in a pre-existing user window never lets cleanup close the window", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  // user.windowId existed before the worker: nothing says it was born with a spawn.
+  ok(await env.cmd("adopt", { owner: "uid-a", tabId: user.tabId }));
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [user.tabId] });
+  const left = browser.tabsIn(user.windowId);
+  assert.equal(left.length, 1);
+  assert.equal(left[0].pendingUrl ?? left[0].url, "about:blank");
+});

@@ -1,0 +1,385 @@
+// A controlled stand-in for the parts of the Chrome extension API that background.js uses.
+//
+// It models a browser, not just call recording, so tests can assert what really exists
+// afterwards:
+//   - windows.create makes a window with one tab; removing a window's last tab removes the
+//     window (and fires windows.onRemoved), exactly the behavior the last-tab rule guards;
+//   - tabs.create / windows.create fire onCreated BEFORE their promise resolves, and every API
+//     call yields to the macrotask queue, so concurrent callers really interleave;
+//   - tabs.create defaults to active:true and windows.create to focused:true, like Chrome, so
+//     a worker that forgets active:false / focused:false visibly steals focus;
+//   - storage areas are asynchronous and store structured clones;
+//   - a navigation commits on a later turn (pendingUrl → url) and fires tabs.onUpdated.
+//
+// The `_browser` handle plays the user and the test: open/close tabs, kill the worker (drop
+// all listeners while storage and tabs survive), fire alarms, inject faults.
+
+export const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+class FakeEvent {
+  constructor() {
+    this.listeners = [];
+  }
+  addListener(fn) {
+    this.listeners.push(fn);
+  }
+  removeListener(fn) {
+    this.listeners = this.listeners.filter((l) => l !== fn);
+  }
+  hasListener(fn) {
+    return this.listeners.includes(fn);
+  }
+  hasListeners() {
+    return this.listeners.length > 0;
+  }
+  dispatch(...args) {
+    return [...this.listeners].map((l) => l(...args));
+  }
+}
+
+const clone = (v) => (v === undefined ? undefined : structuredClone(v));
+
+class FakeStorageArea {
+  constructor(areaName, globalOnChanged) {
+    this.areaName = areaName;
+    this.data = new Map();
+    this.onChanged = new FakeEvent();
+    this._global = globalOnChanged;
+  }
+  _fire(changes) {
+    if (Object.keys(changes).length === 0) return;
+    this.onChanged.dispatch(clone(changes));
+    this._global.dispatch(clone(changes), this.areaName);
+  }
+  async get(keys) {
+    await tick();
+    const out = {};
+    if (keys === null || keys === undefined) {
+      for (const [k, v] of this.data) out[k] = clone(v);
+    } else if (typeof keys === "string") {
+      if (this.data.has(keys)) out[keys] = clone(this.data.get(keys));
+    } else if (Array.isArray(keys)) {
+      for (const k of keys) if (this.data.has(k)) out[k] = clone(this.data.get(k));
+    } else {
+      for (const [k, dflt] of Object.entries(keys)) out[k] = this.data.has(k) ? clone(this.data.get(k)) : dflt;
+    }
+    return out;
+  }
+  async set(items) {
+    await tick();
+    const changes = {};
+    for (const [k, v] of Object.entries(items)) {
+      changes[k] = { oldValue: clone(this.data.get(k)), newValue: clone(v) };
+      this.data.set(k, clone(v));
+    }
+    this._fire(changes);
+  }
+  async remove(keys) {
+    await tick();
+    const changes = {};
+    for (const k of Array.isArray(keys) ? keys : [keys]) {
+      if (this.data.has(k)) {
+        changes[k] = { oldValue: clone(this.data.get(k)) };
+        this.data.delete(k);
+      }
+    }
+    this._fire(changes);
+  }
+  async clear() {
+    await this.remove([...this.data.keys()]);
+  }
+  /** Synchronous peek for assertions. */
+  snapshot() {
+    return Object.fromEntries([...this.data].map(([k, v]) => [k, clone(v)]));
+  }
+}
+
+export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", version = "0.1.0" } = {}) {
+  const windows = new Map(); // id -> {id, type, focused, incognito, tabIds: []}
+  const tabs = new Map(); // id -> {id, windowId, url, pendingUrl?, title, active, incognito, openerTabId?, status}
+  let nextWindowId = 1;
+  let nextTabId = 101; // a different range from window ids, so mixing them up fails tests
+  const calls = []; // {api, args} for every extension API call the worker made
+  const faults = new Map(); // api name -> remaining injected failures
+
+  const events = {
+    tabsCreated: new FakeEvent(),
+    tabsUpdated: new FakeEvent(),
+    tabsRemoved: new FakeEvent(),
+    windowsCreated: new FakeEvent(),
+    windowsRemoved: new FakeEvent(),
+    runtimeMessage: new FakeEvent(),
+    runtimeStartup: new FakeEvent(),
+    runtimeInstalled: new FakeEvent(),
+    alarm: new FakeEvent(),
+    storageChanged: new FakeEvent(),
+  };
+
+  // ---- browser model (synchronous, "browser side") ----
+
+  function tabView(t) {
+    const w = windows.get(t.windowId);
+    const v = {
+      id: t.id,
+      windowId: t.windowId,
+      index: w ? w.tabIds.indexOf(t.id) : -1,
+      url: t.url,
+      title: t.title,
+      active: t.active,
+      incognito: t.incognito,
+      status: t.status,
+      pinned: false,
+      highlighted: t.active,
+    };
+    if (t.pendingUrl !== undefined) v.pendingUrl = t.pendingUrl;
+    if (t.openerTabId !== undefined) v.openerTabId = t.openerTabId;
+    return v;
+  }
+
+  function windowView(w, populate) {
+    const v = { id: w.id, type: w.type, focused: w.focused, incognito: w.incognito, state: "normal", alwaysOnTop: false };
+    if (populate) v.tabs = w.tabIds.map((id) => tabView(tabs.get(id)));
+    return v;
+  }
+
+  function focusWindow(id) {
+    for (const w of windows.values()) w.focused = w.id === id;
+  }
+
+  function activate(tabId) {
+    const t = tabs.get(tabId);
+    for (const id of windows.get(t.windowId).tabIds) tabs.get(id).active = id === tabId;
+  }
+
+  // Chrome commits a navigation later: the tab first shows pendingUrl, then url + title.
+  function scheduleCommit(tabId) {
+    setImmediate(() => {
+      const t = tabs.get(tabId);
+      if (!t || t.pendingUrl === undefined) return;
+      t.url = t.pendingUrl;
+      delete t.pendingUrl;
+      t.status = "complete";
+      t.title = t.url === "about:blank" ? "" : `Title of ${t.url}`;
+      events.tabsUpdated.dispatch(tabId, { status: "complete", url: t.url, title: t.title }, tabView(t));
+    });
+  }
+
+  function addTab(windowId, { url = "chrome://newtab/", active = true, openerTabId, title, committed = false } = {}) {
+    const w = windows.get(windowId);
+    if (!w) throw new Error(`No window with id: ${windowId}.`);
+    const t = {
+      id: nextTabId++,
+      windowId,
+      url: committed ? url : "",
+      title: committed ? (title ?? `Title of ${url}`) : "",
+      active: false,
+      incognito: w.incognito,
+      status: committed ? "complete" : "loading",
+    };
+    if (!committed) t.pendingUrl = url;
+    if (openerTabId !== undefined) t.openerTabId = openerTabId;
+    tabs.set(t.id, t);
+    w.tabIds.push(t.id);
+    if (active || w.tabIds.length === 1) activate(t.id);
+    events.tabsCreated.dispatch(tabView(t));
+    if (!committed) scheduleCommit(t.id);
+    return t.id;
+  }
+
+  function addWindow({ url, type = "normal", focused = true, incognito = false, committed = false } = {}) {
+    const w = { id: nextWindowId++, type, focused: false, incognito, tabIds: [] };
+    windows.set(w.id, w);
+    if (focused) focusWindow(w.id);
+    events.windowsCreated.dispatch(windowView(w, false));
+    const tabId = addTab(w.id, { url: url ?? "chrome://newtab/", active: true, committed });
+    return { windowId: w.id, tabId };
+  }
+
+  function removeTab(tabId) {
+    const t = tabs.get(tabId);
+    if (!t) throw new Error(`No tab with id: ${tabId}.`);
+    const w = windows.get(t.windowId);
+    const idx = w.tabIds.indexOf(tabId);
+    w.tabIds.splice(idx, 1);
+    tabs.delete(tabId);
+    const closingWindow = w.tabIds.length === 0;
+    if (t.active && !closingWindow) activate(w.tabIds[Math.min(idx, w.tabIds.length - 1)]);
+    events.tabsRemoved.dispatch(tabId, { windowId: w.id, isWindowClosing: closingWindow });
+    if (closingWindow) {
+      windows.delete(w.id);
+      events.windowsRemoved.dispatch(w.id);
+    }
+  }
+
+  async function api(name, args, fn) {
+    calls.push({ api: name, args: clone(args) });
+    await tick();
+    const left = faults.get(name) ?? 0;
+    if (left > 0) {
+      faults.set(name, left - 1);
+      throw new Error(`injected failure in ${name}`);
+    }
+    const result = fn();
+    await tick();
+    return result;
+  }
+
+  // ---- the chrome.* surface ----
+
+  const chrome = {
+    runtime: {
+      id: extensionId,
+      getManifest: () => ({ manifest_version: 3, name: "tabwarden", version }),
+      onMessage: events.runtimeMessage,
+      onStartup: events.runtimeStartup,
+      onInstalled: events.runtimeInstalled,
+      // Messages from the popup: sender is our own extension page, not a tab.
+      sendMessage(msg) {
+        return new Promise((resolve) => {
+          let done = false;
+          let async = false;
+          const sendResponse = (v) => {
+            if (!done) {
+              done = true;
+              resolve(clone(v));
+            }
+          };
+          const sender = { id: extensionId, url: `chrome-extension://${extensionId}/popup.html` };
+          for (const r of events.runtimeMessage.dispatch(clone(msg), sender, sendResponse)) if (r === true) async = true;
+          if (!async && !done) resolve(undefined);
+        });
+      },
+    },
+    tabs: {
+      onCreated: events.tabsCreated,
+      onUpdated: events.tabsUpdated,
+      onRemoved: events.tabsRemoved,
+      get: (tabId) =>
+        api("tabs.get", { tabId }, () => {
+          const t = tabs.get(tabId);
+          if (!t) throw new Error(`No tab with id: ${tabId}.`);
+          return tabView(t);
+        }),
+      query: (q = {}) =>
+        api("tabs.query", q, () =>
+          [...windows.values()]
+            .filter((w) => q.windowId === undefined || w.id === q.windowId)
+            .flatMap((w) => w.tabIds.map((id) => tabView(tabs.get(id))))
+            .filter((t) => q.active === undefined || t.active === q.active),
+        ),
+      create: (props = {}) =>
+        api("tabs.create", props, () => {
+          const windowId = props.windowId ?? [...windows.values()].find((w) => w.focused)?.id;
+          // Fires tabs.onCreated synchronously, i.e. before this promise resolves.
+          const id = addTab(windowId, { url: props.url ?? "chrome://newtab/", active: props.active !== false, openerTabId: props.openerTabId });
+          return tabView(tabs.get(id));
+        }),
+      remove: (ids) =>
+        api("tabs.remove", { ids }, () => {
+          for (const id of Array.isArray(ids) ? ids : [ids]) removeTab(id);
+        }),
+    },
+    windows: {
+      onCreated: events.windowsCreated,
+      onRemoved: events.windowsRemoved,
+      get: (windowId, opts = {}) =>
+        api("windows.get", { windowId, ...opts }, () => {
+          const w = windows.get(windowId);
+          if (!w) throw new Error(`No window with id: ${windowId}.`);
+          return windowView(w, opts.populate);
+        }),
+      getAll: (opts = {}) => api("windows.getAll", opts, () => [...windows.values()].map((w) => windowView(w, opts.populate))),
+      create: (props = {}) =>
+        api("windows.create", props, () => {
+          const url = Array.isArray(props.url) ? props.url[0] : props.url;
+          const { windowId } = addWindow({ url, type: props.type ?? "normal", focused: props.focused !== false, incognito: !!props.incognito });
+          return windowView(windows.get(windowId), true);
+        }),
+    },
+    storage: {
+      onChanged: events.storageChanged,
+    },
+    alarms: {
+      onAlarm: events.alarm,
+      _alarms: new Map(),
+      create(name, info) {
+        calls.push({ api: "alarms.create", args: { name, ...info } });
+        this._alarms.set(name, { name, ...info });
+        return tick();
+      },
+      async get(name) {
+        await tick();
+        return this._alarms.get(name);
+      },
+      async getAll() {
+        await tick();
+        return [...this._alarms.values()];
+      },
+      async clear(name) {
+        await tick();
+        return this._alarms.delete(name);
+      },
+    },
+  };
+  chrome.storage.session = new FakeStorageArea("session", events.storageChanged);
+  chrome.storage.local = new FakeStorageArea("local", events.storageChanged);
+
+  // ---- the test's hands ----
+
+  chrome._browser = {
+    calls,
+    events,
+    /** A window the user (not the worker) opens; returns {windowId, tabId}. Committed at once. */
+    openWindow: (opts = {}) => addWindow({ committed: true, ...opts }),
+    /** A tab the user (or a page, via window.open) opens; returns its id. Committed at once. */
+    openTab: (windowId, opts = {}) => addTab(windowId, { committed: true, ...opts }),
+    /** The user drags a tab into another window, or tears it off into a new one ("new"). */
+    moveTab(tabId, to) {
+      const t = tabs.get(tabId);
+      const from = windows.get(t.windowId);
+      let dest;
+      if (to === "new") {
+        dest = { id: nextWindowId++, type: "normal", focused: false, incognito: from.incognito, tabIds: [] };
+        windows.set(dest.id, dest);
+        events.windowsCreated.dispatch(windowView(dest, false));
+      } else dest = windows.get(to);
+      from.tabIds.splice(from.tabIds.indexOf(tabId), 1);
+      dest.tabIds.push(tabId);
+      t.windowId = dest.id;
+      if (from.tabIds.length === 0) {
+        windows.delete(from.id);
+        events.windowsRemoved.dispatch(from.id);
+      }
+      return dest.id;
+    },
+    /** The user closes a tab. */
+    closeTab: (tabId) => removeTab(tabId),
+    /** The user navigates a tab; commits on a later turn. */
+    navigate(tabId, url) {
+      const t = tabs.get(tabId);
+      t.pendingUrl = url;
+      t.status = "loading";
+      events.tabsUpdated.dispatch(tabId, { status: "loading" }, tabView(t));
+      scheduleCommit(tabId);
+    },
+    tab: (id) => (tabs.has(id) ? tabView(tabs.get(id)) : undefined),
+    tabIds: () => [...tabs.keys()].sort((a, b) => a - b),
+    tabsIn: (windowId) => (windows.has(windowId) ? windows.get(windowId).tabIds.map((id) => tabView(tabs.get(id))) : []),
+    window: (id) => (windows.has(id) ? windowView(windows.get(id), true) : undefined),
+    windowIds: () => [...windows.keys()].sort((a, b) => a - b),
+    focusedWindowId: () => [...windows.values()].find((w) => w.focused)?.id,
+    /** Next call(s) to `api` (e.g. "tabs.query") reject. */
+    failNext: (name, times = 1) => faults.set(name, times),
+    /** Chrome terminates the service worker: listeners vanish, tabs and storage stay. */
+    killWorker() {
+      for (const e of Object.values(events)) e.listeners = [];
+      chrome.storage.session.onChanged.listeners = [];
+      chrome.storage.local.onChanged.listeners = [];
+    },
+    fireAlarm(name) {
+      events.alarm.dispatch({ name, scheduledTime: Date.now() });
+    },
+    listenerCount: () => Object.values(events).reduce((n, e) => n + e.listeners.length, 0),
+  };
+  return chrome;
+}

@@ -1,0 +1,206 @@
+// Test harness: a fake host (WebSocket server side), a fake clock for the worker's timers,
+// console capture, and a helper that boots a paired, connected worker against a fake Chrome.
+
+import { createFakeChrome, tick } from "./fake-chrome.mjs";
+import { createWorker } from "../background.js";
+
+export { tick };
+
+/** Lets queued tasks, storage writes and setImmediate-based browser events run. */
+export async function settle(worker, rounds = 3) {
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < 30; i++) await tick();
+    if (worker) await worker.idle();
+  }
+}
+
+/** Waits (real time, bounded) until predicate() is truthy. */
+export async function until(predicate, what = "condition", ms = 2000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await predicate();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await tick();
+  }
+}
+
+/** Manual timers, injected into the worker; the fake browser keeps using real setImmediate. */
+export class FakeClock {
+  constructor(start = 1_700_000_000_000) {
+    this.t = start;
+    this.timers = new Map();
+    this.seq = 0;
+    this.now = () => this.t;
+    this.setTimeout = (fn, ms) => {
+      const id = ++this.seq;
+      this.timers.set(id, { at: this.t + Math.max(0, ms ?? 0), fn, ms });
+      return id;
+    };
+    this.clearTimeout = (id) => {
+      this.timers.delete(id);
+    };
+  }
+  /** Delays (ms from now) of the timers still pending. */
+  pending() {
+    return [...this.timers.values()].map((x) => x.at - this.t).sort((a, b) => a - b);
+  }
+  clearAll() {
+    this.timers.clear();
+  }
+  async advance(ms, worker) {
+    const end = this.t + ms;
+    for (;;) {
+      let next = null;
+      for (const [id, x] of this.timers) if (x.at <= end && (!next || x.at < next[1].at)) next = [id, x];
+      if (!next) break;
+      this.timers.delete(next[0]);
+      this.t = next[1].at;
+      next[1].fn();
+      await settle(worker, 1);
+    }
+    this.t = end;
+    await settle(worker, 1);
+  }
+}
+
+/** Records console output so tests can assert the token never appears. */
+export function captureConsole() {
+  const lines = [];
+  const fake = {};
+  for (const m of ["log", "info", "warn", "error", "debug"]) {
+    fake[m] = (...args) => lines.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "));
+  }
+  return { console: fake, lines, text: () => lines.join("\n") };
+}
+
+/** Patches globalThis.console for code that uses it directly; returns restore(). */
+export function patchGlobalConsole(capture) {
+  const saved = {};
+  for (const m of Object.keys(capture.console)) {
+    saved[m] = console[m];
+    console[m] = capture.console[m];
+  }
+  return () => Object.assign(console, saved);
+}
+
+/** The host's side of the loopback WebSocket. */
+export function createFakeHost() {
+  const sockets = [];
+  class FakeWebSocket {
+    static CONNECTING = 0;
+    static OPEN = 1;
+    static CLOSING = 2;
+    static CLOSED = 3;
+    constructor(url) {
+      this.url = url;
+      this.readyState = 0;
+      this.sent = [];
+      this.onopen = this.onmessage = this.onclose = this.onerror = null;
+      sockets.push(this);
+    }
+    // --- client side (called by the worker) ---
+    send(data) {
+      if (this.readyState !== 1) throw new Error("InvalidStateError: socket not open");
+      if (typeof data !== "string") throw new Error("expected a text frame");
+      this.sent.push(JSON.parse(data));
+    }
+    close(code = 1000, reason = "") {
+      if (this.readyState >= 2) return;
+      this.readyState = 3;
+      setImmediate(() => this.onclose?.({ code, reason, wasClean: true }));
+    }
+    // --- server side (called by tests) ---
+    accept() {
+      this.readyState = 1;
+      this.onopen?.({});
+    }
+    deliver(obj) {
+      this.onmessage?.({ data: typeof obj === "string" ? obj : JSON.stringify(obj) });
+    }
+    serverClose(code = 1001, reason = "") {
+      this.readyState = 3;
+      this.onclose?.({ code, reason, wasClean: code !== 1006 });
+    }
+    /** The connection dies with the worker process: no close event reaches anyone. */
+    drop() {
+      this.readyState = 3;
+    }
+    frames(type) {
+      return this.sent.filter((f) => !type || f.type === type);
+    }
+    events(name) {
+      return this.sent.filter((f) => f.type === "event" && (!name || f.event === name));
+    }
+    waitFrame(pred, what = "frame") {
+      return until(() => this.sent.find(pred), what);
+    }
+  }
+
+  let nextId = 0;
+  let handedOut = 0;
+  const host = {
+    WebSocket: FakeWebSocket,
+    sockets,
+    latest: () => sockets[sockets.length - 1],
+    /** Resolves with the next socket the worker opens (each socket is handed out once). */
+    async waitSocket() {
+      const n = ++handedOut;
+      return until(() => sockets[n - 1], `socket #${n}`);
+    },
+    /** Accepts the socket, checks hello, answers welcome. */
+    async handshake(sock, epoch = 1) {
+      sock.accept();
+      const hello = await sock.waitFrame((f) => f.type === "hello", "hello");
+      sock.deliver({ type: "welcome", epoch });
+      return hello;
+    },
+    /** Sends a command and waits for its result frame. */
+    async command(sock, op, args = {}) {
+      const id = `cmd-${++nextId}`;
+      sock.deliver({ type: "command", id, op, args });
+      return sock.waitFrame((f) => f.type === "result" && f.id === id, `result of ${op}`);
+    },
+  };
+  return host;
+}
+
+export const TOKEN = "tok_Zx9-SECRET-do-not-log_4f2a";
+
+/**
+ * A fake browser with one user window (one committed user tab, focused), a paired and
+ * connected worker, and handles for everything.
+ */
+export async function setup({ paired = true, connect = true, fetch } = {}) {
+  const chrome = createFakeChrome();
+  const browser = chrome._browser;
+  const host = createFakeHost();
+  const clock = new FakeClock();
+  const out = captureConsole();
+  const user = browser.openWindow({ url: "https://mail.example.com/inbox", focused: true });
+  if (paired) await chrome.storage.local.set({ token: TOKEN, port: 47321 });
+
+  const env = { chrome, browser, host, clock, out, user };
+  env.newWorker = () => {
+    const w = createWorker(chrome, {
+      WebSocket: host.WebSocket,
+      fetch: fetch ?? (async () => { throw new Error("no fetch in this test"); }),
+      setTimeout: clock.setTimeout,
+      clearTimeout: clock.clearTimeout,
+      now: clock.now,
+      console: out.console,
+    });
+    w.register();
+    return w;
+  };
+  env.worker = env.newWorker();
+  if (paired && connect) {
+    await env.worker.start();
+    env.sock = await host.waitSocket();
+    await host.handshake(env.sock);
+    await settle(env.worker);
+  }
+  env.cmd = (op, args) => host.command(env.sock, op, args);
+  env.settle = () => settle(env.worker);
+  return env;
+}

@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+// adopter consumes the browser's events: it keeps the model current, adopts every
+// page spawned by a session's page (transitively), and wakes the windows whose
+// pages changed. On each (re)connection it takes a snapshot and adopts anything
+// missed while it was away, so a restart converges without duplicates.
+type adopter struct {
+	agent *Agent
+	// retry is set when an adoption failed; a snapshot soon retries it.
+	retry bool
+}
+
+// NeedLeaderElection: every agent serves its own browser.
+func (ad *adopter) NeedLeaderElection() bool { return false }
+
+// Start runs until ctx ends.
+func (ad *adopter) Start(ctx context.Context) error {
+	a := ad.agent
+	log := ctrl.LoggerFrom(ctx).WithName("adopter").WithValues("profile", a.opts.Profile)
+	ctx = ctrl.LoggerInto(ctx, log)
+	resync := time.NewTimer(0) // take the first snapshot at once
+	defer resync.Stop()
+	events := a.opts.Browser.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-resync.C:
+			if err := ad.resync(ctx); err != nil {
+				if !errors.Is(err, browser.ErrNotConnected) {
+					log.Error(err, "Browser snapshot failed; retrying")
+				}
+				resync.Reset(time.Second)
+			}
+		case ev := <-events:
+			switch ev.Type {
+			case browser.Connected:
+				log.Info("Browser connected", "epoch", ev.Epoch)
+				resync.Reset(0)
+			case browser.Disconnected:
+				log.Info("Browser disconnected; pages are Unknown until it is back", "epoch", ev.Epoch)
+				a.model.disconnect()
+				a.markProfileDirty()
+				a.wakeAll(ctx)
+			case browser.PageCreated:
+				a.model.put(ev.Page)
+				ad.maybeAdopt(ctx, ev.Page)
+				a.markProfileDirty()
+			case browser.PageUpdated:
+				a.model.put(ev.Page)
+				a.wakePage(ctx, ev.Page.ID)
+				a.markProfileDirty()
+			case browser.PageRemoved:
+				// Wake before forgetting: the owner record goes with the page.
+				a.wakePage(ctx, ev.Page.ID)
+				a.model.remove(ev.Page.ID)
+				a.markProfileDirty()
+			}
+		}
+		if ad.retry {
+			ad.retry = false
+			resync.Reset(2 * time.Second)
+		}
+	}
+}
+
+// resync replaces the model with a snapshot, adopts spawns missed meanwhile (to
+// a fixpoint, since a snapshot lists children before parents at times) and wakes
+// every window.
+func (ad *adopter) resync(ctx context.Context) error {
+	a := ad.agent
+	snap, err := a.opts.Browser.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	a.model.replace(snap)
+	for adopted := true; adopted; {
+		adopted = false
+		for _, p := range snap.Pages {
+			if ad.maybeAdopt(ctx, p) {
+				adopted = true
+			}
+		}
+	}
+	a.markProfileDirty()
+	a.wakeAll(ctx)
+	return nil
+}
+
+// maybeAdopt adopts p when its opener, or the action running when it appeared,
+// belongs to a session. It reports whether it adopted p now.
+func (ad *adopter) maybeAdopt(ctx context.Context, p browser.Page) bool {
+	a := ad.agent
+	if _, owned := a.ownerOf(ctx, p.ID); owned {
+		a.wakePage(ctx, p.ID)
+		return false
+	}
+	var o owner
+	var reason string
+	if opener, ok := a.ownerOf(ctx, p.OpenerID); ok {
+		o, reason = opener, "opener"
+	} else if act, ok := parseActionKey(p.Attributed); ok && p.OpenerID == "" {
+		o, reason = act, "during_action"
+	} else {
+		return false
+	}
+	if err := a.adopt(ctx, p, o, reason); err != nil {
+		// The next snapshot (every reconnect, or the periodic one) retries.
+		ctrl.LoggerFrom(ctx).Error(err, "Adopting spawned page failed; retrying", "page", p.ID)
+		ad.retry = true
+		return false
+	}
+	return true
+}

@@ -1,0 +1,235 @@
+// Package agent is tabwarden's agent role, like a kubelet for one browser
+// profile: it realizes the windows sessions want through a browser driver,
+// observes the real ones, adopts every page a session's page spawns, and closes
+// pages through the tabwarden.dev/page finalizer.
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+// WindowPageIndex indexes BrowserWindows by the browser id of their page.
+const WindowPageIndex = "tabwarden.page"
+
+// Options configure an agent.
+type Options struct {
+	// Profile is the BrowserProfile the agent serves.
+	Profile string
+	// Driver names the driver kind recorded on a profile the agent creates.
+	Driver twv1.DriverType
+	// Browser is the driver.
+	Browser browser.Browser
+	// Identity names this agent in the profile's status and its Lease.
+	Identity string
+	// LeaseNamespace holds the profile's heartbeat Lease; empty disables it.
+	LeaseNamespace string
+	// Heartbeat is how often the Lease is renewed and the profile looked at (default 10s).
+	Heartbeat time.Duration
+}
+
+// Agent wires the agent role into a manager.
+type Agent struct {
+	opts     Options
+	client   client.Client
+	reader   client.Reader
+	recorder events.EventRecorder
+	model    *model
+	wake     chan event.GenericEvent
+	// profileDirty asks the profile loop to publish the model soon.
+	profileDirty chan struct{}
+	// pool mirrors the profile's spec.pool: one browser context per session.
+	pool atomic.Bool
+}
+
+// CacheOptions restricts a manager's cache of BrowserWindows to this profile's.
+func CacheOptions(profile string) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&twv1.BrowserWindow{}: {Label: labels.SelectorFromSet(labels.Set{twv1.ProfileLabel: profile})},
+	}}
+}
+
+// Setup adds the agent's reconciler and runnables to mgr. The manager's cache
+// should be built with CacheOptions(opts.Profile).
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) {
+	if opts.Profile == "" || opts.Browser == nil {
+		return nil, errors.New("agent: a profile name and a browser driver are required")
+	}
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = 10 * time.Second
+	}
+	if opts.Identity == "" {
+		opts.Identity = "agent-" + opts.Profile
+	}
+	a := &Agent{
+		opts:         opts,
+		client:       mgr.GetClient(),
+		reader:       mgr.GetAPIReader(),
+		recorder:     mgr.GetEventRecorder("tabwarden-agent"),
+		model:        newModel(),
+		wake:         make(chan event.GenericEvent, 1024),
+		profileDirty: make(chan struct{}, 1),
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, WindowPageIndex, func(o client.Object) []string {
+		if id := o.(*twv1.BrowserWindow).PageID(); id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, "spec.sessionRef.name", func(o client.Object) []string {
+		return []string{o.(*twv1.BrowserWindow).Spec.SessionRef.Name}
+	}); err != nil {
+		return nil, err
+	}
+	if err := (&WindowReconciler{agent: a}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&adopter{agent: a}); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&profileLoop{agent: a}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// ownerOf finds the window a page belongs to: one the agent remembers opening or
+// adopting, or one in the cache indexed by the page id.
+func (a *Agent) ownerOf(ctx context.Context, pageID string) (owner, bool) {
+	if pageID == "" {
+		return owner{}, false
+	}
+	if o, ok := a.model.knownOwner(pageID); ok {
+		return o, true
+	}
+	var list twv1.BrowserWindowList
+	if err := a.client.List(ctx, &list, client.MatchingFields{WindowPageIndex: pageID}); err != nil || len(list.Items) == 0 {
+		return owner{}, false
+	}
+	w := &list.Items[0]
+	return owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}, true
+}
+
+// SpawnedWindowName is the deterministic name of the window adopting a spawned
+// page, so that adopting the same page twice (after a restart, or a snapshot
+// racing an event) finds the object already there instead of making another.
+func SpawnedWindowName(session, profile, pageID string) string {
+	sum := sha256.Sum256([]byte(profile + "/" + pageID))
+	prefix := session
+	if len(prefix) > 230 {
+		prefix = prefix[:230]
+	}
+	return strings.TrimSuffix(prefix, "-") + "-spawn-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// ActionKey is the key an action on a window passes to browser.Act, so that a
+// page appearing without an opener while it runs is attributed to its session.
+func ActionKey(namespace, session, window string) string {
+	return namespace + "/" + session + "/" + window
+}
+
+func parseActionKey(k string) (owner, bool) {
+	parts := strings.Split(k, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return owner{}, false
+	}
+	return owner{Namespace: parts[0], Session: parts[1], Window: parts[2]}, true
+}
+
+// adopt makes page p, spawned by a page of o's session, a Spawned BrowserWindow
+// owned by that session. Idempotent: the name is derived from the page.
+func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, reason string) error {
+	log := ctrl.LoggerFrom(ctx)
+	s := &twv1.BrowserSession{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Session}, s); err != nil {
+		return fmt.Errorf("getting session %s/%s of spawned page %s: %w", o.Namespace, o.Session, p.ID, err)
+	}
+	w := &twv1.BrowserWindow{}
+	w.Namespace, w.Name = o.Namespace, SpawnedWindowName(o.Session, a.opts.Profile, p.ID)
+	w.Labels = map[string]string{
+		twv1.SessionLabel: o.Session,
+		twv1.ProfileLabel: a.opts.Profile,
+		twv1.SourceLabel:  "spawned",
+	}
+	w.Finalizers = []string{twv1.PageFinalizer}
+	w.Spec = twv1.BrowserWindowSpec{
+		SessionRef: twv1.SessionReference{Name: o.Session},
+		Source:     twv1.SourceSpawned,
+		Spawn: &twv1.SpawnInfo{
+			TabID: p.ID, OpenerTabID: p.OpenerID, SpawnedBy: o.Window, Reason: reason, Popup: p.Popup, URL: p.URL,
+		},
+	}
+	if err := controllerutil.SetControllerReference(s, w, a.client.Scheme()); err != nil {
+		return err
+	}
+	// Remember first: the page may spawn again before the cache shows this object.
+	a.model.rememberOwner(p.ID, owner{Namespace: o.Namespace, Session: o.Session, Window: w.Name})
+	err := a.client.Create(ctx, w)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("adopting spawned page %s into session %s/%s: %w", p.ID, o.Namespace, o.Session, err)
+	}
+	log.Info("Adopted spawned page", "session", o.Session, "window", w.Name, "page", p.ID, "opener", p.OpenerID, "reason", reason)
+	a.recorder.Eventf(s, w, corev1.EventTypeNormal, twv1.EventSpawnAdopted, "Adopt",
+		"Page %s spawned by %s adopted as BrowserWindow %s; acknowledge it: %s", p.ID, o.Window, w.Name,
+		fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"Close"}}'`, w.Name, w.Namespace))
+	if err := a.opts.Browser.Adopt(ctx, string(w.UID), p.ID); err != nil && !errors.Is(err, browser.ErrNotFound) {
+		log.Error(err, "Recording adopted page in the browser failed", "page", p.ID)
+	}
+	a.wakeWindow(w.Namespace, w.Name)
+	return nil
+}
+
+func (a *Agent) wakeWindow(namespace, name string) {
+	w := &twv1.BrowserWindow{}
+	w.Namespace, w.Name = namespace, name
+	a.wake <- event.GenericEvent{Object: w}
+}
+
+// wakePage wakes the window that owns a page, if any.
+func (a *Agent) wakePage(ctx context.Context, id string) {
+	if o, ok := a.ownerOf(ctx, id); ok {
+		a.wakeWindow(o.Namespace, o.Window)
+	}
+}
+
+// wakeAll wakes every window of the profile.
+func (a *Agent) wakeAll(ctx context.Context) {
+	var list twv1.BrowserWindowList
+	if err := a.client.List(ctx, &list); err != nil {
+		return
+	}
+	for i := range list.Items {
+		a.wakeWindow(list.Items[i].Namespace, list.Items[i].Name)
+	}
+}
+
+func (a *Agent) markProfileDirty() {
+	select {
+	case a.profileDirty <- struct{}{}:
+	default:
+	}
+}

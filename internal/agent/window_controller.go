@@ -1,0 +1,347 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/patch"
+)
+
+// WindowReconciler realizes the BrowserWindows of one profile: it opens Open
+// windows (held while the session has unacknowledged spawns), closes pages whose
+// disposition is Close, reports what the browser shows, and closes or releases
+// the page in the tabwarden.dev/page finalizer.
+type WindowReconciler struct {
+	agent *Agent
+}
+
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows/finalizers,verbs=update
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsersessions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles/status,verbs=get;update;patch
+
+// SetupWithManager registers the reconciler: this profile's windows, the
+// browser's wake-ups, and sessions mapped to their windows (gating follows them).
+func (r *WindowReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&twv1.BrowserWindow{}).
+		Watches(&twv1.BrowserSession{}, handler.EnqueueRequestsFromMapFunc(r.sessionToWindows)).
+		Watches(&twv1.BrowserWindow{}, handler.EnqueueRequestsFromMapFunc(r.heldSiblings)).
+		WatchesRawSource(source.Channel(r.agent.wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptrTo(false)}).
+		Named("browserwindow-agent").
+		Complete(r)
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// Reconcile dispatches one window.
+func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	a := r.agent
+	w := &twv1.BrowserWindow{}
+	if err := a.client.Get(ctx, req.NamespacedName, w); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if w.Labels[twv1.ProfileLabel] != a.opts.Profile {
+		return ctrl.Result{}, nil
+	}
+	helper := patch.NewHelper(w, a.client)
+	defer func() {
+		summarizeWindow(w, retErr)
+		if retErr == nil {
+			w.Status.ObservedGeneration = w.Generation
+		}
+		if err := helper.Patch(ctx, w); err != nil && !(apierrors.IsNotFound(err) && !w.DeletionTimestamp.IsZero()) {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+	}()
+
+	if !w.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, w)
+	}
+	if controllerutil.AddFinalizer(w, twv1.PageFinalizer) {
+		// The finalizer must be stored before a page exists that it would close.
+		if err := helper.Patch(ctx, w); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s := &twv1.BrowserSession{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s); err != nil {
+		// Registered windows name an existing session; its deletion deletes them.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	w.Status.ProfileName = a.opts.Profile
+	setWindowCondition(w, twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered,
+		fmt.Sprintf("Window of session %q (thread %q): %s", s.Name, s.Spec.Thread, s.Spec.Purpose))
+
+	for _, sub := range []func(context.Context, *twv1.BrowserSession, *twv1.BrowserWindow) (ctrl.Result, error){
+		r.reconcileOpen,
+		r.reconcileDisposition,
+		r.reconcileObserve,
+	} {
+		res, err := sub(ctx, s, w)
+		if err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileOpen opens an Open window's page once, in the background, never
+// focused. Sets Opened=False with reason unacknowledged_spawns (held),
+// waiting_for_user, BrowserUnreachable or OpenFailed; Opened=True once open.
+func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
+	a := r.agent
+	if w.Spec.Source != twv1.SourceOpen || w.Status.TabID != "" || s.Ended() {
+		return ctrl.Result{}, nil
+	}
+	w.Status.Phase = twv1.WindowPending
+	if s.Spec.State == twv1.SessionWaitingForUser {
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonWaitingForUser,
+			fmt.Sprintf("Held: session %q waits for the user. Resume it: kubectl patch browsersession %s -n %s --type=merge -p '{\"spec\":{\"state\":\"Active\"}}'", s.Name, s.Name, s.Namespace))
+		return ctrl.Result{}, nil
+	}
+	siblings, err := r.sessionWindows(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if unacked := unacknowledgedOf(siblings); len(unacked) > 0 {
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonUnacknowledgedSpawns,
+			heldMessage(s, unacked))
+		return ctrl.Result{}, nil
+	}
+	if ready, _ := a.model.state(); !ready {
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonBrowserUnreachable,
+			fmt.Sprintf("Waiting for the browser of profile %q; the page opens once the agent reaches it", a.opts.Profile))
+		return ctrl.Result{}, nil
+	}
+	placement := w.Spec.Placement
+	if placement == "" {
+		placement = s.Spec.Placement
+	}
+	req := browser.OpenRequest{Key: string(w.UID), URL: w.Spec.URL, NewWindow: placement != twv1.PlacementTab}
+	if !req.NewWindow {
+		req.WindowID = pinnedWindow(s, siblings)
+	}
+	if a.poolProfile() {
+		req.Context = s.Namespace + "/" + s.Name
+	}
+	page, err := a.opts.Browser.Open(ctx, req)
+	if errors.Is(err, browser.ErrNotConnected) {
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonBrowserUnreachable, err.Error())
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonOpenFailed, err.Error())
+		return ctrl.Result{}, fmt.Errorf("opening %s: %w", w.Spec.URL, err)
+	}
+	// Into the model and the owner records before anything else: the page may
+	// spawn before its status is written and before the event is consumed.
+	a.model.put(page)
+	a.model.rememberOwner(page.ID, owner{Namespace: w.Namespace, Session: s.Name, Window: w.Name})
+	now := metav1.Now()
+	w.Status.TabID, w.Status.WindowID, w.Status.OwnsWindow = page.ID, page.WindowID, req.NewWindow
+	w.Status.OpenedTime = &now
+	w.Status.Phase = twv1.WindowOpen
+	ctrl.LoggerFrom(ctx).Info("Opened page", "page", page.ID, "url", w.Spec.URL, "newWindow", req.NewWindow)
+	a.recorder.Eventf(w, nil, corev1.EventTypeNormal, twv1.EventPageOpened, "Open", "Opened %s as page %s (window %s)", w.Spec.URL, page.ID, page.WindowID)
+	return ctrl.Result{}, nil
+}
+
+// reconcileDisposition closes an owned page whose disposition is Close. Sets
+// Opened=False reason Closed.
+func (r *WindowReconciler) reconcileDisposition(ctx context.Context, _ *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
+	if w.Spec.Disposition != twv1.DispositionClose || !w.Owned() || w.Status.Phase == twv1.WindowClosed || w.Status.Phase == twv1.WindowGone {
+		return ctrl.Result{}, nil
+	}
+	if w.PageID() == "" {
+		// Never opened: nothing to close.
+		w.Status.Phase = twv1.WindowClosed
+		return ctrl.Result{}, nil
+	}
+	if err := r.closePage(ctx, w); err != nil {
+		return ctrl.Result{}, err
+	}
+	now := metav1.Now()
+	w.Status.Phase, w.Status.ClosedTime = twv1.WindowClosed, &now
+	setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonClosed, "Closed by tabwarden: disposition Close")
+	return ctrl.Result{}, nil
+}
+
+// reconcileObserve reports what the browser shows of the page: ids, url, title
+// and phase. A page missing from a connected browser is Gone (a bound tab fails
+// its binding, reason bound_tab_gone); with the browser unreachable it is Unknown.
+// Sets Opened (or Bound).
+func (r *WindowReconciler) reconcileObserve(_ context.Context, _ *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
+	a := r.agent
+	id := w.PageID()
+	if id == "" || w.Status.Phase == twv1.WindowClosed || w.Status.Phase == twv1.WindowGone {
+		return ctrl.Result{}, nil
+	}
+	cond := twv1.OpenedCondition
+	if w.Spec.Source == twv1.SourceBind {
+		cond = twv1.BoundCondition
+	}
+	ready, epoch := a.model.state()
+	if !ready {
+		if w.Status.Phase == twv1.WindowOpen || w.Status.Phase == "" {
+			w.Status.Phase = twv1.WindowUnknown
+		}
+		setWindowCondition(w, cond, metav1.ConditionUnknown, twv1.ReasonBrowserUnreachable,
+			fmt.Sprintf("The agent cannot reach the browser of profile %q; the page is not declared closed", a.opts.Profile))
+		return ctrl.Result{}, nil
+	}
+	page, ok := a.model.page(id)
+	if !ok {
+		now := metav1.Now()
+		w.Status.Phase, w.Status.ClosedTime = twv1.WindowGone, &now
+		switch {
+		case w.Spec.Source == twv1.SourceBind && w.Status.TabID == "":
+			setWindowCondition(w, cond, metav1.ConditionFalse, twv1.ReasonBoundTabNotFound,
+				fmt.Sprintf("No tab %q in profile %q; nothing is bound in its place. Pick a tab from: kubectl get browserprofile %s -o jsonpath='{.status.tabs}'", id, a.opts.Profile, a.opts.Profile))
+		case w.Spec.Source == twv1.SourceBind:
+			setWindowCondition(w, cond, metav1.ConditionFalse, twv1.ReasonBoundTabGone,
+				fmt.Sprintf("The bound tab %q was closed; the binding failed and no other tab takes its place", id))
+		default:
+			setWindowCondition(w, cond, metav1.ConditionFalse, twv1.ReasonGone, "The page was closed outside tabwarden")
+		}
+		a.recorder.Eventf(w, nil, corev1.EventTypeNormal, twv1.EventPageGone, "Observe", "Page %s is gone from the browser", id)
+		return ctrl.Result{}, nil
+	}
+	if w.Status.OpenedTime == nil {
+		now := metav1.Now()
+		w.Status.OpenedTime = &now
+	}
+	if w.Spec.Source == twv1.SourceSpawned {
+		w.Status.OwnsWindow = page.Popup
+	}
+	w.Status.Phase = twv1.WindowOpen
+	w.Status.TabID, w.Status.WindowID, w.Status.Epoch = page.ID, page.WindowID, epoch
+	w.Status.URL, w.Status.Title = truncate(page.URL, 4096), truncate(page.Title, 512)
+	if w.Spec.Source == twv1.SourceBind {
+		setWindowCondition(w, cond, metav1.ConditionTrue, twv1.ReasonBound, "Bound to the user's tab; it is used, never closed")
+	} else {
+		setWindowCondition(w, cond, metav1.ConditionTrue, twv1.ReasonOpen, "The page is open")
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete closes the page of an owned, temporary window, releases a Keep
+// window and detaches a bound tab, then removes the page finalizer.
+func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserWindow) (ctrl.Result, error) {
+	a := r.agent
+	if !controllerutil.ContainsFinalizer(w, twv1.PageFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	s := &twv1.BrowserSession{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s); err != nil {
+		s = nil
+	}
+	live := w.PageID() != "" && w.Status.Phase != twv1.WindowClosed && w.Status.Phase != twv1.WindowGone
+	switch {
+	case !live:
+	case w.Spec.Source == twv1.SourceBind:
+		r.event(s, w, twv1.EventTabDetached, "Detached the user's tab %s; it stays open", w.PageID())
+	case w.Spec.Disposition == twv1.DispositionKeep:
+		r.event(s, w, twv1.EventPageReleased, "Released Keep page %s (%s); it stays open as a deliverable", w.PageID(), w.Status.URL)
+	default:
+		if err := r.closePage(ctx, w); err != nil {
+			return ctrl.Result{}, err
+		}
+		w.Status.Phase = twv1.WindowClosed
+		r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", w.PageID(), w.Status.URL, w.Name)
+	}
+	controllerutil.RemoveFinalizer(w, twv1.PageFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// closePage closes the window's page; an unreachable browser is a transient error.
+func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow) error {
+	a := r.agent
+	if ready, _ := a.model.state(); !ready {
+		w.Status.Phase = twv1.WindowUnknown
+		return fmt.Errorf("closing page %s: %w", w.PageID(), browser.ErrNotConnected)
+	}
+	w.Status.Phase = twv1.WindowClosing
+	err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: string(w.UID), ID: w.PageID(), OwnsWindow: w.Status.OwnsWindow})
+	if err != nil {
+		return fmt.Errorf("closing page %s: %w", w.PageID(), err)
+	}
+	a.model.remove(w.PageID())
+	ctrl.LoggerFrom(ctx).Info("Closed page", "page", w.PageID())
+	return nil
+}
+
+func (r *WindowReconciler) event(s *twv1.BrowserSession, w *twv1.BrowserWindow, reason, format string, args ...any) {
+	if s != nil {
+		r.agent.recorder.Eventf(s, w, corev1.EventTypeNormal, reason, "Cleanup", format, args...)
+		return
+	}
+	r.agent.recorder.Eventf(w, nil, corev1.EventTypeNormal, reason, "Cleanup", format, args...)
+}
+
+func (r *WindowReconciler) sessionWindows(ctx context.Context, s *twv1.BrowserSession) ([]twv1.BrowserWindow, error) {
+	var list twv1.BrowserWindowList
+	err := r.agent.client.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{"spec.sessionRef.name": s.Name})
+	return list.Items, err
+}
+
+// sessionToWindows maps a session to its windows that wait for something:
+// held Open windows (gating), and every window once the session ends.
+func (r *WindowReconciler) sessionToWindows(ctx context.Context, o client.Object) []reconcile.Request {
+	var list twv1.BrowserWindowList
+	if err := r.agent.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{"spec.sessionRef.name": o.GetName()}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		w := &list.Items[i]
+		if w.Status.TabID == "" || !w.DeletionTimestamp.IsZero() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+		}
+	}
+	return reqs
+}
+
+// heldSiblings maps an acknowledged (or closed) spawned window to the Open
+// windows of its session that are held, so they open as soon as nothing is unacknowledged.
+func (r *WindowReconciler) heldSiblings(ctx context.Context, o client.Object) []reconcile.Request {
+	w := o.(*twv1.BrowserWindow)
+	if w.Spec.Source != twv1.SourceSpawned {
+		return nil
+	}
+	var list twv1.BrowserWindowList
+	if err := r.agent.client.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingFields{"spec.sessionRef.name": w.Spec.SessionRef.Name}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		sib := &list.Items[i]
+		if sib.Spec.Source == twv1.SourceOpen && sib.Status.TabID == "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(sib)})
+		}
+	}
+	return reqs
+}
+
+func (a *Agent) poolProfile() bool { return a.pool.Load() }
+
+var _ = time.Second

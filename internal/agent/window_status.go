@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+)
+
+func setWindowCondition(w *twv1.BrowserWindow, typ string, status metav1.ConditionStatus, reason, msg string) {
+	apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: w.Generation,
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// summarizeWindow sets Ready: True while the page is open (or bound), False with
+// the reason of whatever holds or ended it.
+func summarizeWindow(w *twv1.BrowserWindow, err error) {
+	if err != nil {
+		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, "ReconcileError", err.Error())
+		return
+	}
+	typ := twv1.OpenedCondition
+	if w.Spec.Source == twv1.SourceBind {
+		typ = twv1.BoundCondition
+	}
+	c := apimeta.FindStatusCondition(w.Status.Conditions, typ)
+	if c == nil {
+		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonOpening, "Waiting for the agent to realize the window")
+		return
+	}
+	setWindowCondition(w, twv1.ReadyCondition, c.Status, c.Reason, c.Message)
+}
+
+// unacknowledgedOf returns the names of spawned siblings that may still be open
+// and have no disposition.
+func unacknowledgedOf(windows []twv1.BrowserWindow) []string {
+	var out []string
+	for i := range windows {
+		w := &windows[i]
+		if !w.Acknowledged() && w.DeletionTimestamp.IsZero() && w.Status.Phase != twv1.WindowClosed && w.Status.Phase != twv1.WindowGone {
+			out = append(out, w.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// heldMessage says why an Open window is held and how to release it.
+func heldMessage(s *twv1.BrowserSession, unacked []string) string {
+	cmds := make([]string, 0, len(unacked))
+	for _, n := range unacked {
+		cmds = append(cmds, fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"Close"}}'`, n, s.Namespace))
+	}
+	return fmt.Sprintf("Held: session %q has %d spawned window(s) with no disposition (%s). Say keep or close for each, e.g.: %s (or \"Keep\")",
+		s.Name, len(unacked), strings.Join(unacked, ", "), strings.Join(cmds, "; "))
+}
+
+// pinnedWindow is the browser window Tab placement opens into: the session's
+// pinned window, else the window of a page the session already opened as a tab.
+func pinnedWindow(s *twv1.BrowserSession, siblings []twv1.BrowserWindow) string {
+	if s.Spec.PinnedWindowID != "" {
+		return s.Spec.PinnedWindowID
+	}
+	for i := range siblings {
+		w := &siblings[i]
+		if w.Spec.Source == twv1.SourceOpen && !w.Status.OwnsWindow && w.Status.WindowID != "" {
+			return w.Status.WindowID
+		}
+	}
+	return ""
+}
+
+func setConds(conds *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {
+	apimeta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+}

@@ -1,0 +1,533 @@
+package cdp
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/fixture"
+)
+
+func TestSnapshotSeesPages(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	p := openWindow(t, b, r, "/quiet", fixture.TitleQuiet)
+	s, err := b.Snapshot(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Epoch != 1 || !strings.Contains(s.Version, "Chrom") {
+		t.Errorf("epoch %d version %q", s.Epoch, s.Version)
+	}
+	got, ok := s.Page(p.ID)
+	if !ok {
+		t.Fatalf("snapshot lacks %s: %+v", p.ID, s.Pages)
+	}
+	if got.URL != site.Path("/quiet") || got.Title != fixture.TitleQuiet || got.WindowID == "" || got.Popup || got.OpenerID != "" {
+		t.Errorf("page %+v", got)
+	}
+	found := false
+	for _, w := range s.Windows {
+		found = found || w.ID == got.WindowID
+	}
+	if !found {
+		t.Errorf("window %s not in %+v", got.WindowID, s.Windows)
+	}
+	for _, pg := range s.Pages {
+		if strings.HasPrefix(pg.URL, "devtools://") || strings.HasPrefix(pg.URL, "chrome-extension://") {
+			t.Errorf("snapshot has %s", pg.URL)
+		}
+	}
+	if !b.Connected() {
+		t.Error("not connected")
+	}
+}
+
+func TestOpenBackgroundTabAndNewWindow(t *testing.T) {
+	b, _ := newDriver(t, Options{})
+	ctx := tctx(t)
+
+	// A new window, idempotent by key.
+	start := time.Now()
+	w, err := b.Open(ctx, browser.OpenRequest{Key: "win-1", URL: site.Path("/landing"), NewWindow: true})
+	t.Logf("Open new window: reply in %v", time.Since(start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: w.ID, OwnsWindow: true}) })
+	if w.WindowID == "" || w.Popup {
+		t.Errorf("new window page %+v", w)
+	}
+	again, err := b.Open(ctx, browser.OpenRequest{Key: "win-1", URL: site.Path("/landing"), NewWindow: true})
+	if err != nil || again.ID != w.ID {
+		t.Fatalf("second open with the same key: %+v %v (want %s)", again, err, w.ID)
+	}
+	waitTitle(t, b, w.ID, fixture.TitleLanding)
+
+	// A background tab: it lands in the browser's last active window; the tab
+	// that was active there stays active (visible) and the new one is hidden.
+	start = time.Now()
+	tab, err := b.Open(ctx, browser.OpenRequest{Key: "tab-1", URL: site.Path("/quiet")})
+	t.Logf("Open background tab: reply in %v", time.Since(start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: tab.ID}) })
+	if tab.WindowID == "" || tab.WindowID == w.WindowID {
+		t.Errorf("background tab in window %q (new window is %s)", tab.WindowID, w.WindowID)
+	}
+	waitTitle(t, b, tab.ID, fixture.TitleQuiet)
+	if v := evaluate(t, b, tab.ID, "document.visibilityState"); v != "hidden" {
+		t.Errorf("background tab visibilityState = %v, want hidden", v)
+	}
+	others := windowPages(t, b, tab.WindowID)
+	if len(others) < 2 {
+		t.Fatalf("window %s has %d pages", tab.WindowID, len(others))
+	}
+	visible := 0
+	for _, p := range others {
+		if p.ID != tab.ID && evaluate(t, b, p.ID, "document.visibilityState") == "visible" {
+			visible++
+		}
+	}
+	if visible != 1 {
+		t.Errorf("%d other tabs of the window are visible, want the 1 that was active", visible)
+	}
+	// The new window does not take the browser's "last active" place either: a
+	// background tab opened after it still lands in the old window.
+	tab2, err := b.Open(ctx, browser.OpenRequest{URL: "about:blank"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: tab2.ID}) })
+	if tab2.WindowID != tab.WindowID {
+		t.Errorf("second background tab in %s, first in %s", tab2.WindowID, tab.WindowID)
+	}
+
+	// Opening into a window that does not exist fails.
+	if _, err := b.Open(ctx, browser.OpenRequest{URL: "about:blank", WindowID: "424242"}); err == nil {
+		t.Error("open into a missing window succeeded")
+	}
+	// After the page is closed, the key opens a new one.
+	if err := b.Close(ctx, browser.CloseRequest{ID: w.ID, OwnsWindow: true}); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := b.Open(ctx, browser.OpenRequest{Key: "win-1", URL: site.Path("/landing"), NewWindow: true})
+	if err != nil || w2.ID == w.ID {
+		t.Fatalf("reopen after close: %+v %v", w2, err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: w2.ID, OwnsWindow: true}) })
+}
+
+// act clicks and returns when the click returns, with the time it was sent.
+func act(t *testing.T, b *Browser, key, page, sel string) time.Time {
+	t.Helper()
+	start := time.Now()
+	if err := b.Act(tctx(t), browser.ActRequest{Key: key, Page: page, ClickSelector: sel}); err != nil {
+		t.Fatalf("click %s: %v", sel, err)
+	}
+	return start
+}
+
+func created(opener string) func(browser.Event) bool {
+	return func(e browser.Event) bool { return e.Type == browser.PageCreated && e.Page.OpenerID == opener }
+}
+
+func TestSpawnComposePopup(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	contacts := openWindow(t, b, r, "/contacts", fixture.TitleContacts)
+	for i := range 3 {
+		start := act(t, b, "act-compose", contacts.ID, "#contact-"+string(rune('0'+i)))
+		e := r.wait(t, 5*time.Second, "compose created", func(e browser.Event) bool {
+			return created(contacts.ID)(e) && e.Time.After(start)
+		})
+		t.Logf("click → PageCreated (popup): %v", e.Time.Sub(start))
+		id := e.Page.ID
+		t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: id, OwnsWindow: true}) })
+		if e.Page.Attributed != "" {
+			t.Errorf("a page with an opener was attributed: %+v", e.Page)
+		}
+		u := r.wait(t, 5*time.Second, "compose window known", func(e browser.Event) bool {
+			return e.Page.ID == id && e.Type == browser.PageUpdated && e.Page.WindowID != ""
+		})
+		if !u.Page.Popup || u.Page.WindowID == contacts.WindowID {
+			t.Errorf("compose is not a popup in its own window: %+v (contacts window %s)", u.Page, contacts.WindowID)
+		}
+		u = waitTitle(t, b, id, fixture.TitleCompose)
+		t.Logf("click → compose url and title known: %v", u.Time.Sub(start))
+		if !strings.Contains(u.Page.URL, "/compose?to=") || u.Page.OpenerID != contacts.ID {
+			t.Errorf("compose page %+v", u.Page)
+		}
+	}
+	s, err := b.Snapshot(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	popups := 0
+	for _, w := range s.Windows {
+		ps := 0
+		for _, p := range s.Pages {
+			if p.WindowID == w.ID && p.OpenerID == contacts.ID {
+				ps++
+			}
+		}
+		if ps > 0 && w.Popup {
+			popups++
+		}
+	}
+	if popups != 3 {
+		t.Errorf("%d popup windows with compose pages, want 3", popups)
+	}
+}
+
+func TestSpawnTabsCarryOpener(t *testing.T) {
+	for _, path := range []string{"/blank-link", "/noopener"} {
+		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
+			b, r := newDriver(t, Options{})
+			title := map[string]string{"/blank-link": fixture.TitleBlankLink, "/noopener": fixture.TitleNoopener}[path]
+			opener := openWindow(t, b, r, path, title)
+			start := act(t, b, "act-link", opener.ID, "#open-landing")
+			e := r.wait(t, 5*time.Second, "landing created", created(opener.ID))
+			t.Logf("click → PageCreated (tab): %v", e.Time.Sub(start))
+			id := e.Page.ID
+			t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: id}) })
+			u := r.wait(t, 5*time.Second, "landing window known", func(e browser.Event) bool {
+				return e.Page.ID == id && e.Type == browser.PageUpdated && e.Page.WindowID != ""
+			})
+			if u.Page.Popup || u.Page.WindowID != opener.WindowID {
+				t.Errorf("landing should be a tab in its opener's window %s: %+v", opener.WindowID, u.Page)
+			}
+			waitTitle(t, b, id, fixture.TitleLanding)
+		})
+	}
+}
+
+func TestOAuthPopupOpensPopup(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	oauth := openWindow(t, b, r, "/oauth", fixture.TitleOAuth)
+	act(t, b, "act-oauth", oauth.ID, "#signin")
+	e := r.wait(t, 5*time.Second, "authorize created", created(oauth.ID))
+	auth := e.Page.ID
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: auth, OwnsWindow: true}) })
+	waitTitle(t, b, auth, fixture.TitleAuthorize)
+
+	act(t, b, "act-oauth", auth, "#consent")
+	e = r.wait(t, 5*time.Second, "consent created", created(auth))
+	consent := e.Page.ID
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: consent, OwnsWindow: true}) })
+	u := waitTitle(t, b, consent, fixture.TitleConsent)
+	s, err := b.Snapshot(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Page(auth)
+	c, _ := s.Page(consent)
+	if !a.Popup || !c.Popup || a.WindowID == c.WindowID || a.WindowID == oauth.WindowID || c.OpenerID != auth {
+		t.Errorf("authorize %+v consent %+v (last event %+v)", a, c, u.Page)
+	}
+}
+
+func TestAttributionOfOpenerlessPages(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	other, _ := newDriver(t, Options{}) // someone else opening a page meanwhile
+	slow := openWindow(t, b, r, "/slow?ms=800", fixture.TitleSlow)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		act(t, b, "act-slow", slow.ID, "#busy")
+	}()
+	time.Sleep(250 * time.Millisecond)
+	p, err := other.Open(tctx(t), browser.OpenRequest{URL: "about:blank#during-act"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close(context.Background(), browser.CloseRequest{ID: p.ID}) })
+	wg.Wait()
+	e := r.wait(t, 5*time.Second, "page created during act", func(e browser.Event) bool {
+		return e.Type == browser.PageCreated && e.Page.ID == p.ID
+	})
+	if e.Page.Attributed != "act-slow" {
+		t.Errorf("page created during the act: Attributed=%q (did the act still run? %v)", e.Page.Attributed, e.Page)
+	}
+	// The driver's own Open is never attributed, not even during an Act.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		act(t, b, "act-slow-2", slow.ID, "#busy")
+	}()
+	time.Sleep(250 * time.Millisecond)
+	mine, err := b.Open(tctx(t), browser.OpenRequest{URL: site.Path("/landing")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: mine.ID}) })
+	wg.Wait()
+	e = r.wait(t, 5*time.Second, "own page created", func(e browser.Event) bool {
+		return e.Type == browser.PageCreated && e.Page.ID == mine.ID
+	})
+	if e.Page.Attributed != "" {
+		t.Errorf("the driver's own Open was attributed: %+v", e.Page)
+	}
+}
+
+func TestCloseWaitsUntilGone(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	ctx := tctx(t)
+	for i := range 3 {
+		p, err := b.Open(ctx, browser.OpenRequest{URL: site.Path("/landing"), NewWindow: i == 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := b.Close(ctx, browser.CloseRequest{ID: p.ID, OwnsWindow: true}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Close → destroyed (newWindow=%v): %v", i == 0, time.Since(start))
+		s, err := b.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.Page(p.ID); ok {
+			t.Errorf("page %s still in the snapshot after Close", p.ID)
+		}
+		r.wait(t, time.Second, "removed", func(e browser.Event) bool { return e.Type == browser.PageRemoved && e.Page.ID == p.ID })
+		// Already gone: not an error, twice.
+		if err := b.Close(ctx, browser.CloseRequest{ID: p.ID}); err != nil {
+			t.Errorf("closing a closed page: %v", err)
+		}
+	}
+	if err := b.Close(ctx, browser.CloseRequest{ID: "NOSUCHTARGET"}); err != nil {
+		t.Errorf("closing an unknown page: %v", err)
+	}
+}
+
+// userWindowWithTabs opens a window with a /blank-link page and, by clicking,
+// n-1 more tabs in it (CDP cannot open a tab in a given window).
+func userWindowWithTabs(t *testing.T, b *Browser, r *recorder, n int) (string, []string) {
+	t.Helper()
+	first := openWindow(t, b, r, "/blank-link", fixture.TitleBlankLink)
+	ids := []string{first.ID}
+	for len(ids) < n {
+		before := time.Now()
+		act(t, b, "", first.ID, "#open-landing")
+		e := r.wait(t, 5*time.Second, "tab", func(e browser.Event) bool {
+			return created(first.ID)(e) && e.Time.After(before) && !contains(ids, e.Page.ID)
+		})
+		ids = append(ids, e.Page.ID)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(windowPages(t, b, first.WindowID)) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("window %s: %+v, want %d pages", first.WindowID, windowPages(t, b, first.WindowID), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return first.WindowID, ids
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func checkBlankOnly(t *testing.T, b *Browser, w string, closed []string) {
+	t.Helper()
+	ps := windowPages(t, b, w)
+	if len(ps) != 1 {
+		t.Fatalf("window %s has %d pages, want one about:blank: %+v", w, len(ps), ps)
+	}
+	p := ps[0]
+	if contains(closed, p.ID) || (p.URL != "about:blank" && p.URL != "") || p.OpenerID != "" || p.Attributed != "" {
+		t.Errorf("window %s keeps %+v, want a fresh about:blank tab", w, p)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: p.ID, OwnsWindow: true}) })
+}
+
+func TestCloseLastTabLeavesBlank(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	w, ids := userWindowWithTabs(t, b, r, 1)
+	start := time.Now()
+	if err := b.Close(tctx(t), browser.CloseRequest{Key: "k", ID: ids[0]}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Close last tab (placeholder + close): %v", time.Since(start))
+	checkBlankOnly(t, b, w, ids)
+
+	// A window's last tab closed with OwnsWindow goes with its window.
+	w2, ids2 := userWindowWithTabs(t, b, r, 1)
+	if err := b.Close(tctx(t), browser.CloseRequest{ID: ids2[0], OwnsWindow: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ps := windowPages(t, b, w2); len(ps) != 0 {
+		t.Errorf("owned window %s still has %+v", w2, ps)
+	}
+}
+
+func TestConcurrentCloseOfLastTwoTabs(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	w, ids := userWindowWithTabs(t, b, r, 2)
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.Close(tctx(t), browser.CloseRequest{ID: id})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkBlankOnly(t, b, w, ids)
+}
+
+func TestPoolContextsIsolateCookies(t *testing.T) {
+	b, _ := newDriver(t, Options{Pool: true})
+	ctx := tctx(t)
+	t.Cleanup(func() {
+		_ = b.DisposeContext(context.Background(), "A")
+		_ = b.DisposeContext(context.Background(), "B")
+	})
+	open := func(key, c, path string) browser.Page {
+		p, err := b.Open(ctx, browser.OpenRequest{Key: key, URL: site.Path(path), Context: c})
+		if err != nil {
+			t.Fatalf("open %s in %s: %v", path, c, err)
+		}
+		if p.Context != c {
+			t.Errorf("page %+v: context %q, want %q", p, p.Context, c)
+		}
+		return p
+	}
+	setA := open("a1", "A", "/set-cookie?sid=a")
+	waitTitle(t, b, setA.ID, fixture.TitleSetCookie)
+	cookA := open("a2", "A", "/cookies")
+	waitTitle(t, b, cookA.ID, "Cookies: sid=a")
+	cookB := open("b1", "B", "/cookies")
+	waitTitle(t, b, cookB.ID, "Cookies: none")
+	if cookA.WindowID == cookB.WindowID || setA.WindowID != cookA.WindowID {
+		t.Errorf("windows: A %s/%s, B %s", setA.WindowID, cookA.WindowID, cookB.WindowID)
+	}
+	// The default context does not see A's cookie either.
+	def, err := b.Open(ctx, browser.OpenRequest{URL: site.Path("/cookies"), NewWindow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: def.ID, OwnsWindow: true}) })
+	waitTitle(t, b, def.ID, "Cookies: none")
+
+	// Closing A's pages leaves B's.
+	for _, id := range []string{setA.ID, cookA.ID} {
+		if err := b.Close(ctx, browser.CloseRequest{ID: id, OwnsWindow: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := b.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Page(cookB.ID); !ok {
+		t.Error("B's page went with A's")
+	}
+	for _, p := range s.Pages {
+		if p.Context == "A" {
+			t.Errorf("A still has %+v", p)
+		}
+	}
+	// Without Pool a context is refused rather than silently shared.
+	plain, _ := newDriver(t, Options{})
+	if _, err := plain.Open(ctx, browser.OpenRequest{URL: "about:blank", Context: "A"}); err == nil {
+		t.Error("open with a context on a driver without Pool succeeded")
+	}
+}
+
+func TestDisconnectAndReconnect(t *testing.T) {
+	host := strings.TrimPrefix(chrome.HTTPURL, "http://")
+	px := newProxy(t, host)
+	b, r := newDriverAt(t, "http://"+px.addr(), Options{MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	p := openWindow(t, b, r, "/quiet", fixture.TitleQuiet)
+	before, err := b.Snapshot(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(r.all())
+
+	px.setRefuse(true)
+	px.cut()
+	r.wait(t, 5*time.Second, "disconnected", func(e browser.Event) bool { return e.Type == browser.Disconnected && e.Epoch == 1 })
+	if b.Connected() {
+		t.Error("Connected() after the link was cut")
+	}
+	if _, err := b.Snapshot(tctx(t)); !isNotConnected(err) {
+		t.Errorf("Snapshot while disconnected: %v", err)
+	}
+	if _, err := b.Open(tctx(t), browser.OpenRequest{URL: "about:blank"}); !isNotConnected(err) {
+		t.Errorf("Open while disconnected: %v", err)
+	}
+	if err := b.Close(tctx(t), browser.CloseRequest{ID: p.ID}); !isNotConnected(err) {
+		t.Errorf("Close while disconnected: %v", err)
+	}
+	if err := b.Act(tctx(t), browser.ActRequest{Page: p.ID, ClickSelector: "#noop"}); !isNotConnected(err) {
+		t.Errorf("Act while disconnected: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // a few refused reconnects
+
+	px.setRefuse(false)
+	e := r.wait(t, 10*time.Second, "reconnected", func(e browser.Event) bool { return e.Type == browser.Connected && e.Epoch >= 2 })
+	if !b.Connected() {
+		t.Error("not Connected() after the Connected event")
+	}
+	for _, e := range r.all()[n:] {
+		if e.Type == browser.PageRemoved {
+			t.Errorf("page reported removed across a reconnect: %+v", e.Page)
+		}
+	}
+	after, err := b.Snapshot(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Epoch != e.Epoch || after.Epoch <= before.Epoch {
+		t.Errorf("epochs: before %d, event %d, after %d", before.Epoch, e.Epoch, after.Epoch)
+	}
+	for _, bp := range before.Pages {
+		ap, ok := after.Page(bp.ID)
+		if !ok {
+			t.Errorf("page %s lost across the reconnect", bp.ID)
+			continue
+		}
+		if ap.WindowID != bp.WindowID || ap.URL != bp.URL {
+			t.Errorf("page changed across the reconnect: %+v → %+v", bp, ap)
+		}
+	}
+	// The driver works again: events flow and pages close.
+	if err := b.Close(tctx(t), browser.CloseRequest{ID: p.ID, OwnsWindow: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 5*time.Second, "removed after reconnect", func(e browser.Event) bool {
+		return e.Type == browser.PageRemoved && e.Page.ID == p.ID && e.Epoch == after.Epoch
+	})
+}
+
+func TestActErrors(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	q := openWindow(t, b, r, "/quiet", fixture.TitleQuiet)
+	if err := b.Act(tctx(t), browser.ActRequest{Key: "k", Page: q.ID, ClickSelector: "#missing"}); err == nil {
+		t.Error("click on a missing element succeeded")
+	}
+	if err := b.Act(tctx(t), browser.ActRequest{Key: "k", Page: "NOSUCH", ClickSelector: "#noop"}); err == nil {
+		t.Error("click on a missing page succeeded")
+	}
+	act(t, b, "k", q.ID, "#noop")
+	if v := evaluate(t, b, q.ID, "document.getElementById('noop').textContent"); v != "clicked" {
+		t.Errorf("button text %v after the click", v)
+	}
+}

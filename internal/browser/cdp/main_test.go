@@ -1,0 +1,282 @@
+package cdp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/fixture"
+)
+
+// One Chromium and one fixture site for the whole package.
+var (
+	chrome *chromium.Process
+	site   *fixture.Server
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	site = fixture.Serve()
+	defer site.Close()
+	if _, err := chromium.Find(); err != nil {
+		// Never skip: the driver is only proven against a real browser.
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintln(os.Stderr, "CI: the image must provide Chromium.")
+		}
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var err error
+	chrome, err = chromium.Launch(ctx, chromium.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: launch chromium: %v\n", err)
+		return 1
+	}
+	defer chrome.Close()
+	return m.Run()
+}
+
+// recorder collects a driver's events.
+type recorder struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	events []browser.Event
+}
+
+func record(b *Browser) *recorder {
+	r := &recorder{}
+	r.cond = sync.NewCond(&r.mu)
+	go func() {
+		for e := range b.Events() {
+			r.mu.Lock()
+			r.events = append(r.events, e)
+			r.cond.Broadcast()
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+// wait returns the first event (from index from on) matching pred, or fails.
+func (r *recorder) wait(t *testing.T, timeout time.Duration, what string, pred func(browser.Event) bool) browser.Event {
+	t.Helper()
+	e, ok := r.waitOK(timeout, pred)
+	if !ok {
+		t.Fatalf("no event %s within %v; got:\n%s", what, timeout, r.dump())
+	}
+	return e
+}
+
+func (r *recorder) waitOK(timeout time.Duration, pred func(browser.Event) bool) (browser.Event, bool) {
+	deadline := time.Now().Add(timeout)
+	timer := time.AfterFunc(timeout, func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	defer timer.Stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		for _, e := range r.events {
+			if pred(e) {
+				return e, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return browser.Event{}, false
+		}
+		r.cond.Wait()
+	}
+}
+
+func (r *recorder) all() []browser.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]browser.Event(nil), r.events...)
+}
+
+func (r *recorder) dump() string {
+	var b strings.Builder
+	for _, e := range r.all() {
+		fmt.Fprintf(&b, "  %s epoch=%d %+v\n", e.Type, e.Epoch, e.Page)
+	}
+	return b.String()
+}
+
+func newDriver(t *testing.T, opts Options) (*Browser, *recorder) {
+	t.Helper()
+	return newDriverAt(t, chrome.WebSocketURL, opts)
+}
+
+func newDriverAt(t *testing.T, endpoint string, opts Options) (*Browser, *recorder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := New(ctx, endpoint, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(b.Shutdown)
+	return b, record(b)
+}
+
+func tctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// openWindow opens url in a new window as the "user" would have, waits until it
+// has loaded (its title is title) and closes it when the test ends.
+func openWindow(t *testing.T, b *Browser, r *recorder, path, title string) browser.Page {
+	t.Helper()
+	p, err := b.Open(tctx(t), browser.OpenRequest{URL: site.Path(path), NewWindow: true})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: p.ID, OwnsWindow: true}) })
+	waitTitle(t, b, p.ID, title)
+	return p
+}
+
+// waitTitle polls snapshots (which re-read target infos) until page id has the
+// title; Chrome pushes urls but not titles, so events carry titles only after the
+// driver's next refresh.
+func waitTitle(t *testing.T, b *Browser, id, title string) browser.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var last browser.Page
+	for time.Now().Before(deadline) {
+		s, err := b.Snapshot(tctx(t))
+		if err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+		if p, ok := s.Page(id); ok {
+			last = p
+			if p.Title == title {
+				return browser.Event{Type: browser.PageUpdated, Page: p, Epoch: s.Epoch, Time: time.Now()}
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("page %s: no title %q within 10s; last seen %+v", id, title, last)
+	return browser.Event{}
+}
+
+// windowPages returns the pages of a window in a fresh snapshot.
+func windowPages(t *testing.T, b *Browser, w string) []browser.Page {
+	t.Helper()
+	s, err := b.Snapshot(tctx(t))
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	var ps []browser.Page
+	for _, p := range s.Pages {
+		if p.WindowID == w {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// evaluate runs an expression in a page, for test assertions only.
+func evaluate(t *testing.T, b *Browser, id, expr string) any {
+	t.Helper()
+	ctx := tctx(t)
+	c, err := b.current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, detach, err := attach(ctx, c, id)
+	if err != nil {
+		t.Fatalf("attach %s: %v", id, err)
+	}
+	defer detach()
+	var r struct {
+		Result struct {
+			Value any `json:"value"`
+		} `json:"result"`
+	}
+	if err := call(ctx, c, sess, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r); err != nil {
+		t.Fatalf("evaluate: %v", err)
+	}
+	return r.Result.Value
+}
+
+// proxy is a TCP proxy between a driver and Chromium whose links can be cut.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	refuse bool
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			refuse := p.refuse
+			p.mu.Unlock()
+			if refuse {
+				c.Close()
+				continue
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) setRefuse(v bool) {
+	p.mu.Lock()
+	p.refuse = v
+	p.mu.Unlock()
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func isNotConnected(err error) bool { return errors.Is(err, browser.ErrNotConnected) }

@@ -1,0 +1,150 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The control channel: an HTTP server on a Unix socket in StateDir (socket 0600 in a
+// 0700 directory; on Linux the peer's uid is also checked with SO_PEERCRED), so that
+// `tabwarden pair`, run by the same OS user, can ask the running agent for a code.
+//
+//	POST /pair-code → 200 {"code":"123-456","expiresAt":"<RFC 3339>"}
+
+// maxSocketPath is the portable bound on a Unix socket path (sun_path).
+const maxSocketPath = 104
+
+func (h *Host) listenControl() (net.Listener, error) {
+	path := h.sockPath
+	if len(path) >= maxSocketPath {
+		return nil, fmt.Errorf("extension host: control socket path %s is too long for a Unix socket; use a shorter state directory", path)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("extension host: %s exists and is not a socket; remove it", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("extension host: another tabwarden agent is already serving %s", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("extension host: stale control socket: %w", err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("extension host: control socket: %w", err)
+	}
+	// The directory is 0700 already; the socket itself is tightened too.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("extension host: control socket: %w", err)
+	}
+	return &peerCheckListener{Listener: ln, host: h}, nil
+}
+
+// peerCheckListener drops connections from other users before any byte is read.
+type peerCheckListener struct {
+	net.Listener
+	host *Host
+}
+
+func (l *peerCheckListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.host.mu.Lock()
+		uid := l.host.ctlUID
+		l.host.mu.Unlock()
+		if err := checkPeerUID(c, uid); err != nil {
+			l.host.log.Info("refused control connection", "reason", err.Error())
+			c.Close()
+			continue
+		}
+		return c, nil
+	}
+}
+
+type pairCodeResponse struct {
+	Code      string    `json:"code"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+func (h *Host) serveControl(w http.ResponseWriter, r *http.Request) {
+	// Browsers cannot reach a Unix socket; refuse anything that looks like one anyway.
+	if r.Header.Get("Origin") != "" {
+		deny(w, http.StatusForbidden, "origin_not_allowed")
+		return
+	}
+	switch r.URL.Path {
+	case "/pair-code":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			deny(w, http.StatusMethodNotAllowed, "method_not_allowed")
+			return
+		}
+		code, exp := h.NewPairingCode()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(pairCodeResponse{Code: code, ExpiresAt: exp.UTC()})
+	default:
+		deny(w, http.StatusNotFound, "not_found")
+	}
+}
+
+// SocketPath is where the agent with this state directory listens for `tabwarden pair`.
+func SocketPath(stateDir string) string { return filepath.Join(stateDir, socketFileName) }
+
+// RequestPairingCode asks the agent running with stateDir for a pairing code, over
+// its control socket. Only the OS user running the agent can do this.
+func RequestPairingCode(ctx context.Context, stateDir string) (code string, expires time.Time, err error) {
+	dir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	path := SocketPath(dir)
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return "", time.Time{}, fmt.Errorf("no tabwarden agent is running with state directory %s (no socket %s)", dir, path)
+	}
+	client := &http.Client{
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", path)
+			},
+			DisableKeepAlives: true,
+		},
+		Timeout: 10 * time.Second,
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://tabwarden-agent/pair-code", nil)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("asking the agent for a pairing code: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("asking the agent for a pairing code: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", time.Time{}, fmt.Errorf("agent refused the pairing code request: %s %s", resp.Status, body)
+	}
+	var out pairCodeResponse
+	if err := json.Unmarshal(body, &out); err != nil || out.Code == "" {
+		return "", time.Time{}, fmt.Errorf("agent sent a malformed pairing code answer")
+	}
+	return out.Code, out.ExpiresAt, nil
+}

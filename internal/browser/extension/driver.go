@@ -1,0 +1,510 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+// model is the driver's view of the profile, built from observe and events. It
+// belongs to the current connection: a new connection starts it over.
+type model struct {
+	// synced: an observe result has been applied. Until then events are buffered and
+	// replayed on top of the first observe.
+	synced   bool
+	buffer   []inFrame
+	windows  map[int64]wireWindow
+	winOrder []int64
+	tabs     map[int64]wireTab
+}
+
+const maxBufferedEvents = 4096
+
+func newModel() model {
+	return model{windows: map[int64]wireWindow{}, tabs: map[int64]wireTab{}}
+}
+
+func id(n int64) string { return strconv.FormatInt(n, 10) }
+
+func parseID(s string) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+func (m *model) popup(windowID int64) bool { return m.windows[windowID].Type == "popup" }
+
+func (m *model) page(t wireTab) browser.Page {
+	p := browser.Page{ID: id(t.ID), WindowID: id(t.WindowID), URL: t.URL, Title: t.Title, Popup: m.popup(t.WindowID)}
+	if t.OpenerTabID != nil {
+		p.OpenerID = id(*t.OpenerTabID)
+	}
+	return p
+}
+
+func (m *model) putWindow(w wireWindow) {
+	if _, ok := m.windows[w.ID]; !ok {
+		m.winOrder = append(m.winOrder, w.ID)
+	}
+	m.windows[w.ID] = w
+}
+
+func (m *model) removeWindow(wid int64) {
+	delete(m.windows, wid)
+	m.winOrder = slices.DeleteFunc(m.winOrder, func(x int64) bool { return x == wid })
+}
+
+func (m *model) replace(r observeResult) {
+	*m = newModel()
+	for _, w := range r.Windows {
+		m.putWindow(w)
+	}
+	for _, t := range r.Tabs {
+		m.tabs[t.ID] = t
+	}
+	m.synced = true
+}
+
+// snapshot orders windows as reported and tabs by index; tabs of windows that were
+// never reported get a (non-popup) window entry after the known ones.
+func (m *model) snapshot() ([]browser.Window, []browser.Page) {
+	byWindow := map[int64][]wireTab{}
+	for _, t := range m.tabs {
+		byWindow[t.WindowID] = append(byWindow[t.WindowID], t)
+	}
+	order := slices.Clone(m.winOrder)
+	var extra []int64
+	for wid := range byWindow {
+		if _, ok := m.windows[wid]; !ok {
+			extra = append(extra, wid)
+		}
+	}
+	slices.Sort(extra)
+	order = append(order, extra...)
+	var windows []browser.Window
+	var pages []browser.Page
+	for _, wid := range order {
+		windows = append(windows, browser.Window{ID: id(wid), Popup: m.popup(wid)})
+		tabs := byWindow[wid]
+		slices.SortFunc(tabs, func(a, b wireTab) int {
+			if a.Index != b.Index {
+				return a.Index - b.Index
+			}
+			return int(a.ID - b.ID)
+		})
+		for _, t := range tabs {
+			pages = append(pages, m.page(t))
+		}
+	}
+	return windows, pages
+}
+
+// emitLocked queues an event without blocking: a reader that stops consuming must
+// not stall the connection. Dropped events are counted and logged.
+func (h *Host) emitLocked(ev browser.Event) {
+	if h.closed {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	select {
+	case h.events <- ev:
+	default:
+		h.dropped++
+		if h.dropped == 1 || h.dropped%1000 == 0 {
+			h.log.Error(nil, "event buffer full; nobody is consuming Events(); dropping", "dropped", h.dropped)
+		}
+	}
+}
+
+func (h *Host) handleEvent(s *session, f inFrame) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess != s {
+		return
+	}
+	if !h.model.synced {
+		if len(h.model.buffer) >= maxBufferedEvents {
+			h.model.buffer = h.model.buffer[1:]
+		}
+		h.model.buffer = append(h.model.buffer, f)
+		return
+	}
+	h.applyLocked(s, f)
+}
+
+// applyLocked applies one event to the synced model and emits what changed.
+func (h *Host) applyLocked(s *session, f inFrame) {
+	m := &h.model
+	emit := func(typ browser.EventType, p browser.Page) {
+		h.emitLocked(browser.Event{Type: typ, Page: p, Epoch: s.epoch})
+	}
+	switch f.Event {
+	case evTabCreated, evTabUpdated:
+		if f.Tab == nil {
+			return
+		}
+		h.upsertTabLocked(s, *f.Tab)
+	case evTabRemoved:
+		if f.TabID == nil {
+			return
+		}
+		if t, ok := m.tabs[*f.TabID]; ok {
+			delete(m.tabs, t.ID)
+			emit(browser.PageRemoved, browser.Page{ID: id(t.ID), WindowID: id(t.WindowID), Popup: m.popup(t.WindowID)})
+		}
+	case evWindowCreated:
+		if f.Window == nil {
+			return
+		}
+		was := m.popup(f.Window.ID)
+		m.putWindow(*f.Window)
+		if m.popup(f.Window.ID) != was {
+			// Its tab was reported first: correct the tab's Popup.
+			for _, t := range m.tabs {
+				if t.WindowID == f.Window.ID {
+					emit(browser.PageUpdated, m.page(t))
+				}
+			}
+		}
+	case evWindowRemoved:
+		if f.WindowID == nil {
+			return
+		}
+		wid := *f.WindowID
+		popup := m.popup(wid)
+		var gone []wireTab
+		for _, t := range m.tabs {
+			if t.WindowID == wid {
+				gone = append(gone, t)
+			}
+		}
+		slices.SortFunc(gone, func(a, b wireTab) int { return a.Index - b.Index })
+		for _, t := range gone {
+			delete(m.tabs, t.ID)
+			emit(browser.PageRemoved, browser.Page{ID: id(t.ID), WindowID: id(wid), Popup: popup})
+		}
+		m.removeWindow(wid)
+	}
+}
+
+// upsertTabLocked records a tab and emits Created for a new one, Updated for a
+// changed one. (A tab leaving a hidden url such as chrome://newtab first shows up
+// as tabUpdated: Created.)
+func (h *Host) upsertTabLocked(s *session, t wireTab) browser.Page {
+	m := &h.model
+	old, known := m.tabs[t.ID]
+	if known && t.OpenerTabID == nil {
+		t.OpenerTabID = old.OpenerTabID // an update may omit the opener; keep it
+	}
+	m.tabs[t.ID] = t
+	p := m.page(t)
+	switch {
+	case !known:
+		h.emitLocked(browser.Event{Type: browser.PageCreated, Page: p, Epoch: s.epoch})
+	case m.page(old) != p:
+		h.emitLocked(browser.Event{Type: browser.PageUpdated, Page: p, Epoch: s.epoch})
+	}
+	return p
+}
+
+// initialObserve syncs the model of a new connection.
+func (h *Host) initialObserve(s *session) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.CommandTimeout)
+	defer cancel()
+	if err := h.observe(ctx, s); err != nil && !errors.Is(err, browser.ErrNotConnected) {
+		h.log.Error(err, "initial observe failed; Snapshot will retry", "epoch", s.epoch)
+	}
+}
+
+// observe asks the extension for everything and installs it as the model, unless
+// an earlier observe of this connection already did. Concurrent callers share one
+// observe command.
+func (h *Host) observe(ctx context.Context, s *session) error {
+	h.mu.Lock()
+	if h.sess != s {
+		h.mu.Unlock()
+		return fmt.Errorf("extension observe: %w", browser.ErrNotConnected)
+	}
+	if h.model.synced {
+		h.mu.Unlock()
+		return nil
+	}
+	if call := s.syncing; call != nil {
+		h.mu.Unlock()
+		select {
+		case <-call.done:
+			return call.err
+		case <-ctx.Done():
+			return fmt.Errorf("extension observe: %w", ctx.Err())
+		}
+	}
+	call := &syncCall{done: make(chan struct{})}
+	s.syncing = call
+	h.mu.Unlock()
+
+	var r observeResult
+	err := h.command(ctx, "observe", struct{}{}, &r)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.syncing = nil
+	defer func() { call.err = err; close(call.done) }()
+	if err != nil {
+		return err
+	}
+	if h.sess != s {
+		err = fmt.Errorf("extension observe: %w", browser.ErrNotConnected)
+		return err
+	}
+	if h.model.synced {
+		return nil
+	}
+	buffered := h.model.buffer
+	h.model.replace(r)
+	for _, f := range buffered {
+		h.applyLocked(s, f)
+	}
+	return nil
+}
+
+// syncCall is an observe in flight that others may wait for.
+type syncCall struct {
+	done chan struct{}
+	err  error
+}
+
+// --- browser.Browser ------------------------------------------------------------------
+
+// Driver is the browser.Browser served through the Host's extension connection.
+// (It is a separate type because the Host's own Close ends the server.)
+type Driver struct{ h *Host }
+
+var _ browser.Browser = (*Driver)(nil)
+
+// Driver returns the browser.Browser backed by this host.
+func (h *Host) Driver() *Driver { return h.driver }
+
+// Snapshot implements browser.Browser: the model of the live connection (after its
+// first observe).
+func (d *Driver) Snapshot(ctx context.Context) (browser.Snapshot, error) {
+	h := d.h
+	for range 3 {
+		h.mu.Lock()
+		s := h.sess
+		if s == nil {
+			h.mu.Unlock()
+			return browser.Snapshot{}, fmt.Errorf("extension snapshot: %w", browser.ErrNotConnected)
+		}
+		if h.model.synced {
+			snap := browser.Snapshot{Epoch: s.epoch, Version: "tabwarden-extension/" + s.version}
+			snap.Windows, snap.Pages = h.model.snapshot()
+			h.mu.Unlock()
+			return snap, nil
+		}
+		h.mu.Unlock()
+		if err := h.observe(ctx, s); err != nil {
+			return browser.Snapshot{}, err
+		}
+	}
+	return browser.Snapshot{}, fmt.Errorf("extension snapshot: %w", browser.ErrNotConnected)
+}
+
+// Open implements browser.Browser with the `open` command. Without WindowID or
+// NewWindow it uses the focused normal window (else the first normal window, else a
+// new window). Nothing is focused; the extension is idempotent by owner.
+func (d *Driver) Open(ctx context.Context, req browser.OpenRequest) (browser.Page, error) {
+	h := d.h
+	if req.Key == "" {
+		return browser.Page{}, errors.New("extension open: a key (owner) is required")
+	}
+	args := openArgs{Owner: req.Key, URL: req.URL}
+	switch {
+	case req.NewWindow:
+		args.NewWindow = true
+	case req.WindowID != "":
+		wid, ok := parseID(req.WindowID)
+		if !ok {
+			return browser.Page{}, fmt.Errorf("extension open: window %q: %w", req.WindowID, browser.ErrNotFound)
+		}
+		args.WindowID = &wid
+	default:
+		wid, ok, err := d.defaultWindow(ctx)
+		if err != nil {
+			return browser.Page{}, err
+		}
+		if ok {
+			args.WindowID = &wid
+		} else {
+			args.NewWindow = true
+		}
+	}
+	var r openResult
+	if err := h.command(ctx, "open", args, &r); err != nil {
+		return browser.Page{}, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.model.tabs[r.TabID]; ok {
+		return h.model.page(t), nil
+	}
+	t := wireTab{ID: r.TabID, WindowID: r.WindowID, URL: req.URL}
+	if s := h.sess; s != nil && h.model.synced {
+		return h.upsertTabLocked(s, t), nil
+	}
+	return h.model.page(t), nil
+}
+
+func (d *Driver) defaultWindow(ctx context.Context) (int64, bool, error) {
+	h := d.h
+	if _, err := d.Snapshot(ctx); err != nil {
+		return 0, false, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var first int64
+	found := false
+	for _, wid := range h.model.winOrder {
+		w := h.model.windows[wid]
+		if w.Type != "normal" && w.Type != "" {
+			continue
+		}
+		if w.Focused {
+			return wid, true, nil
+		}
+		if !found {
+			first, found = wid, true
+		}
+	}
+	return first, found, nil
+}
+
+// Close implements browser.Browser with the `close` command; the extension checks
+// ownership (ErrNotOwned) and applies the last-tab rule from its own records, so
+// req.OwnsWindow is not sent. A tab already gone is not an error.
+func (d *Driver) Close(ctx context.Context, req browser.CloseRequest) error {
+	h := d.h
+	if req.Key == "" {
+		return errors.New("extension close: a key (owner) is required")
+	}
+	tid, ok := parseID(req.ID)
+	if !ok {
+		return nil // no such tab can exist: already gone
+	}
+	var r closeResult
+	if err := h.command(ctx, "close", ownerTabArgs{Owner: req.Key, TabID: tid}, &r); err != nil {
+		return err
+	}
+	d.forgetTab(tid)
+	return nil
+}
+
+// forgetTab drops a tab the extension closed (or found gone) and emits Removed,
+// unless its tabRemoved event did so already.
+func (d *Driver) forgetTab(tid int64) {
+	h := d.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sess
+	if s == nil || !h.model.synced {
+		return
+	}
+	if t, ok := h.model.tabs[tid]; ok {
+		delete(h.model.tabs, tid)
+		h.emitLocked(browser.Event{Type: browser.PageRemoved, Epoch: s.epoch,
+			Page: browser.Page{ID: id(t.ID), WindowID: id(t.WindowID), Popup: h.model.popup(t.WindowID)}})
+	}
+}
+
+// Adopt implements browser.Browser with the `adopt` command: the extension records
+// the tab under key so that Close works after its service worker restarts.
+func (d *Driver) Adopt(ctx context.Context, key, pageID string) error {
+	h := d.h
+	if key == "" {
+		return errors.New("extension adopt: a key (owner) is required")
+	}
+	tid, ok := parseID(pageID)
+	if !ok {
+		return fmt.Errorf("extension adopt: page %q: %w", pageID, browser.ErrNotFound)
+	}
+	return h.command(ctx, "adopt", ownerTabArgs{Owner: key, TabID: tid}, nil)
+}
+
+// Act implements browser.Browser. Curated clicks through the extension are future
+// work; the driver refuses instead of emulating.
+func (d *Driver) Act(context.Context, browser.ActRequest) error {
+	return fmt.Errorf("extension driver: %w", errActUnsupported)
+}
+
+// Events implements browser.Browser. The channel closes when the Host is closed.
+func (d *Driver) Events() <-chan browser.Event { return d.h.events }
+
+// Connected implements browser.Browser: an extension connection is live.
+func (d *Driver) Connected() bool {
+	h := d.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sess != nil
+}
+
+// Epoch is the epoch of the live connection (0 when none).
+func (d *Driver) Epoch() int64 {
+	h := d.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess == nil {
+		return 0
+	}
+	return h.sess.epoch
+}
+
+// PublishSessions sends the `sessions` command: what the popup's Session Monitor shows.
+func (d *Driver) PublishSessions(ctx context.Context, sessions []SessionInfo) error {
+	h := d.h
+	list := make([]SessionInfo, len(sessions))
+	copy(list, sessions)
+	for i := range list {
+		if list[i].Windows == nil {
+			list[i].Windows = []SessionWindow{}
+		}
+	}
+	return h.command(ctx, "sessions", map[string]any{"sessions": list}, nil)
+}
+
+// Cleanup sends the `cleanup` command: the extension closes every tab recorded under
+// owner (last-tab rule included) and returns their ids.
+func (d *Driver) Cleanup(ctx context.Context, owner string) ([]string, error) {
+	h := d.h
+	if owner == "" {
+		return nil, errors.New("extension cleanup: an owner is required")
+	}
+	var r struct {
+		Closed []int64 `json:"closed"`
+	}
+	if err := h.command(ctx, "cleanup", map[string]string{"owner": owner}, &r); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(r.Closed))
+	for _, tid := range r.Closed {
+		d.forgetTab(tid)
+		ids = append(ids, id(tid))
+	}
+	return ids, nil
+}
+
+// Records returns the extension's ownership records (they survive its service
+// worker restarting).
+func (d *Driver) Records(ctx context.Context) ([]Record, error) {
+	h := d.h
+	var r struct {
+		Records []Record `json:"records"`
+	}
+	if err := h.command(ctx, "records", struct{}{}, &r); err != nil {
+		return nil, err
+	}
+	return r.Records, nil
+}

@@ -1,0 +1,485 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+func i64(n int64) *int64 { return &n }
+
+// world is what the fake extension's observe reports.
+func world() observeResult {
+	return observeResult{
+		Windows: []wireWindow{{ID: 1, Type: "normal", Focused: false}, {ID: 2, Type: "normal", Focused: true}, {ID: 3, Type: "popup"}},
+		Tabs: []wireTab{
+			{ID: 11, WindowID: 1, URL: "https://mail.example/", Title: "Mail", Index: 1},
+			{ID: 10, WindowID: 1, URL: "https://contacts.example/", Title: "Contacts", Index: 0},
+			{ID: 20, WindowID: 2, URL: "about:blank", Index: 0},
+			{ID: 30, WindowID: 3, OpenerTabID: i64(10), URL: "https://mail.example/compose", Title: "Compose", Index: 0},
+		},
+	}
+}
+
+// extWorld answers observe with world() and delegates other ops to more.
+func extWorld(more func(cmd) reply) func(cmd) reply {
+	return func(c cmd) reply {
+		if c.Op == "observe" {
+			return reply{result: world()}
+		}
+		if more != nil {
+			return more(c)
+		}
+		return reply{result: map[string]any{}}
+	}
+}
+
+// connected pairs, connects the fake extension and consumes the Connected event and
+// the initial sync.
+func connected(t *testing.T, handler func(cmd) reply) (*testHost, *Driver, *fakeExt, string) {
+	t.Helper()
+	th := startHost(t, "", nil)
+	token := pair(t, th)
+	fe := connectExt(t, th, token, handler)
+	d := th.Driver()
+	if ev := nextEvent(t, d); ev.Type != browser.Connected || ev.Epoch != fe.epoch {
+		t.Fatalf("first event %+v, want Connected", ev)
+	}
+	if _, err := d.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return th, d, fe, token
+}
+
+func TestSnapshotAfterObserve(t *testing.T) {
+	_, d, fe, _ := connected(t, extWorld(nil))
+	fe.nextCmd("observe")
+	snap, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWindows := []browser.Window{{ID: "1"}, {ID: "2"}, {ID: "3", Popup: true}}
+	wantPages := []browser.Page{
+		{ID: "10", WindowID: "1", URL: "https://contacts.example/", Title: "Contacts"},
+		{ID: "11", WindowID: "1", URL: "https://mail.example/", Title: "Mail"},
+		{ID: "20", WindowID: "2", URL: "about:blank"},
+		{ID: "30", WindowID: "3", OpenerID: "10", URL: "https://mail.example/compose", Title: "Compose", Popup: true},
+	}
+	if snap.Epoch != 1 || snap.Version != "tabwarden-extension/0.1.0" ||
+		!reflect.DeepEqual(snap.Windows, wantWindows) || !reflect.DeepEqual(snap.Pages, wantPages) {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	// Cached: no second observe while connected.
+	if _, err := d.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-fe.cmds:
+		t.Fatalf("unexpected command %s", c.Op)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func TestCommandFramesFollowTheProtocol(t *testing.T) {
+	_, _, fe, _ := connected(t, extWorld(nil))
+	c := fe.nextCmd("observe")
+	if c.ID == "" || string(c.Args) != "{}" {
+		t.Fatalf("observe frame %+v args %s", c, c.Args)
+	}
+	fe.send(map[string]string{"type": "ping"})
+	if m := <-fe.other; !reflect.DeepEqual(m, map[string]any{"type": "pong"}) {
+		t.Fatalf("pong %v", m)
+	}
+}
+
+func TestEventsBecomeBrowserEvents(t *testing.T) {
+	_, d, fe, _ := connected(t, extWorld(nil))
+	// A spawned compose popup: its window, then its tab with an opener.
+	fe.event("windowCreated", map[string]any{"window": wireWindow{ID: 4, Type: "popup"}})
+	fe.event("tabCreated", map[string]any{"tab": wireTab{ID: 40, WindowID: 4, OpenerTabID: i64(11), URL: "https://mail.example/c2"}})
+	ev := nextEvent(t, d)
+	want := browser.Page{ID: "40", WindowID: "4", OpenerID: "11", URL: "https://mail.example/c2", Popup: true}
+	if ev.Type != browser.PageCreated || ev.Page != want || ev.Epoch != 1 || ev.Time.IsZero() {
+		t.Fatalf("event %+v", ev)
+	}
+	// A tab from the extension's own open carries "owner": still just Created.
+	fe.event("tabCreated", map[string]any{"owner": "uid-1", "tab": wireTab{ID: 21, WindowID: 2, URL: "https://x.example/", Index: 1}})
+	if ev := nextEvent(t, d); ev.Type != browser.PageCreated || ev.Page.ID != "21" || ev.Page.Popup || ev.Page.OpenerID != "" {
+		t.Fatalf("event %+v", ev)
+	}
+	// Updated; the opener survives an update that omits it.
+	fe.event("tabUpdated", map[string]any{"tab": wireTab{ID: 40, WindowID: 4, URL: "https://mail.example/c2", Title: "New message"}})
+	want.Title = "New message"
+	if ev := nextEvent(t, d); ev.Type != browser.PageUpdated || ev.Page != want {
+		t.Fatalf("event %+v", ev)
+	}
+	// An update that changes nothing is not an event.
+	fe.event("tabUpdated", map[string]any{"tab": wireTab{ID: 40, WindowID: 4, URL: "https://mail.example/c2", Title: "New message"}})
+	// A tab leaving chrome://newtab is first seen as an update: Created.
+	fe.event("tabUpdated", map[string]any{"tab": wireTab{ID: 22, WindowID: 2, URL: "https://typed.example/", Index: 2}})
+	if ev := nextEvent(t, d); ev.Type != browser.PageCreated || ev.Page.ID != "22" {
+		t.Fatalf("event %+v", ev)
+	}
+	// Removing a tab never reported (a chrome:// page) is not an event.
+	fe.event("tabRemoved", map[string]any{"tabId": 999, "windowId": 2})
+	fe.event("tabRemoved", map[string]any{"tabId": 21, "windowId": 2})
+	if ev := nextEvent(t, d); ev.Type != browser.PageRemoved || ev.Page.ID != "21" || ev.Page.WindowID != "2" {
+		t.Fatalf("event %+v", ev)
+	}
+	// A window closing takes its remaining tabs.
+	fe.event("windowRemoved", map[string]any{"windowId": 4})
+	if ev := nextEvent(t, d); ev.Type != browser.PageRemoved || ev.Page.ID != "40" || !ev.Page.Popup {
+		t.Fatalf("event %+v", ev)
+	}
+	// A popup window reported after its tab corrects the tab.
+	fe.event("tabCreated", map[string]any{"tab": wireTab{ID: 50, WindowID: 5, OpenerTabID: i64(10), URL: "https://oauth.example/"}})
+	if ev := nextEvent(t, d); ev.Type != browser.PageCreated || ev.Page.Popup {
+		t.Fatalf("event %+v", ev)
+	}
+	fe.event("windowCreated", map[string]any{"window": wireWindow{ID: 5, Type: "popup"}})
+	if ev := nextEvent(t, d); ev.Type != browser.PageUpdated || ev.Page.ID != "50" || !ev.Page.Popup {
+		t.Fatalf("event %+v", ev)
+	}
+	noEvent(t, d, 50*time.Millisecond)
+	snap, _ := d.Snapshot(context.Background())
+	ids := []string{}
+	for _, p := range snap.Pages {
+		ids = append(ids, p.ID)
+	}
+	if strings.Join(ids, ",") != "10,11,20,22,30,50" {
+		t.Fatalf("pages after events: %v", ids)
+	}
+}
+
+// Events that arrive before the first observe answer are applied on top of it.
+func TestEventsBeforeSyncAreReplayed(t *testing.T) {
+	th := startHost(t, "", nil)
+	token := pair(t, th)
+	release := make(chan struct{})
+	fe := connectExt(t, th, token, func(c cmd) reply {
+		if c.Op == "observe" {
+			<-release
+			return reply{result: world()}
+		}
+		return reply{result: map[string]any{}}
+	})
+	d := th.Driver()
+	nextEvent(t, d) // Connected
+	fe.nextCmd("observe")
+	fe.event("tabCreated", map[string]any{"tab": wireTab{ID: 60, WindowID: 1, URL: "https://new.example/", Index: 2}})
+	fe.event("tabRemoved", map[string]any{"tabId": 20, "windowId": 2})
+	time.Sleep(50 * time.Millisecond)
+	noEvent(t, d, 10*time.Millisecond)
+	close(release)
+	if ev := nextEvent(t, d); ev.Type != browser.PageCreated || ev.Page.ID != "60" {
+		t.Fatalf("event %+v", ev)
+	}
+	if ev := nextEvent(t, d); ev.Type != browser.PageRemoved || ev.Page.ID != "20" {
+		t.Fatalf("event %+v", ev)
+	}
+	snap, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := snap.Page("60"); !ok {
+		t.Fatal("replayed tab missing")
+	}
+	if _, ok := snap.Page("20"); ok {
+		t.Fatal("removed tab still there")
+	}
+}
+
+func TestOpenRoundTrip(t *testing.T) {
+	var mu sync.Mutex
+	var args []openArgs
+	next := int64(100)
+	_, d, fe, _ := connected(t, extWorld(func(c cmd) reply {
+		if c.Op != "open" {
+			return reply{err: &wireError{Reason: "unknown_op", Message: c.Op}}
+		}
+		var a openArgs
+		_ = json.Unmarshal(c.Args, &a)
+		mu.Lock()
+		defer mu.Unlock()
+		args = append(args, a)
+		if a.WindowID != nil && *a.WindowID == 77 {
+			return reply{err: &wireError{Reason: "not_found", Message: "window 77 not found"}}
+		}
+		next++
+		wid := int64(9)
+		if a.WindowID != nil {
+			wid = *a.WindowID
+		}
+		return reply{result: openResult{TabID: next, WindowID: wid, CreatedWindow: a.NewWindow}}
+	}))
+	ctx := context.Background()
+
+	p, err := d.Open(ctx, browser.OpenRequest{Key: "uid-a", URL: "https://a.example/", WindowID: "1"})
+	if err != nil || p != (browser.Page{ID: "101", WindowID: "1", URL: "https://a.example/"}) {
+		t.Fatalf("open in window 1: %+v %v", p, err)
+	}
+	if ev := nextEvent(t, d); ev.Type != browser.PageCreated || ev.Page.ID != "101" {
+		t.Fatalf("event %+v", ev)
+	}
+	// The extension's own tabCreated for it afterwards is not a second Created.
+	fe.event("tabCreated", map[string]any{"owner": "uid-a", "tab": wireTab{ID: 101, WindowID: 1, URL: "https://a.example/", Index: 2}})
+	if _, err := d.Open(ctx, browser.OpenRequest{Key: "uid-b", URL: "https://b.example/", NewWindow: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, d); ev.Type != browser.PageCreated || ev.Page.ID != "102" {
+		t.Fatalf("event %+v", ev)
+	}
+	// No window named: the focused normal window (2).
+	if p, err := d.Open(ctx, browser.OpenRequest{Key: "uid-c", URL: "https://c.example/"}); err != nil || p.WindowID != "2" {
+		t.Fatalf("open without window: %+v %v", p, err)
+	}
+	if _, err := d.Open(ctx, browser.OpenRequest{Key: "uid-d", URL: "https://d.example/", WindowID: "77"}); !errors.Is(err, browser.ErrNotFound) {
+		t.Fatalf("open in a missing window: %v", err)
+	}
+	if _, err := d.Open(ctx, browser.OpenRequest{Key: "uid-e", URL: "https://e.example/", WindowID: "w-1"}); !errors.Is(err, browser.ErrNotFound) {
+		t.Fatalf("open in a malformed window id: %v", err)
+	}
+	if _, err := d.Open(ctx, browser.OpenRequest{URL: "https://e.example/"}); err == nil {
+		t.Fatal("open without a key")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	raw, _ := json.Marshal(args)
+	want := `[{"owner":"uid-a","url":"https://a.example/","windowId":1},` +
+		`{"owner":"uid-b","url":"https://b.example/","newWindow":true},` +
+		`{"owner":"uid-c","url":"https://c.example/","windowId":2},` +
+		`{"owner":"uid-d","url":"https://d.example/","windowId":77}]`
+	if string(raw) != want {
+		t.Fatalf("open args\n got %s\nwant %s", raw, want)
+	}
+}
+
+func TestCloseAndAdoptRoundTrip(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	_, d, _, _ := connected(t, extWorld(func(c cmd) reply {
+		mu.Lock()
+		sent = append(sent, c.Op+" "+string(c.Args))
+		mu.Unlock()
+		var a ownerTabArgs
+		_ = json.Unmarshal(c.Args, &a)
+		switch {
+		case c.Op == "close" && a.Owner != "uid-a":
+			return reply{err: &wireError{Reason: "not_owned", Message: "tab is not recorded under that owner"}}
+		case c.Op == "close" && a.TabID == 11:
+			return reply{result: closeResult{Closed: true}}
+		case c.Op == "close":
+			return reply{result: closeResult{Closed: false}}
+		case c.Op == "adopt" && a.TabID == 404:
+			return reply{err: &wireError{Reason: "not_found", Message: "tab 404 not found"}}
+		case c.Op == "adopt":
+			return reply{result: map[string]int64{"tabId": a.TabID, "windowId": 3}}
+		}
+		return reply{err: &wireError{Reason: "unknown_op"}}
+	}))
+	ctx := context.Background()
+	if err := d.Adopt(ctx, "uid-a", "30"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Adopt(ctx, "uid-a", "404"); !errors.Is(err, browser.ErrNotFound) {
+		t.Fatalf("adopt gone tab: %v", err)
+	}
+	if err := d.Close(ctx, browser.CloseRequest{Key: "uid-b", ID: "10"}); !errors.Is(err, browser.ErrNotOwned) {
+		t.Fatalf("close someone else's tab: %v", err)
+	}
+	var ce *CommandError
+	if err := d.Close(ctx, browser.CloseRequest{Key: "uid-b", ID: "10"}); !errors.As(err, &ce) || ce.Reason != "not_owned" {
+		t.Fatalf("error type: %v", err)
+	}
+	if err := d.Close(ctx, browser.CloseRequest{Key: "uid-a", ID: "11"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, d); ev.Type != browser.PageRemoved || ev.Page.ID != "11" || ev.Page.WindowID != "1" {
+		t.Fatalf("event %+v", ev)
+	}
+	// Already gone: not an error.
+	if err := d.Close(ctx, browser.CloseRequest{Key: "uid-a", ID: "12345"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(ctx, browser.CloseRequest{ID: "11"}); err == nil {
+		t.Fatal("close without a key")
+	}
+	snap, _ := d.Snapshot(ctx)
+	if _, ok := snap.Page("11"); ok {
+		t.Fatal("closed tab still in the snapshot")
+	}
+	if err := d.Act(ctx, browser.ActRequest{Key: "uid-a", Page: "10", ClickSelector: "a"}); err == nil ||
+		!strings.Contains(err.Error(), "not supported by the extension driver yet") {
+		t.Fatalf("act: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{
+		`adopt {"owner":"uid-a","tabId":30}`, `adopt {"owner":"uid-a","tabId":404}`,
+		`close {"owner":"uid-b","tabId":10}`, `close {"owner":"uid-b","tabId":10}`,
+		`close {"owner":"uid-a","tabId":11}`, `close {"owner":"uid-a","tabId":12345}`,
+	}
+	if !reflect.DeepEqual(sent, want) {
+		t.Fatalf("commands\n got %q\nwant %q", sent, want)
+	}
+}
+
+func TestPublishSessionsCleanupRecords(t *testing.T) {
+	got := make(chan cmd, 10)
+	_, d, _, _ := connected(t, extWorld(func(c cmd) reply {
+		got <- c
+		switch c.Op {
+		case "cleanup":
+			return reply{result: map[string][]int64{"closed": {11, 20}}}
+		case "records":
+			return reply{result: map[string][]Record{"records": {{Owner: "uid-a", TabID: 11, WindowID: 1}}}}
+		}
+		return reply{result: map[string]any{}}
+	}))
+	ctx := context.Background()
+	err := d.PublishSessions(ctx, []SessionInfo{{Namespace: "ns", Name: "s1", Thread: "t", Purpose: "p", Phase: "Active",
+		Windows: []SessionWindow{{Name: "w1", TabID: "11", Source: "Open", Disposition: "Temporary"}}}, {Name: "s2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := <-got
+	want := `{"sessions":[{"namespace":"ns","name":"s1","thread":"t","purpose":"p","phase":"Active","windows":[{"name":"w1","tabId":"11","source":"Open","disposition":"Temporary"}]},` +
+		`{"namespace":"","name":"s2","thread":"","purpose":"","phase":"","windows":[]}]}`
+	if c.Op != "sessions" || string(c.Args) != want {
+		t.Fatalf("sessions command %s %s", c.Op, c.Args)
+	}
+	if err := d.PublishSessions(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-got; string(c.Args) != `{"sessions":[]}` {
+		t.Fatalf("empty sessions %s", c.Args)
+	}
+	closed, err := d.Cleanup(ctx, "uid-a")
+	if err != nil || !reflect.DeepEqual(closed, []string{"11", "20"}) {
+		t.Fatalf("cleanup %v %v", closed, err)
+	}
+	if c := <-got; c.Op != "cleanup" || string(c.Args) != `{"owner":"uid-a"}` {
+		t.Fatalf("cleanup command %s", c.Args)
+	}
+	recs, err := d.Records(ctx)
+	if err != nil || len(recs) != 1 || recs[0].Owner != "uid-a" {
+		t.Fatalf("records %v %v", recs, err)
+	}
+}
+
+func TestCommandTimeoutAndLateResult(t *testing.T) {
+	hold := make(chan struct{})
+	_, d, fe, _ := connected(t, extWorld(func(c cmd) reply {
+		<-hold
+		return reply{result: closeResult{Closed: true}}
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := d.Close(ctx, browser.CloseRequest{Key: "uid-a", ID: "10"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("close past its deadline: %v", err)
+	}
+	close(hold) // the late result is dropped; the connection stays fine
+	fe.send(map[string]string{"type": "ping"})
+	if m := <-fe.other; m["type"] != "pong" {
+		t.Fatalf("got %v", m)
+	}
+	if !d.Connected() {
+		t.Fatal("late result broke the connection")
+	}
+}
+
+func TestDisconnectFailsPendingAndReconnect(t *testing.T) {
+	th, d, fe, token := connected(t, extWorld(func(c cmd) reply {
+		return reply{noReply: true} // never answers close
+	}))
+	errc := make(chan error, 1)
+	go func() { errc <- d.Close(context.Background(), browser.CloseRequest{Key: "uid-a", ID: "10"}) }()
+	fe.nextCmd("close")
+	fe.c.CloseNow() // the service worker dies
+	select {
+	case err := <-errc:
+		if !errors.Is(err, browser.ErrNotConnected) {
+			t.Fatalf("pending close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("pending command not failed on disconnect")
+	}
+	if ev := nextEvent(t, d); ev.Type != browser.Disconnected || ev.Epoch != 1 {
+		t.Fatalf("event %+v", ev)
+	}
+	noEvent(t, d, 100*time.Millisecond) // in particular no PageRemoved
+	if d.Connected() {
+		t.Fatal("Connected after drop")
+	}
+	if _, err := d.Snapshot(context.Background()); !errors.Is(err, browser.ErrNotConnected) {
+		t.Fatalf("snapshot while disconnected: %v", err)
+	}
+	if _, err := d.Open(context.Background(), browser.OpenRequest{Key: "k", URL: "https://x.example/", NewWindow: true}); !errors.Is(err, browser.ErrNotConnected) {
+		t.Fatalf("open while disconnected: %v", err)
+	}
+
+	// Reconnect: new epoch, Connected, fresh observe; the close is not replayed.
+	fe2 := connectExt(t, th, token, extWorld(nil))
+	if fe2.epoch != 2 {
+		t.Fatalf("epoch %d, want 2", fe2.epoch)
+	}
+	if ev := nextEvent(t, d); ev.Type != browser.Connected || ev.Epoch != 2 {
+		t.Fatalf("event %+v", ev)
+	}
+	snap, err := d.Snapshot(context.Background())
+	if err != nil || snap.Epoch != 2 || len(snap.Pages) != 4 {
+		t.Fatalf("snapshot after reconnect %+v %v", snap, err)
+	}
+	fe2.nextCmd("observe")
+	select {
+	case c := <-fe2.cmds:
+		t.Fatalf("command %s replayed or sent after reconnect", c.Op)
+	case <-time.After(100 * time.Millisecond):
+	}
+	// Events carry the new epoch.
+	fe2.event("tabRemoved", map[string]any{"tabId": 20, "windowId": 2})
+	if ev := nextEvent(t, d); ev.Type != browser.PageRemoved || ev.Epoch != 2 {
+		t.Fatalf("event %+v", ev)
+	}
+}
+
+func TestHostCloseEndsEverything(t *testing.T) {
+	th, d, fe, _ := connected(t, extWorld(func(c cmd) reply { return reply{noReply: true} }))
+	errc := make(chan error, 1)
+	go func() { errc <- d.Adopt(context.Background(), "uid-a", "10") }()
+	fe.nextCmd("adopt")
+	if err := th.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, browser.ErrNotConnected) {
+		t.Fatalf("pending adopt: %v", err)
+	}
+	fe.closedWith(websocket.StatusGoingAway)
+	if ev := <-d.Events(); ev.Type != browser.Disconnected {
+		t.Fatalf("event %+v", ev)
+	}
+	if _, ok := <-d.Events(); ok {
+		t.Fatal("events channel still open after Close")
+	}
+}
+
+func TestIdleConnectionDropped(t *testing.T) {
+	th := startHost(t, "", func(o *Options) { o.IdleTimeout = 200 * time.Millisecond })
+	token := pair(t, th)
+	fe := connectExt(t, th, token, extWorld(nil))
+	select {
+	case <-fe.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("idle connection kept")
+	}
+	waitFor(t, "disconnect", func() bool { return !th.Driver().Connected() })
+}

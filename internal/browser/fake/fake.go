@@ -1,0 +1,321 @@
+// Package fake is an in-memory browser with real semantics for fast controller
+// tests: windows own tabs, closing a window's last tab closes the window, pages
+// have openers, popups open as standalone windows, and the "user" can open and
+// close tabs of their own. Every behaviour it stands in for is also proven
+// against real Chromium by the cdp driver's tests.
+package fake
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+type tab struct {
+	id, window, opener, url, title string
+}
+
+type window struct {
+	id    string
+	popup bool
+	tabs  []string // tab ids in order
+}
+
+// Browser is the in-memory browser. The zero value is not usable; call New.
+type Browser struct {
+	mu        sync.Mutex
+	next      int
+	windows   map[string]*window
+	winOrder  []string
+	tabs      map[string]*tab
+	keys      map[string]string // open key → tab id
+	closes    map[string]int    // tab id → Close calls that closed it
+	connected bool
+	epoch     int64
+	events    chan browser.Event
+	// actKey is the key of the Act running now, for attribution of opener-less pages.
+	actKey string
+}
+
+var _ browser.Browser = (*Browser)(nil)
+
+// New returns a connected browser with one normal window holding one tab.
+func New() *Browser {
+	b := &Browser{
+		windows:   map[string]*window{},
+		tabs:      map[string]*tab{},
+		keys:      map[string]string{},
+		closes:    map[string]int{},
+		connected: true,
+		epoch:     1,
+		events:    make(chan browser.Event, 4096),
+	}
+	return b
+}
+
+func (b *Browser) id(prefix string) string {
+	b.next++
+	return fmt.Sprintf("%s-%d", prefix, b.next)
+}
+
+func (b *Browser) page(t *tab) browser.Page {
+	return browser.Page{ID: t.id, WindowID: t.window, OpenerID: t.opener, URL: t.url, Title: t.title, Popup: b.windows[t.window].popup}
+}
+
+func (b *Browser) emit(typ browser.EventType, p browser.Page) {
+	if !b.connected {
+		return
+	}
+	select {
+	case b.events <- browser.Event{Type: typ, Page: p, Epoch: b.epoch, Time: time.Now()}:
+	default:
+		panic("fake browser: event buffer full; nobody is consuming Events()")
+	}
+}
+
+// newWindowLocked creates a window with one tab and reports the tab.
+func (b *Browser) newWindowLocked(url, opener string, popup bool) *tab {
+	w := &window{id: b.id("win"), popup: popup}
+	b.windows[w.id] = w
+	b.winOrder = append(b.winOrder, w.id)
+	return b.newTabLocked(w.id, url, opener)
+}
+
+func (b *Browser) newTabLocked(windowID, url, opener string) *tab {
+	t := &tab{id: b.id("tab"), window: windowID, opener: opener, url: url, title: title(url)}
+	b.tabs[t.id] = t
+	w := b.windows[windowID]
+	w.tabs = append(w.tabs, t.id)
+	if opener == "" && b.actKey != "" {
+		p := b.page(t)
+		p.Attributed = b.actKey
+		b.emit(browser.PageCreated, p)
+		return t
+	}
+	b.emit(browser.PageCreated, b.page(t))
+	return t
+}
+
+func title(url string) string { return "Title of " + url }
+
+func (b *Browser) removeTabLocked(id string) {
+	t, ok := b.tabs[id]
+	if !ok {
+		return
+	}
+	delete(b.tabs, id)
+	w := b.windows[t.window]
+	w.tabs = slices.DeleteFunc(w.tabs, func(s string) bool { return s == id })
+	b.emit(browser.PageRemoved, browser.Page{ID: id, WindowID: t.window})
+	if len(w.tabs) == 0 {
+		delete(b.windows, w.id)
+		b.winOrder = slices.DeleteFunc(b.winOrder, func(s string) bool { return s == w.id })
+	}
+}
+
+// Snapshot implements browser.Browser.
+func (b *Browser) Snapshot(context.Context) (browser.Snapshot, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.connected {
+		return browser.Snapshot{}, browser.ErrNotConnected
+	}
+	s := browser.Snapshot{Epoch: b.epoch, Version: "FakeBrowser/1.0"}
+	for _, wid := range b.winOrder {
+		w := b.windows[wid]
+		s.Windows = append(s.Windows, browser.Window{ID: w.id, Popup: w.popup})
+		for _, tid := range w.tabs {
+			s.Pages = append(s.Pages, b.page(b.tabs[tid]))
+		}
+	}
+	return s, nil
+}
+
+// Open implements browser.Browser.
+func (b *Browser) Open(_ context.Context, req browser.OpenRequest) (browser.Page, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.connected {
+		return browser.Page{}, browser.ErrNotConnected
+	}
+	if id, ok := b.keys[req.Key]; ok && req.Key != "" {
+		if t, ok := b.tabs[id]; ok {
+			return b.page(t), nil
+		}
+	}
+	var t *tab
+	switch {
+	case req.NewWindow:
+		t = b.newWindowLocked(req.URL, "", false)
+	default:
+		wid := req.WindowID
+		if wid == "" {
+			for _, id := range b.winOrder {
+				if !b.windows[id].popup {
+					wid = id
+					break
+				}
+			}
+		}
+		if _, ok := b.windows[wid]; !ok {
+			if req.WindowID != "" {
+				return browser.Page{}, fmt.Errorf("window %s: %w", req.WindowID, browser.ErrNotFound)
+			}
+			t = b.newWindowLocked(req.URL, "", false)
+			break
+		}
+		t = b.newTabLocked(wid, req.URL, "")
+	}
+	if req.Key != "" {
+		b.keys[req.Key] = t.id
+	}
+	return b.page(t), nil
+}
+
+// Close implements browser.Browser, with the last-tab rule.
+func (b *Browser) Close(_ context.Context, req browser.CloseRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.connected {
+		return browser.ErrNotConnected
+	}
+	t, ok := b.tabs[req.ID]
+	if !ok {
+		return nil
+	}
+	w := b.windows[t.window]
+	if len(w.tabs) == 1 && !req.OwnsWindow {
+		b.newTabLocked(w.id, "about:blank", "")
+	}
+	b.closes[req.ID]++
+	b.removeTabLocked(req.ID)
+	return nil
+}
+
+// Adopt implements browser.Browser; the fake keeps no records.
+func (b *Browser) Adopt(context.Context, string, string) error { return nil }
+
+// Act implements browser.Browser: a click spawns nothing by itself in the fake;
+// tests call Spawn. The key is held so that opener-less pages created meanwhile
+// are attributed.
+func (b *Browser) Act(_ context.Context, req browser.ActRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.tabs[req.Page]; !ok {
+		return browser.ErrNotFound
+	}
+	return nil
+}
+
+// Events implements browser.Browser.
+func (b *Browser) Events() <-chan browser.Event { return b.events }
+
+// Connected implements browser.Browser.
+func (b *Browser) Connected() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.connected
+}
+
+// --- the world outside tabwarden: the user and the pages ---
+
+// UserOpenWindow opens a window of the user's with tabs at the given urls and
+// returns the window id and the tab ids.
+func (b *Browser) UserOpenWindow(urls ...string) (string, []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	first := b.newWindowLocked(urls[0], "", false)
+	ids := []string{first.id}
+	for _, u := range urls[1:] {
+		ids = append(ids, b.newTabLocked(first.window, u, "").id)
+	}
+	return first.window, ids
+}
+
+// UserCloseTab closes a tab as the user would (not through tabwarden).
+func (b *Browser) UserCloseTab(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.removeTabLocked(id)
+}
+
+// Spawn makes page opener open url: in a new standalone popup window when popup is
+// true, else as a tab next to it. It returns the new page's id.
+func (b *Browser) Spawn(opener, url string, popup bool) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.tabs[opener]
+	if !ok {
+		return "", fmt.Errorf("opener %s: %w", opener, browser.ErrNotFound)
+	}
+	if popup {
+		return b.newWindowLocked(url, o.id, true).id, nil
+	}
+	return b.newTabLocked(o.window, url, o.id).id, nil
+}
+
+// Navigate changes a page's url and title, as a link click inside it would.
+func (b *Browser) Navigate(id, url string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.tabs[id]; ok {
+		t.url, t.title = url, title(url)
+		b.emit(browser.PageUpdated, b.page(t))
+	}
+}
+
+// Disconnect drops the link to the browser; pages stay as they are.
+func (b *Browser) Disconnect() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.connected {
+		return
+	}
+	b.events <- browser.Event{Type: browser.Disconnected, Epoch: b.epoch, Time: time.Now()}
+	b.connected = false
+}
+
+// Reconnect restores the link and starts a new epoch.
+func (b *Browser) Reconnect() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.connected = true
+	b.epoch++
+	b.events <- browser.Event{Type: browser.Connected, Epoch: b.epoch, Time: time.Now()}
+}
+
+// CloseCount says how many times tabwarden closed the page (0 or 1 when correct).
+func (b *Browser) CloseCount(id string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closes[id]
+}
+
+// WindowTabs returns the tab ids of a window, or nil when it does not exist.
+func (b *Browser) WindowTabs(id string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w, ok := b.windows[id]; ok {
+		return slices.Clone(w.tabs)
+	}
+	return nil
+}
+
+// HasPage reports whether the page is open.
+func (b *Browser) HasPage(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.tabs[id]
+	return ok
+}
+
+// PageCount is how many pages are open.
+func (b *Browser) PageCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.tabs)
+}

@@ -1,0 +1,281 @@
+// Package chromium finds and launches a headless Chromium for the cdp driver, its
+// tests and `tabwarden up`.
+package chromium
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// EnvBinary overrides the Chromium binary.
+const EnvBinary = "TABWARDEN_CHROMIUM"
+
+// ErrNotFound says no Chromium binary was found.
+var ErrNotFound = errors.New("chromium not found: install it with `apt-get install -y chromium` (Debian) or set " + EnvBinary)
+
+// candidates in order of preference. The Debian /usr/bin/chromium is a shell
+// wrapper that adds flags of its own; the real binary sits behind it.
+var candidates = []string{"/usr/lib/chromium/chromium", "/usr/bin/chromium"}
+
+// Find returns the Chromium binary to run: $TABWARDEN_CHROMIUM, the real Debian
+// binary, the Debian wrapper, or chromium / chromium-browser / google-chrome on PATH.
+func Find() (string, error) {
+	if p := os.Getenv(EnvBinary); p != "" {
+		if isExec(p) {
+			return p, nil
+		}
+		if lp, err := exec.LookPath(p); err == nil {
+			return lp, nil
+		}
+		return "", fmt.Errorf("%s=%q is not an executable: %w", EnvBinary, p, ErrNotFound)
+	}
+	for _, c := range candidates {
+		if isExec(c) {
+			return c, nil
+		}
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if lp, err := exec.LookPath(name); err == nil {
+			return lp, nil
+		}
+	}
+	return "", ErrNotFound
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// Version runs the binary with --version, e.g. "Chromium 156.0.8078.114".
+func Version(ctx context.Context) (string, error) {
+	bin, err := Find()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Options configures Launch.
+type Options struct {
+	// ExtraArgs are appended to the default flags.
+	ExtraArgs []string
+	// UserDataDir is the profile directory; empty means a fresh temporary one that
+	// Close removes.
+	UserDataDir string
+	// Extensions are unpacked extension directories to load.
+	Extensions []string
+	// Headful drops --headless (needs a display).
+	Headful bool
+	// Stderr, when set, receives Chromium's stderr (after the DevTools line is parsed).
+	Stderr io.Writer
+	// StartTimeout bounds the wait for "DevTools listening"; default 30 s.
+	StartTimeout time.Duration
+}
+
+// Process is a running Chromium.
+type Process struct {
+	// Binary that runs.
+	Binary string
+	// WebSocketURL is the browser-level DevTools endpoint (ws://127.0.0.1:port/devtools/browser/…).
+	WebSocketURL string
+	// HTTPURL is http://127.0.0.1:port, for /json/version.
+	HTTPURL string
+	// UserDataDir in use.
+	UserDataDir string
+
+	cmd       *exec.Cmd
+	tmpDir    bool
+	done      chan struct{}
+	waitErr   error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var devtoolsRE = regexp.MustCompile(`DevTools listening on (ws://[^\s]+)`)
+
+// DefaultArgs are the flags every launch uses (without --user-data-dir). The popup
+// blocker stays on: real behaviour matters, and real input events are allowed to open popups.
+func DefaultArgs(headful bool) []string {
+	args := []string{
+		"--no-sandbox",
+		"--disable-gpu",
+		"--disable-quic",
+		"--no-first-run",
+		"--no-default-browser-check",
+		"--disable-background-networking",
+		"--disable-component-update",
+		"--disable-sync",
+		"--disable-dev-shm-usage",
+		"--remote-debugging-port=0",
+		"--remote-allow-origins=*",
+	}
+	if !headful {
+		args = append([]string{"--headless"}, args...)
+	}
+	return args
+}
+
+// Launch starts Chromium and waits until its DevTools endpoint answers.
+func Launch(ctx context.Context, opts Options) (*Process, error) {
+	bin, err := Find()
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{Binary: bin, UserDataDir: opts.UserDataDir, done: make(chan struct{})}
+	if p.UserDataDir == "" {
+		dir, err := os.MkdirTemp("", "tabwarden-chromium-")
+		if err != nil {
+			return nil, err
+		}
+		p.UserDataDir, p.tmpDir = dir, true
+	}
+	args := DefaultArgs(opts.Headful)
+	args = append(args, "--user-data-dir="+p.UserDataDir)
+	if len(opts.Extensions) > 0 {
+		abs := make([]string, 0, len(opts.Extensions))
+		for _, e := range opts.Extensions {
+			a, err := filepath.Abs(e)
+			if err != nil {
+				p.cleanup()
+				return nil, err
+			}
+			abs = append(abs, a)
+		}
+		list := strings.Join(abs, ",")
+		args = append(args, "--load-extension="+list, "--disable-extensions-except="+list)
+	}
+	args = append(args, opts.ExtraArgs...)
+	args = append(args, "about:blank")
+
+	// Not CommandContext: the process must outlive the launch ctx; Close ends it.
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Crashpad and friends write their temporary files here; keep them inside
+	// the profile so that Close removes them.
+	cmd.Env = append(os.Environ(), "TMPDIR="+p.UserDataDir)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		p.cleanup()
+		return nil, err
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		p.cleanup()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p.cmd = cmd
+
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		sent := false
+		var head []string
+		for sc.Scan() {
+			line := sc.Text()
+			if !sent {
+				if m := devtoolsRE.FindStringSubmatch(line); m != nil {
+					found <- m[1]
+					sent = true
+					continue
+				}
+				if len(head) < 20 {
+					head = append(head, line)
+				}
+			}
+			if opts.Stderr != nil {
+				fmt.Fprintln(opts.Stderr, line)
+			}
+		}
+		if !sent {
+			found <- "\x00" + strings.Join(head, "\n")
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+
+	timeout := opts.StartTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case u := <-found:
+		if strings.HasPrefix(u, "\x00") {
+			<-p.done
+			p.cleanup()
+			return nil, fmt.Errorf("chromium exited before DevTools was ready (%v): %s", p.waitErr, u[1:])
+		}
+		p.WebSocketURL = u
+		if i := strings.Index(u, "/devtools/"); i > 0 {
+			p.HTTPURL = "http://" + strings.TrimPrefix(u[:i], "ws://")
+		}
+		return p, nil
+	case <-ctx.Done():
+		_ = p.Close()
+		return nil, ctx.Err()
+	case <-t.C:
+		_ = p.Close()
+		return nil, fmt.Errorf("chromium: no DevTools endpoint after %v", timeout)
+	}
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Close kills the whole process group, waits for the browser to exit and removes
+// a temporary profile directory.
+func (p *Process) Close() error {
+	p.closeOnce.Do(func() {
+		if p.cmd != nil && p.cmd.Process != nil {
+			pid := p.cmd.Process.Pid
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(3 * time.Second):
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				<-p.done
+			}
+			// Children that left the group (crashpad) or linger: kill the group again.
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		p.cleanup()
+	})
+	return p.closeErr
+}
+
+func (p *Process) cleanup() {
+	if p.tmpDir && p.UserDataDir != "" {
+		// Renderers may still be writing for a moment after the browser exits.
+		for i := 0; i < 5; i++ {
+			err := os.RemoveAll(p.UserDataDir)
+			p.closeErr = err
+			if err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+// Package run builds and runs tabwarden's two roles on a controller-runtime
+// manager: the controller (sessions, window registration) and the agent (one
+// browser profile).
+package run
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/controllers"
+	"github.com/tabwarden/tabwarden/internal/agent"
+)
+
+// Scheme knows the built-in kinds and tabwarden's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := twv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Common are the manager settings both roles take.
+type Common struct {
+	// MetricsAddr serves Prometheus metrics; "0" disables.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz; "0" or empty disables.
+	ProbeAddr string
+	// QPS and Burst of the client; the API server, not a client-side limiter,
+	// should be what bounds tabwarden.
+	QPS   float32
+	Burst int
+	// SkipNameValidation allows the same controller to be started again in one
+	// process (tests restart roles; 'tabwarden up' runs several).
+	SkipNameValidation bool
+}
+
+func (c Common) apply(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
+	if c.QPS > 0 {
+		cfg.QPS = c.QPS
+	}
+	if c.Burst > 0 {
+		cfg.Burst = c.Burst
+	}
+	return cfg
+}
+
+func (c Common) options() ctrl.Options {
+	metrics := c.MetricsAddr
+	if metrics == "" {
+		metrics = "0"
+	}
+	probe := c.ProbeAddr
+	if probe == "" {
+		probe = "0"
+	}
+	return ctrl.Options{
+		Scheme: Scheme(), Metrics: metricsserver.Options{BindAddress: metrics}, HealthProbeBindAddress: probe,
+		Controller: config.Controller{SkipNameValidation: &c.SkipNameValidation},
+	}
+}
+
+func addProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("readyz", healthz.Ping)
+}
+
+// ControllerOptions configure the controller role.
+type ControllerOptions struct {
+	Common
+	LeaderElection          bool
+	LeaderElectionNamespace string
+}
+
+// Controller runs the controller role until ctx ends.
+func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) error {
+	opts := o.options()
+	opts.LeaderElection = o.LeaderElection
+	opts.LeaderElectionID = "controller.tabwarden.dev"
+	opts.LeaderElectionNamespace = o.LeaderElectionNamespace
+	opts.LeaderElectionReleaseOnCancel = true
+	mgr, err := ctrl.NewManager(o.apply(cfg), opts)
+	if err != nil {
+		return fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := controllers.SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	if err := (&controllers.SessionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controllers.WindowRegistrationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := addProbes(mgr); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// AgentOptions configure the agent role.
+type AgentOptions struct {
+	Common
+	agent.Options
+}
+
+// Agent runs the agent role for one profile until ctx ends.
+func Agent(ctx context.Context, cfg *rest.Config, o AgentOptions) error {
+	opts := o.options()
+	opts.Cache = agent.CacheOptions(o.Profile)
+	mgr, err := ctrl.NewManager(o.apply(cfg), opts)
+	if err != nil {
+		return fmt.Errorf("creating the agent manager: %w", err)
+	}
+	if _, err := agent.Setup(ctx, mgr, o.Options); err != nil {
+		return err
+	}
+	if err := addProbes(mgr); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
