@@ -52,7 +52,7 @@ func TestIncident(t *testing.T) {
 		g.Expect(composeWin).NotTo(BeNil())
 		g.Expect(composeWin.Spec.Spawn.OpenerTabID).To(Equal(contacts.Status.TabID))
 		g.Expect(composeWin.Spec.Spawn.SpawnedBy).To(Equal("contacts"))
-		g.Expect(composeWin.Spec.Spawn.Popup).To(BeTrue())
+		g.Expect(composeWin.Status.OwnsWindow).To(BeTrue(), "a compose popup is a standalone window of its own")
 		g.Expect(metav1.GetControllerOf(composeWin).Name).To(Equal("taxes"))
 		g.Expect(composeWin.Status.Phase).To(Equal(twv1.WindowOpen))
 		g.Expect(composeWin.Status.URL).To(Equal("https://mail.example/compose?to=ada"))

@@ -76,10 +76,8 @@ type SpawnInfo struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason,omitempty"`
-	// popup is true when the page opened as a standalone popup window.
-	// +optional
-	Popup bool `json:"popup,omitempty"`
-	// url is the first url the browser reported for the page.
+	// url is the first url the browser reported for the page; often empty, since
+	// browsers report a spawned page before its url (status.url follows it).
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	URL string `json:"url,omitempty"`

@@ -177,7 +177,7 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, reason strin
 		SessionRef: twv1.SessionReference{Name: o.Session},
 		Source:     twv1.SourceSpawned,
 		Spawn: &twv1.SpawnInfo{
-			TabID: p.ID, OpenerTabID: p.OpenerID, SpawnedBy: o.Window, Reason: reason, Popup: p.Popup, URL: p.URL,
+			TabID: p.ID, OpenerTabID: p.OpenerID, SpawnedBy: o.Window, Reason: reason, URL: truncate(p.URL, 4096),
 		},
 	}
 	if err := controllerutil.SetControllerReference(s, w, a.client.Scheme()); err != nil {

@@ -1,0 +1,301 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser/fake"
+)
+
+func openedTabs(t *testing.T, g *WithT, ws ...*twv1.BrowserWindow) []string {
+	t.Helper()
+	var ids []string
+	g.Eventually(func(g Gomega) {
+		ids = ids[:0]
+		for _, w := range ws {
+			get(t, w)
+			g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen), "window %s", w.Name)
+			ids = append(ids, w.Status.TabID)
+		}
+	}).Should(Succeed())
+	return ids
+}
+
+// TestRestartMidCleanup stops the controller and the agent in the middle of the
+// cleanup of ten windows: it finishes, nothing closes twice, no user tab closes.
+func TestRestartMidCleanup(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	userWin, userTabs := b.UserOpenWindow("https://user.example/a", "https://user.example/b")
+	ctl := startController(t)
+	agt := startAgent(t, "restart", b)
+
+	s := session(ns, "ten", "restart")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	var ws []*twv1.BrowserWindow
+	for i := range 10 {
+		w := openWindow(ns, fmt.Sprintf("page-%d", i), "ten", fmt.Sprintf("https://work.example/%d", i))
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		ws = append(ws, w)
+	}
+	tabs := openedTabs(t, g, ws...)
+
+	// The agent goes away; the session is deleted; the controller marks every
+	// window for deletion and is stopped too.
+	agt.Stop()
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, w := range ws {
+			g.Expect(get(t, w).DeletionTimestamp).NotTo(BeNil())
+		}
+	}).Should(Succeed())
+	ctl.Stop()
+
+	// The agent comes back alone, closes some pages, and is stopped again mid-way.
+	agt = startAgent(t, "restart", b)
+	g.Eventually(func() int { return b.PageCount() }).Should(BeNumerically("<", len(userTabs)+10))
+	agt.Stop()
+
+	// Both come back: the cleanup finishes.
+	startController(t)
+	startAgent(t, "restart", b)
+	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	g.Expect(windowsOf(ns, "ten")).To(BeEmpty())
+	for _, id := range tabs {
+		g.Expect(b.HasPage(id)).To(BeFalse(), "page %s closed", id)
+		g.Expect(b.CloseCount(id)).To(Equal(1), "page %s closed exactly once", id)
+	}
+	g.Expect(b.WindowTabs(userWin)).To(Equal(userTabs))
+}
+
+// TestListingBySource: a label selector returns exactly what a session owns, split by source.
+func TestListingBySource(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	_, userTabs := b.UserOpenWindow("https://user.example/reading")
+	startController(t)
+	startAgent(t, "listing", b)
+
+	g.Expect(k8s.Create(ctx, session(ns, "mine", "listing"))).To(Succeed())
+	g.Expect(k8s.Create(ctx, session(ns, "other", "listing"))).To(Succeed())
+	a1, a2 := openWindow(ns, "a1", "mine", "https://a.example/1"), openWindow(ns, "a2", "mine", "https://a.example/2")
+	o1 := openWindow(ns, "o1", "other", "https://o.example/1")
+	for _, w := range []*twv1.BrowserWindow{a1, a2, o1} {
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	}
+	bind := &twv1.BrowserWindow{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reading"},
+		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: "mine"}, Source: twv1.SourceBind, BindTabID: userTabs[0]},
+	}
+	g.Expect(k8s.Create(ctx, bind)).To(Succeed())
+	tabs := openedTabs(t, g, a1)
+	_, err := b.Spawn(tabs[0], "https://a.example/popup", true)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(windowsOf(ns, "mine")).To(HaveLen(4))
+		g.Expect(names(windowsOf(ns, "mine", twv1.SourceLabel, "open"))).To(ConsistOf("a1", "a2"))
+		g.Expect(windowsOf(ns, "mine", twv1.SourceLabel, "spawned")).To(HaveLen(1))
+		g.Expect(names(windowsOf(ns, "mine", twv1.SourceLabel, "bind"))).To(ConsistOf("reading"))
+		g.Expect(names(windowsOf(ns, "other"))).To(ConsistOf("o1"))
+		get(t, bind)
+		g.Expect(apimeta.IsStatusConditionTrue(bind.Status.Conditions, twv1.BoundCondition)).To(BeTrue())
+		g.Expect(bind.Status.URL).To(Equal("https://user.example/reading"))
+	}).Should(Succeed())
+}
+
+func names(ws []twv1.BrowserWindow) []string {
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.Name)
+	}
+	return out
+}
+
+// TestBoundTabLifecycle: a bound tab is used, never closed: it is detached when
+// the session ends; when the user closes it the binding fails and no other tab
+// takes its place; a bind to a tab that does not exist fails the same way.
+func TestBoundTabLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	userWin, userTabs := b.UserOpenWindow("https://user.example/1", "https://user.example/2", "https://user.example/3")
+	startController(t)
+	startAgent(t, "binding", b)
+	g.Expect(k8s.Create(ctx, session(ns, "reader", "binding"))).To(Succeed())
+	bindTo := func(name, tab string) *twv1.BrowserWindow {
+		w := &twv1.BrowserWindow{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: "reader"}, Source: twv1.SourceBind, BindTabID: tab},
+		}
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		return w
+	}
+	kept, lost, missing := bindTo("kept", userTabs[0]), bindTo("lost", userTabs[1]), bindTo("missing", "tab-does-not-exist")
+	openedTabs(t, g, kept, lost)
+
+	b.UserCloseTab(userTabs[1])
+	g.Eventually(func(g Gomega) {
+		get(t, lost)
+		g.Expect(lost.Status.Phase).To(Equal(twv1.WindowGone))
+		c := apimeta.FindStatusCondition(lost.Status.Conditions, twv1.BoundCondition)
+		g.Expect(c.Reason).To(Equal(twv1.ReasonBoundTabGone))
+		g.Expect(lost.Status.TabID).To(Equal(userTabs[1]), "nothing picks another tab")
+		get(t, missing)
+		g.Expect(missing.Status.Phase).To(Equal(twv1.WindowGone))
+		g.Expect(apimeta.FindStatusCondition(missing.Status.Conditions, twv1.BoundCondition).Reason).To(Equal(twv1.ReasonBoundTabNotFound))
+	}).Should(Succeed())
+	g.Consistently(func() string { return get(t, lost).Status.TabID }, "1s").Should(Equal(userTabs[1]))
+
+	// Closing a bound tab through its disposition is refused by the API server.
+	err := k8s.Patch(ctx, kept, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"disposition":"Close"}}`)))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("a bound tab is the user's"))
+
+	s := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}}
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	g.Expect(b.WindowTabs(userWin)).To(Equal([]string{userTabs[0], userTabs[2]}), "the detached tab stays open")
+	g.Expect(b.CloseCount(userTabs[0])).To(BeZero())
+}
+
+// TestDisconnectIsUnknownNotGone: pages are never declared closed because the
+// browser became unreachable, and nothing opens twice after it is back.
+func TestDisconnectIsUnknownNotGone(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	b.UserOpenWindow("https://user.example/")
+	startController(t)
+	startAgent(t, "flaky", b)
+	g.Expect(k8s.Create(ctx, session(ns, "s", "flaky"))).To(Succeed())
+	w := openWindow(ns, "w", "s", "https://work.example/")
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	tab := openedTabs(t, g, w)[0]
+	pages := b.PageCount()
+
+	b.Disconnect()
+	g.Eventually(func(g Gomega) {
+		get(t, w)
+		g.Expect(w.Status.Phase).To(Equal(twv1.WindowUnknown))
+		g.Expect(apimeta.FindStatusCondition(w.Status.Conditions, twv1.OpenedCondition).Reason).To(Equal(twv1.ReasonBrowserUnreachable))
+		p := get(t, &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "flaky"}})
+		g.Expect(apimeta.IsStatusConditionFalse(p.Status.Conditions, twv1.ConnectedCondition)).To(BeTrue())
+	}).Should(Succeed())
+	// A window created meanwhile waits instead of failing.
+	later := openWindow(ns, "later", "s", "https://work.example/later")
+	g.Expect(k8s.Create(ctx, later)).To(Succeed())
+
+	b.Reconnect()
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(t, w).Status.Phase).To(Equal(twv1.WindowOpen))
+		g.Expect(w.Status.TabID).To(Equal(tab))
+		g.Expect(get(t, later).Status.Phase).To(Equal(twv1.WindowOpen))
+	}).Should(Succeed())
+	g.Consistently(b.PageCount, "1s").Should(Equal(pages + 1))
+}
+
+// TestFinishedSession: state Finished closes temporary pages, releases Keep
+// pages as deliverables and keeps the session as a record.
+func TestFinishedSession(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	b.UserOpenWindow("https://user.example/")
+	startController(t)
+	startAgent(t, "finish", b)
+	s := session(ns, "report", "finish")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	tmp, keep := openWindow(ns, "search", "report", "https://search.example/"), openWindow(ns, "result", "report", "https://result.example/")
+	keep.Spec.Disposition = twv1.DispositionKeep
+	g.Expect(k8s.Create(ctx, tmp)).To(Succeed())
+	g.Expect(k8s.Create(ctx, keep)).To(Succeed())
+	tabs := openedTabs(t, g, tmp, keep)
+
+	g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		get(t, s)
+		g.Expect(s.Status.Phase).To(Equal(twv1.SessionPhaseFinished))
+		g.Expect(s.Status.Deliverables).To(ConsistOf(twv1.Deliverable{Window: "result", URL: "https://result.example/", Title: "Title of https://result.example/"}))
+		g.Expect(apimeta.IsStatusConditionTrue(s.Status.Conditions, twv1.CleanCondition)).To(BeTrue())
+	}).Should(Succeed())
+	g.Expect(windowsOf(ns, "report")).To(BeEmpty())
+	g.Expect(b.HasPage(tabs[0])).To(BeFalse())
+	g.Expect(b.HasPage(tabs[1])).To(BeTrue())
+
+	// A finished session stays finished.
+	err := k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Active"}}`)))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+}
+
+// TestLastTabKeepsUserWindow: a session placing tabs in the user's window never
+// closes that window, even when its tab is the last one left.
+func TestLastTabKeepsUserWindow(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	userWin, userTabs := b.UserOpenWindow("https://user.example/only")
+	startController(t)
+	startAgent(t, "lasttab", b)
+	s := session(ns, "tabs", "lasttab")
+	s.Spec.Placement = twv1.PlacementTab
+	s.Spec.PinnedWindowID = userWin
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	w := openWindow(ns, "bg", "tabs", "https://work.example/")
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	tab := openedTabs(t, g, w)[0]
+	g.Expect(w.Status.WindowID).To(Equal(userWin))
+	g.Expect(w.Status.OwnsWindow).To(BeFalse())
+
+	b.UserCloseTab(userTabs[0]) // the session's tab is now the window's last
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Eventually(func() bool { return b.HasPage(tab) }).Should(BeFalse())
+	left := b.WindowTabs(userWin)
+	g.Expect(left).To(HaveLen(1), "the user's window survives")
+	snap, _ := b.Snapshot(ctx)
+	p, _ := snap.Page(left[0])
+	g.Expect(p.URL).To(Equal("about:blank"))
+}
+
+// TestUserClosedPageIsGone: a page the user closes is Gone, not re-opened.
+func TestUserClosedPageIsGone(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	b.UserOpenWindow("https://user.example/")
+	startController(t)
+	startAgent(t, "gone", b)
+	g.Expect(k8s.Create(ctx, session(ns, "s", "gone"))).To(Succeed())
+	w := openWindow(ns, "w", "s", "https://work.example/")
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	tab := openedTabs(t, g, w)[0]
+	pages := b.PageCount()
+	b.UserCloseTab(tab)
+	g.Eventually(func() twv1.WindowPhase { return get(t, w).Status.Phase }).Should(Equal(twv1.WindowGone))
+	g.Consistently(b.PageCount, "1s").Should(Equal(pages - 1))
+}
