@@ -26,7 +26,11 @@ import (
 // session_unregistered and never reaches an agent.
 type WindowRegistrationReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
+	// APIReader reads around the cache: a window is only refused after the API
+	// server itself says its session does not exist (the cache may lag a session
+	// created just before its window).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 }
 
 // SetupWithManager registers the reconciler: windows, and sessions mapped to the windows that name them.
@@ -62,7 +66,11 @@ func (r *WindowRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 // the agent owns the window's status from the moment it carries a profile label.
 func (r *WindowRegistrationReconciler) reconcileRegistration(ctx context.Context, w *twv1.BrowserWindow) (ctrl.Result, error) {
 	s := &twv1.BrowserSession{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s)
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}
+	err := r.Get(ctx, key, s)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, s)
+	}
 	if apierrors.IsNotFound(err) {
 		if w.Labels[twv1.ProfileLabel] != "" {
 			// The session went away after registration; its finalizer handles the rest.

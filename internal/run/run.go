@@ -105,7 +105,7 @@ func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) erro
 	if err := (&controllers.SessionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&controllers.WindowRegistrationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.WindowRegistrationReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := addProbes(mgr); err != nil {

@@ -1192,23 +1192,11 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) error {
 	}
 	defer detach()
 
-	var doc struct {
-		Root struct {
-			NodeID int64 `json:"nodeId"`
-		} `json:"root"`
-	}
-	if err := call(ctx, c, sess, "DOM.getDocument", map[string]any{"depth": 0}, &doc); err != nil {
+	nodeID, err := querySelector(ctx, c, sess, req.ClickSelector)
+	if err != nil {
 		return err
 	}
-	var q struct {
-		NodeID int64 `json:"nodeId"`
-	}
-	if err := call(ctx, c, sess, "DOM.querySelector", map[string]any{"nodeId": doc.Root.NodeID, "selector": req.ClickSelector}, &q); err != nil {
-		return fmt.Errorf("selector %q: %w", req.ClickSelector, err)
-	}
-	if q.NodeID == 0 {
-		return fmt.Errorf("selector %q matches no element: %w", req.ClickSelector, browser.ErrNotFound)
-	}
+	q := struct{ NodeID int64 }{nodeID}
 	_ = call(ctx, c, sess, "DOM.scrollIntoViewIfNeeded", map[string]any{"nodeId": q.NodeID}, nil)
 	var box struct {
 		Model struct {
@@ -1255,4 +1243,40 @@ func (b *Browser) Version() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.version
+}
+
+// querySelector finds the first element matching selector. A page that was just
+// opened or navigated replaces its document under us (node ids from the old one
+// become invalid, or the element is not parsed yet), so the lookup is retried
+// until the element appears or a short deadline passes.
+func querySelector(ctx context.Context, c *conn, sess, selector string) (int64, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var doc struct {
+			Root struct {
+				NodeID int64 `json:"nodeId"`
+			} `json:"root"`
+		}
+		err := call(ctx, c, sess, "DOM.getDocument", map[string]any{"depth": 0}, &doc)
+		var q struct {
+			NodeID int64 `json:"nodeId"`
+		}
+		if err == nil {
+			err = call(ctx, c, sess, "DOM.querySelector", map[string]any{"nodeId": doc.Root.NodeID, "selector": selector}, &q)
+		}
+		if err == nil && q.NodeID != 0 {
+			return q.NodeID, nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return 0, fmt.Errorf("selector %q: %w", selector, err)
+			}
+			return 0, fmt.Errorf("selector %q matches no element: %w", selector, browser.ErrNotFound)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -1,0 +1,312 @@
+package cdp_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/fixture"
+)
+
+func ack(t *testing.T, w *twv1.BrowserWindow, d twv1.Disposition) {
+	t.Helper()
+	p := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"disposition":"`+string(d)+`"}}`))
+	if err := k8s.Patch(context.Background(), w, p); err != nil {
+		t.Fatalf("acknowledging %s: %v", w.Name, err)
+	}
+}
+
+func waitOpen(t *testing.T, g *WithT, w *twv1.BrowserWindow) string {
+	t.Helper()
+	g.Eventually(func(g Gomega) {
+		get(t, w)
+		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
+		g.Expect(w.Status.TabID).NotTo(BeEmpty())
+	}).Should(Succeed())
+	return w.Status.TabID
+}
+
+// userWindow opens a window of the user's, not through tabwarden, and returns its pages.
+func userWindow(t *testing.T, h interface {
+	Open(context.Context, browser.OpenRequest) (browser.Page, error)
+}, url string) browser.Page {
+	t.Helper()
+	p, err := h.Open(context.Background(), browser.OpenRequest{URL: url, NewWindow: true})
+	if err != nil {
+		t.Fatalf("opening the user's window: %v", err)
+	}
+	return p
+}
+
+// TestIncidentOnChromium: the incident on real Chromium, with a real click.
+func TestIncidentOnChromium(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	h := hand(t)
+	user := userWindow(t, h, site.Path("/quiet?user=1"))
+	userBefore := pages(t, h)
+	ns := newNamespace(t)
+	startController(t)
+	startAgent(t, "incident", chrome.WebSocketURL, false)
+
+	s := session(ns, "contacts-form", "incident")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	contacts := openWindow(ns, "contacts", "contacts-form", site.Path("/contacts"))
+	g.Expect(k8s.Create(ctx, contacts)).To(Succeed())
+	contactsTab := waitOpen(t, g, contacts)
+	g.Expect(contacts.Status.OwnsWindow).To(BeTrue())
+	g.Expect(contacts.Status.WindowID).NotTo(Equal(user.WindowID))
+
+	// A real click on an e-mail address spawns a standalone compose window.
+	clicked := time.Now()
+	g.Expect(h.Act(ctx, browser.ActRequest{Page: contactsTab, ClickSelector: "#contact-0"})).To(Succeed())
+	var compose *twv1.BrowserWindow
+	g.Eventually(func() *twv1.BrowserWindow { compose = spawnedOf(ns, "contacts-form", contactsTab); return compose }).ShouldNot(BeNil())
+	t.Logf("click → Spawned BrowserWindow listed: %v", time.Since(clicked))
+	g.Eventually(func(g Gomega) {
+		get(t, compose)
+		g.Expect(compose.Status.Phase).To(Equal(twv1.WindowOpen))
+		g.Expect(compose.Status.URL).To(HavePrefix(site.Path("/compose")))
+		g.Expect(compose.Status.OwnsWindow).To(BeTrue(), "the compose popup is a window of its own")
+		g.Expect(compose.Spec.Spawn.SpawnedBy).To(Equal("contacts"))
+		g.Expect(metav1.GetControllerOf(compose).Name).To(Equal("contacts-form"))
+		get(t, s)
+		c := apimeta.FindStatusCondition(s.Status.Conditions, twv1.SpawnsAcknowledgedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(twv1.ReasonUnacknowledgedSpawns))
+	}).Should(Succeed())
+	composeTab := compose.Status.TabID
+	g.Expect(pages(t, h)).To(HaveKey(composeTab))
+
+	// The next Open window is held.
+	next := openWindow(ns, "next", "contacts-form", site.Path("/quiet?next=1"))
+	g.Expect(k8s.Create(ctx, next)).To(Succeed())
+	g.Eventually(func() string {
+		c := apimeta.FindStatusCondition(get(t, next).Status.Conditions, twv1.OpenedCondition)
+		if c == nil {
+			return ""
+		}
+		return c.Reason
+	}).Should(Equal(twv1.ReasonUnacknowledgedSpawns))
+	g.Expect(pagesAt(t, h, site.Path("/quiet?next=1"))).To(BeZero())
+
+	// Acknowledge with Close: the compose window is gone from Chromium; the held window opens.
+	acked := time.Now()
+	ack(t, compose, twv1.DispositionClose)
+	g.Eventually(func() map[string]browser.Page { return pages(t, h) }).ShouldNot(HaveKey(composeTab))
+	t.Logf("ack Close → compose page gone from Chromium: %v", time.Since(acked))
+	waitOpen(t, g, next)
+
+	// Delete the session: its pages close; the user's window keeps all its tabs.
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	now := pages(t, h)
+	g.Expect(now).NotTo(HaveKey(contactsTab))
+	g.Expect(now).NotTo(HaveKey(next.Status.TabID))
+	for id, p := range userBefore {
+		g.Expect(now).To(HaveKey(id), "page %s (%s) open before the session is still open", id, p.URL)
+	}
+	g.Expect(now[user.ID].WindowID).To(Equal(user.WindowID))
+}
+
+// TestEverySpawnKindIsAdopted: popups, target=_blank and noopener links, and an
+// OAuth popup's own popup are all adopted into the session.
+func TestEverySpawnKindIsAdopted(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	h := hand(t)
+	ns := newNamespace(t)
+	startController(t)
+	startAgent(t, "kinds", chrome.WebSocketURL, false)
+	g.Expect(k8s.Create(ctx, session(ns, "kinds", "kinds"))).To(Succeed())
+
+	for _, tc := range []struct{ page, click, spawnPath string }{
+		{"/contacts", "#contact-1", "/compose"},
+		{"/blank-link", "#open-landing", "/landing"},
+		{"/noopener", "#open-landing", "/landing"},
+		{"/oauth", "#signin", "/oauth/authorize"},
+	} {
+		name := strings.Trim(strings.ReplaceAll(tc.page, "/", "-"), "-")
+		w := openWindow(ns, name, "kinds", site.Path(tc.page))
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		tab := waitOpen(t, g, w)
+		// Each click comes after the previous spawn was acknowledged (Keep), as the gate demands.
+		g.Expect(h.Act(ctx, browser.ActRequest{Page: tab, ClickSelector: tc.click})).To(Succeed())
+		var sw *twv1.BrowserWindow
+		g.Eventually(func(g Gomega) {
+			sw = spawnedOf(ns, "kinds", tab)
+			g.Expect(sw).NotTo(BeNil(), "%s: spawn of %s adopted", tc.page, tc.click)
+			get(t, sw)
+			g.Expect(sw.Status.URL).To(HavePrefix(site.Path(tc.spawnPath)))
+			g.Expect(sw.Spec.Spawn.SpawnedBy).To(Equal(name))
+			g.Expect(sw.Spec.Spawn.Reason).To(Equal("opener"))
+		}).Should(Succeed())
+		if tc.page == "/oauth" {
+			// The authorize popup opens the consent popup: adopted transitively.
+			g.Expect(h.Act(ctx, browser.ActRequest{Page: sw.Status.TabID, ClickSelector: "#consent"})).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				consent := spawnedOf(ns, "kinds", sw.Status.TabID)
+				g.Expect(consent).NotTo(BeNil())
+				g.Expect(consent.Spec.Spawn.SpawnedBy).To(Equal(sw.Name))
+				g.Expect(get(t, consent).Status.URL).To(HavePrefix(site.Path("/oauth/consent")))
+				ack(t, consent, twv1.DispositionKeep)
+			}).Should(Succeed())
+		}
+		ack(t, sw, twv1.DispositionKeep)
+	}
+	g.Expect(spawned(ns, "kinds")).To(HaveLen(5))
+}
+
+// TestCleanupOfTenPages: deleting a session owning ten pages closes them all in
+// Chromium; its Keep page stays open and is released; a bound user tab stays.
+func TestCleanupOfTenPages(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(45 * time.Second)
+	ctx := context.Background()
+	h := hand(t)
+	reading := userWindow(t, h, site.Path("/quiet?reading=1"))
+	ns := newNamespace(t)
+	startController(t)
+	startAgent(t, "ten", chrome.WebSocketURL, false)
+	s := session(ns, "ten", "ten")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	var ws []*twv1.BrowserWindow
+	for i := range 10 {
+		w := openWindow(ns, fmt.Sprintf("p%d", i), "ten", site.Path(fmt.Sprintf("/quiet?ten=%d", i)))
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		ws = append(ws, w)
+	}
+	keep := openWindow(ns, "deliverable", "ten", site.Path("/landing?deliverable=1"))
+	keep.Spec.Disposition = twv1.DispositionKeep
+	g.Expect(k8s.Create(ctx, keep)).To(Succeed())
+	bound := &twv1.BrowserWindow{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reading"},
+		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: "ten"}, Source: twv1.SourceBind, BindTabID: reading.ID},
+	}
+	g.Expect(k8s.Create(ctx, bound)).To(Succeed())
+	var tabs []string
+	for _, w := range ws {
+		tabs = append(tabs, waitOpen(t, g, w))
+	}
+	keepTab := waitOpen(t, g, keep)
+	waitOpen(t, g, bound)
+	g.Expect(pagesAt(t, h, site.Path("/quiet?ten="))).To(Equal(10))
+
+	deleted := time.Now()
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Eventually(func() int { return pagesAt(t, h, site.Path("/quiet?ten=")) }).Should(BeZero())
+	t.Logf("delete session → its 10 pages gone from Chromium: %v", time.Since(deleted))
+	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	t.Logf("delete session → session object gone: %v", time.Since(deleted))
+	now := pages(t, h)
+	g.Expect(now).To(HaveKey(keepTab), "the Keep page stays open")
+	g.Expect(now).To(HaveKey(reading.ID), "the bound user tab stays open")
+	for _, id := range tabs {
+		g.Expect(now).NotTo(HaveKey(id))
+	}
+}
+
+// TestReconnectDeclaresNothingClosed: the agent's DevTools connection drops mid-
+// session: pages become Unknown, never Gone; nothing is opened twice; after the
+// link is back the state converges; an agent restart converges the same way.
+func TestReconnectDeclaresNothingClosed(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	h := hand(t)
+	px := newProxy(t, strings.TrimPrefix(chrome.HTTPURL, "http://"))
+	ns := newNamespace(t)
+	startController(t)
+	agt := startAgent(t, "flaky", px.URL(), false)
+	s := session(ns, "flaky", "flaky")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	w := openWindow(ns, "w", "flaky", site.Path("/contacts?flaky=1"))
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	tab := waitOpen(t, g, w)
+
+	px.cut(true)
+	g.Eventually(func(g Gomega) {
+		get(t, w)
+		g.Expect(w.Status.Phase).To(Equal(twv1.WindowUnknown))
+		g.Expect(apimeta.FindStatusCondition(w.Status.Conditions, twv1.OpenedCondition).Reason).To(Equal(twv1.ReasonBrowserUnreachable))
+	}).Should(Succeed())
+	// While cut: the page is still open in Chromium, and a spawn happens that
+	// the agent cannot see yet.
+	g.Expect(pages(t, h)).To(HaveKey(tab))
+	g.Expect(h.Act(ctx, browser.ActRequest{Page: tab, ClickSelector: "#contact-2"})).To(Succeed())
+	g.Consistently(func() twv1.WindowPhase { return get(t, w).Status.Phase }, "1s").Should(Equal(twv1.WindowUnknown))
+
+	px.cut(false)
+	g.Eventually(func(g Gomega) {
+		get(t, w)
+		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
+		g.Expect(w.Status.TabID).To(Equal(tab))
+		g.Expect(spawnedOf(ns, "flaky", tab)).NotTo(BeNil(), "the spawn made while the link was down is adopted on reconnect")
+	}).Should(Succeed())
+	g.Expect(pagesAt(t, h, site.Path("/contacts?flaky=1"))).To(Equal(1), "nothing opened twice")
+
+	// Restart the agent: same convergence, no duplicate page, no second adoption.
+	agt.Stop()
+	startAgent(t, "flaky", chrome.WebSocketURL, false)
+	g.Consistently(func(g Gomega) {
+		g.Expect(pagesAt(t, h, site.Path("/contacts?flaky=1"))).To(Equal(1))
+		g.Expect(spawned(ns, "flaky")).To(HaveLen(1))
+		g.Expect(get(t, w).Status.Phase).NotTo(Equal(twv1.WindowGone))
+	}, "2s").Should(Succeed())
+	g.Eventually(func() twv1.WindowPhase { return get(t, w).Status.Phase }).Should(Equal(twv1.WindowOpen))
+}
+
+// TestPoolSessionsAreIsolated: two sessions on one pool Chrome each get their own
+// browser context; cleaning one up leaves the other's pages and cookies intact.
+func TestPoolSessionsAreIsolated(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	h := hand(t)
+	ns := newNamespace(t)
+	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true}}
+	g.Expect(k8s.Create(ctx, profile)).To(Succeed())
+	startController(t)
+	startAgent(t, "pool", chrome.WebSocketURL, true)
+
+	for _, name := range []string{"alice", "bob"} {
+		g.Expect(k8s.Create(ctx, session(ns, name, "pool"))).To(Succeed())
+		w := openWindow(ns, name+"-login", name, site.Path("/set-cookie?user="+name))
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		waitOpen(t, g, w)
+	}
+	cookiesOf := func(name string) *twv1.BrowserWindow {
+		w := openWindow(ns, name+"-cookies", name, site.Path("/cookies?who="+name))
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		waitOpen(t, g, w)
+		return w
+	}
+	alice, bob := cookiesOf("alice"), cookiesOf("bob")
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(t, alice).Status.Title).To(Equal(fixture.CookiesTitle(cookie("user", "alice"))))
+		g.Expect(get(t, bob).Status.Title).To(Equal(fixture.CookiesTitle(cookie("user", "bob"))))
+	}).Should(Succeed())
+
+	a := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"}}
+	g.Expect(k8s.Delete(ctx, a)).To(Succeed())
+	g.Eventually(func() int { return pagesAt(t, h, site.Path("/cookies?who=alice")) }).Should(BeZero())
+	g.Expect(pagesAt(t, h, site.Path("/cookies?who=bob"))).To(Equal(1))
+	g.Expect(pagesAt(t, h, site.Path("/set-cookie?user=bob"))).To(Equal(1))
+	// Bob's cookie is still his: reload-free check through a fresh page of his session.
+	again := openWindow(ns, "bob-again", "bob", site.Path("/cookies?who=bob-again"))
+	g.Expect(k8s.Create(ctx, again)).To(Succeed())
+	waitOpen(t, g, again)
+	g.Eventually(func() string { return get(t, again).Status.Title }).Should(Equal(fixture.CookiesTitle(cookie("user", "bob"))))
+}

@@ -1,0 +1,273 @@
+// Package cdp_test proves tabwarden end to end on a real kube-apiserver and a
+// real headless Chromium driven over CDP: the incident, every spawn kind of the
+// fixture site, cleanup, reconnects and pool isolation.
+package cdp_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/run"
+	"github.com/tabwarden/tabwarden/internal/testenv"
+)
+
+var (
+	cfg    *rest.Config
+	k8s    client.Client
+	chrome *chromium.Process
+	site   *fixture.Server
+)
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	lvl := zapcore.ErrorLevel
+	if os.Getenv("TABWARDEN_TEST_DEBUG") != "" {
+		lvl = zapcore.DebugLevel
+	}
+	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
+	ctrl.SetLogger(zapr.NewLogger(zl))
+	if _, err := chromium.Find(); err != nil {
+		// Never skip: this package exists to prove tabwarden on a real browser.
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	env, c, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer env.Stop()
+	cfg = c
+	if k8s, err = client.New(cfg, client.Options{Scheme: run.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	site = fixture.Serve()
+	defer site.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if chrome, err = chromium.Launch(ctx, chromium.Options{}); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: launching chromium: %v\n", err)
+		return 1
+	}
+	defer chrome.Close()
+	return m.Run()
+}
+
+// role is a running controller or agent that a test can stop.
+type role struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (r *role) Stop() {
+	r.once.Do(func() { r.cancel(); <-r.done })
+}
+
+func start(t *testing.T, f func(ctx context.Context) error) *role {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &role{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := f(ctx); err != nil {
+			t.Errorf("role stopped with error: %v", err)
+		}
+	}()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+func startController(t *testing.T) *role {
+	return start(t, func(ctx context.Context) error {
+		return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
+	})
+}
+
+// startAgent runs an agent for profile on Chromium through its own CDP
+// connection to endpoint (Chromium's, or a proxy in front of it).
+func startAgent(t *testing.T, profile, endpoint string, pool bool) *role {
+	t.Helper()
+	return start(t, func(ctx context.Context) error {
+		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: pool, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond})
+		if err != nil {
+			return err
+		}
+		defer b.Shutdown()
+		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
+			Profile: profile, Driver: twv1.DriverCDP, Browser: b, Heartbeat: time.Second,
+		}})
+	})
+}
+
+// hand is a second, raw CDP connection: the user's (or the agent's) hand that
+// opens user windows and clicks, and the eye that checks what Chromium shows.
+func hand(t *testing.T) *cdp.Browser {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := cdp.New(ctx, chrome.WebSocketURL, cdp.Options{})
+	if err != nil {
+		t.Fatalf("raw CDP connection: %v", err)
+	}
+	go func() {
+		for range b.Events() {
+		}
+	}()
+	t.Cleanup(func() { b.Shutdown(); cancel() })
+	return b
+}
+
+func pages(t *testing.T, b *cdp.Browser) map[string]browser.Page {
+	t.Helper()
+	s, err := b.Snapshot(context.Background())
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	out := map[string]browser.Page{}
+	for _, p := range s.Pages {
+		out[p.ID] = p
+	}
+	return out
+}
+
+// pagesAt counts the pages whose url starts with prefix.
+func pagesAt(t *testing.T, b *cdp.Browser, prefix string) int {
+	n := 0
+	for _, p := range pages(t, b) {
+		if strings.HasPrefix(p.URL, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func session(ns, name, profile string) *twv1.BrowserSession {
+	return &twv1.BrowserSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       twv1.BrowserSessionSpec{Thread: "thread-7", Purpose: "fill the contacts form", ProfileName: profile},
+	}
+}
+
+func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
+	return &twv1.BrowserWindow{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: sess}, Source: twv1.SourceOpen, URL: url},
+	}
+}
+
+func get[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatalf("get %s: %v", client.ObjectKeyFromObject(obj), err)
+	}
+	return obj
+}
+
+func spawned(ns, sess string) []twv1.BrowserWindow {
+	var list twv1.BrowserWindowList
+	_ = k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{twv1.SessionLabel: sess, twv1.SourceLabel: "spawned"})
+	return list.Items
+}
+
+func spawnedOf(ns, sess, opener string) *twv1.BrowserWindow {
+	for _, w := range spawned(ns, sess) {
+		if w.Spec.Spawn.OpenerTabID == opener {
+			return &w
+		}
+	}
+	return nil
+}
+
+// proxy is a TCP proxy in front of Chromium's DevTools port whose links a test can cut.
+type proxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	down  bool
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.down {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); p.cut(true) })
+	return p
+}
+
+// cut drops every link; while down it refuses new ones.
+func (p *proxy) cut(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+func cookie(name, value string) []*http.Cookie {
+	return []*http.Cookie{{Name: name, Value: value}}
+}
