@@ -1,0 +1,130 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+)
+
+func win(name string, src twv1.WindowSource, d twv1.Disposition, phase twv1.WindowPhase) twv1.BrowserWindow {
+	w := twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	w.Spec.Source, w.Spec.Disposition, w.Status.Phase = src, d, phase
+	if src == twv1.SourceSpawned {
+		w.Spec.Spawn = &twv1.SpawnInfo{TabID: "t-" + name}
+	}
+	return w
+}
+
+func TestCountWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		windows []twv1.BrowserWindow
+		want    twv1.WindowCounts
+	}{
+		{"empty", nil, twv1.WindowCounts{}},
+		{"one of each", []twv1.BrowserWindow{
+			win("o", twv1.SourceOpen, "", twv1.WindowOpen),
+			win("s", twv1.SourceSpawned, "", twv1.WindowOpen),
+			win("b", twv1.SourceBind, "", twv1.WindowOpen),
+		}, twv1.WindowCounts{Opened: 1, Spawned: 1, Bound: 1, Unacknowledged: 1, Live: 3}},
+		{"acknowledged and closed spawns do not count as unacknowledged", []twv1.BrowserWindow{
+			win("kept", twv1.SourceSpawned, twv1.DispositionKeep, twv1.WindowOpen),
+			win("gone", twv1.SourceSpawned, "", twv1.WindowGone),
+			win("closed", twv1.SourceSpawned, twv1.DispositionClose, twv1.WindowClosed),
+		}, twv1.WindowCounts{Spawned: 3, Live: 1}},
+		{"unknown pages are live and may be unacknowledged", []twv1.BrowserWindow{
+			win("u", twv1.SourceSpawned, "", twv1.WindowUnknown),
+			win("p", twv1.SourceOpen, "", twv1.WindowPending),
+		}, twv1.WindowCounts{Opened: 1, Spawned: 1, Unacknowledged: 1, Live: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(countWindows(tc.windows)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestDirtyWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		windows []twv1.BrowserWindow
+		want    []string
+	}{
+		{"open temporary page is dirty", []twv1.BrowserWindow{win("t", twv1.SourceOpen, "", twv1.WindowOpen)}, []string{"t"}},
+		{"keep pages and bound tabs are not", []twv1.BrowserWindow{
+			win("k", twv1.SourceOpen, twv1.DispositionKeep, twv1.WindowOpen),
+			win("b", twv1.SourceBind, "", twv1.WindowOpen),
+		}, nil},
+		{"closed and gone pages are not", []twv1.BrowserWindow{
+			win("c", twv1.SourceOpen, "", twv1.WindowClosed),
+			win("g", twv1.SourceSpawned, "", twv1.WindowGone),
+		}, nil},
+		{"an unreachable page may be open: dirty", []twv1.BrowserWindow{win("u", twv1.SourceSpawned, "", twv1.WindowUnknown)}, []string{"u"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, w := range dirtyWindows(tc.windows) {
+				got = append(got, w.Name)
+			}
+			NewWithT(t).Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestSummarizeSession(t *testing.T) {
+	cond := func(typ string, s metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: reason}
+	}
+	for _, tc := range []struct {
+		name       string
+		state      twv1.SessionState
+		phase      twv1.SessionPhase
+		conds      []metav1.Condition
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		{"registered and acknowledged", twv1.SessionActive, twv1.SessionPhaseActive, []metav1.Condition{
+			cond(twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered),
+			cond(twv1.SpawnsAcknowledgedCondition, metav1.ConditionTrue, twv1.ReasonAcknowledged),
+		}, metav1.ConditionTrue, twv1.ReasonActive},
+		{"unacknowledged spawns", twv1.SessionActive, twv1.SessionPhaseActive, []metav1.Condition{
+			cond(twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered),
+			cond(twv1.SpawnsAcknowledgedCondition, metav1.ConditionFalse, twv1.ReasonUnacknowledgedSpawns),
+		}, metav1.ConditionFalse, twv1.ReasonUnacknowledgedSpawns},
+		{"no profile", twv1.SessionActive, twv1.SessionPhasePending, []metav1.Condition{
+			cond(twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonNoProfile),
+		}, metav1.ConditionFalse, twv1.ReasonNoProfile},
+		{"finishing", twv1.SessionFinished, twv1.SessionPhaseFinishing, nil, metav1.ConditionFalse, twv1.ReasonCleaningUp},
+		{"finished", twv1.SessionFinished, twv1.SessionPhaseFinished, nil, metav1.ConditionFalse, twv1.ReasonFinished},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := &twv1.BrowserSession{}
+			s.Spec.State, s.Status.Phase, s.Status.Conditions = tc.state, tc.phase, tc.conds
+			summarizeSession(s, nil, nil)
+			var ready *metav1.Condition
+			for i := range s.Status.Conditions {
+				if s.Status.Conditions[i].Type == twv1.ReadyCondition {
+					ready = &s.Status.Conditions[i]
+				}
+			}
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(tc.wantStatus))
+			g.Expect(ready.Reason).To(Equal(tc.wantReason))
+		})
+	}
+}
+
+func TestUnacknowledgedMessageTeaches(t *testing.T) {
+	g := NewWithT(t)
+	ws := []twv1.BrowserWindow{win("b-spawn", twv1.SourceSpawned, "", twv1.WindowOpen), win("a-spawn", twv1.SourceSpawned, "", twv1.WindowOpen)}
+	ws[0].Status.URL = "https://mail.example/compose"
+	msg := UnacknowledgedMessage("ns", unacknowledged(ws))
+	g.Expect(msg).To(HavePrefix("2 spawned window(s) have no disposition"))
+	g.Expect(strings.Index(msg, "a-spawn")).To(BeNumerically("<", strings.Index(msg, "b-spawn")), "sorted by name")
+	g.Expect(msg).To(ContainSubstring(`kubectl patch browserwindow b-spawn -n ns --type=merge -p '{"spec":{"disposition":"Close"}}'`))
+	g.Expect(msg).To(ContainSubstring("https://mail.example/compose"))
+}
