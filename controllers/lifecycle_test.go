@@ -299,3 +299,36 @@ func TestUserClosedPageIsGone(t *testing.T) {
 	g.Eventually(func() twv1.WindowPhase { return get(t, w).Status.Phase }).Should(Equal(twv1.WindowGone))
 	g.Consistently(b.PageCount, "1s").Should(Equal(pages - 1))
 }
+
+// TestIdleTimeout: a session without activity for spec.idleTimeout finishes by
+// itself: temporary pages close, Keep pages are released, Ready says why.
+func TestIdleTimeout(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	b.UserOpenWindow("https://user.example/")
+	startController(t)
+	startAgent(t, "idle", b)
+	s := session(ns, "sleepy", "idle")
+	s.Spec.IdleTimeout = &metav1.Duration{Duration: 3 * time.Second}
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	tmp, keep := openWindow(ns, "tmp", "sleepy", "https://work.example/tmp"), openWindow(ns, "keep", "sleepy", "https://work.example/keep")
+	keep.Spec.Disposition = twv1.DispositionKeep
+	g.Expect(k8s.Create(ctx, tmp)).To(Succeed())
+	g.Expect(k8s.Create(ctx, keep)).To(Succeed())
+	tabs := openedTabs(t, g, tmp, keep)
+	g.Expect(get(t, s).Status.Phase).To(Equal(twv1.SessionPhaseActive), "active before the timeout")
+
+	g.Eventually(func(g Gomega) {
+		get(t, s)
+		g.Expect(s.Status.Phase).To(Equal(twv1.SessionPhaseFinished))
+		g.Expect(s.Status.EndReason).To(Equal(twv1.ReasonIdleTimeout))
+		c := apimeta.FindStatusCondition(s.Status.Conditions, twv1.ReadyCondition)
+		g.Expect(c.Reason).To(Equal(twv1.ReasonIdleTimeout))
+	}).Should(Succeed())
+	g.Expect(b.HasPage(tabs[0])).To(BeFalse())
+	g.Expect(b.HasPage(tabs[1])).To(BeTrue())
+	g.Expect(windowsOf(ns, "sleepy")).To(BeEmpty())
+}

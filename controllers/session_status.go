@@ -148,8 +148,10 @@ func summarizeSession(s *twv1.BrowserSession, _ []twv1.BrowserWindow, err error)
 	switch {
 	case err != nil:
 		setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, "ReconcileError", err.Error())
-	case !s.DeletionTimestamp.IsZero() || s.Spec.State == twv1.SessionFinished:
-		if s.Status.Phase == twv1.SessionPhaseFinished {
+	case s.Ended():
+		if s.Status.Phase == twv1.SessionPhaseFinished && s.IdledOut() {
+			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonIdleTimeout, "The session saw no activity for spec.idleTimeout and finished; every page it owned is closed, released or detached")
+		} else if s.Status.Phase == twv1.SessionPhaseFinished {
 			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonFinished, "The session finished; every page it owned is closed, released or detached")
 		} else {
 			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonCleaningUp, "The session is closing its pages")

@@ -560,6 +560,11 @@ export function createWorker(chrome, deps = {}) {
 
   async function closeOwned(owner, tabId) {
     const rec = await getOne(session, recKey(tabId));
+    // Idempotent: a close retried after it succeeded (the host acted on a stale view, or lost
+    // our reply) finds neither the record (dropped by the first close) nor the tab. Nothing can
+    // be closed and nothing is refused; tab ids are never reused, so the id cannot name a tab
+    // that belongs to someone else.
+    if (!rec && !(await tryGetTab(tabId))) return { closed: false };
     if (!rec || rec.owner !== owner) {
       throw new CommandError("not_owned", `tab ${tabId} is not recorded under owner ${owner}; nothing was closed`);
     }
@@ -698,9 +703,16 @@ export function createWorker(chrome, deps = {}) {
     return { ok: true };
   }
 
+  // Only our own pages (the popup, also when it is opened as a tab at
+  // chrome-extension://<id>/popup.html) talk to the worker. The extension has no content
+  // scripts; if it ever gets some, their sender.url is the web page's, so they stay out.
+  function fromOwnPage(sender) {
+    if (sender?.id !== chrome.runtime.id || typeof sender?.url !== "string") return false;
+    return sender.url.startsWith(`chrome-extension://${chrome.runtime.id}/`);
+  }
+
   function onMessage(msg, sender, sendResponse) {
-    // Only our own pages (the popup) talk to the worker; there are no content scripts.
-    if (sender?.id !== chrome.runtime.id || sender?.tab) return false;
+    if (!fromOwnPage(sender)) return false;
     switch (msg?.type) {
       case "pair":
         pair(msg.code, msg.port).then(sendResponse, (e) => sendResponse({ ok: false, error: String(e?.message ?? e) }));

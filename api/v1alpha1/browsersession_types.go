@@ -29,17 +29,6 @@ const (
 	SessionFinished SessionState = "Finished"
 )
 
-// KeepalivePolicy says whether the session keeps an idle-timing-out host alive.
-// +kubebuilder:validation:Enum=None;Heartbeat
-type KeepalivePolicy string
-
-const (
-	// KeepaliveNone sends nothing while the session is idle.
-	KeepaliveNone KeepalivePolicy = "None"
-	// KeepaliveHeartbeat keeps the session's pages alive while it is idle.
-	KeepaliveHeartbeat KeepalivePolicy = "Heartbeat"
-)
-
 // SessionPhase is where a session is in its life.
 // +kubebuilder:validation:Enum=Pending;Active;WaitingForUser;Finishing;Finished
 type SessionPhase string
@@ -96,14 +85,11 @@ type BrowserSessionSpec struct {
 	// +kubebuilder:default=Active
 	State SessionState `json:"state,omitempty"`
 
-	// idleTimeout finishes the session after this long without activity. Zero: never.
+	// idleTimeout finishes the session (as state Finished would) after this long
+	// without activity: no window created, opened or closed. Unset: never. Activity
+	// times have one-second resolution.
 	// +optional
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
-
-	// keepalive is None or Heartbeat.
-	// +optional
-	// +kubebuilder:default=None
-	Keepalive KeepalivePolicy `json:"keepalive,omitempty"`
 }
 
 // WindowCounts counts a session's windows.
@@ -165,6 +151,11 @@ type BrowserSessionStatus struct {
 	// +kubebuilder:validation:MaxItems=256
 	Deliverables []Deliverable `json:"deliverables,omitempty"`
 
+	// endReason is IdleTimeout once the idle timeout has ended the session.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	EndReason string `json:"endReason,omitempty"`
+
 	// lastActivityTime is when a window of the session last changed.
 	// +optional
 	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`
@@ -219,7 +210,12 @@ func (s *BrowserSession) GetConditions() []metav1.Condition { return s.Status.Co
 // SetConditions sets the status conditions.
 func (s *BrowserSession) SetConditions(c []metav1.Condition) { s.Status.Conditions = c }
 
-// Ended reports whether the session is being deleted or has finished.
+// Ended reports whether the session is being deleted or has finished: asked to
+// (state Finished) or by its idle timeout.
 func (s *BrowserSession) Ended() bool {
-	return !s.DeletionTimestamp.IsZero() || s.Spec.State == SessionFinished
+	return !s.DeletionTimestamp.IsZero() || s.Spec.State == SessionFinished || s.IdledOut()
 }
+
+// IdledOut reports whether the session's idle timeout ended it; the controller
+// records it once in status.endReason, so every role agrees and it sticks.
+func (s *BrowserSession) IdledOut() bool { return s.Status.EndReason == ReasonIdleTimeout }

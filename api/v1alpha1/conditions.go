@@ -69,6 +69,8 @@ const (
 	ReasonActive = "Active"
 	// ReasonCleaningUp: the session is closing its pages.
 	ReasonCleaningUp = "CleaningUp"
+	// ReasonIdleTimeout: the session saw no activity for spec.idleTimeout and finished.
+	ReasonIdleTimeout = "IdleTimeout"
 	// ReasonFinished: the session finished and every page it owned is closed, released or detached.
 	ReasonFinished = "Finished"
 

@@ -179,9 +179,23 @@ test("closing a tab not owned by the caller is refused (not_owned) and nothing c
   const before = browser.tabIds();
   refused(await env.cmd("close", { owner: "uid-a", tabId: user.tabId }), "not_owned"); // the user's tab
   refused(await env.cmd("close", { owner: "uid-b", tabId: a.tabId }), "not_owned"); // another owner's tab
-  refused(await env.cmd("close", { owner: "uid-a", tabId: 99999 }), "not_owned"); // never recorded
   assert.deepEqual(browser.tabIds(), before);
   assert.equal(browser.calls.filter((c) => c.api === "tabs.remove").length, 0);
+});
+
+test("close is idempotent: closing again, or closing a tab that no longer exists, answers closed:false", async () => {
+  // Found in real Chromium: the agent re-sent close from a stale view after the first close had
+  // dropped the record; not_owned there left its window stuck in Closing.
+  const env = await setup();
+  const { browser, user } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  assert.deepEqual(ok(await env.cmd("close", { owner: "uid-a", tabId: a.tabId })), { closed: true });
+  assert.deepEqual(ok(await env.cmd("close", { owner: "uid-a", tabId: a.tabId })), { closed: false });
+  assert.deepEqual(ok(await env.cmd("close", { owner: "uid-a", tabId: 99999 })), { closed: false }); // never existed
+  assert.deepEqual(browser.tabIds(), [user.tabId]);
+  // A live tab that is not recorded under the owner is still refused.
+  refused(await env.cmd("close", { owner: "uid-a", tabId: user.tabId }), "not_owned");
+  assert.deepEqual(browser.tabIds(), [user.tabId]);
 });
 
 test("a failed request is reported and the queue keeps going", async () => {

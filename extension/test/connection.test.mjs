@@ -201,6 +201,33 @@ test("messages that do not come from our own pages are ignored", async () => {
     () => assert.fail("must not respond"),
   );
   assert.deepEqual(fromTab, [false]);
+  // A content script of ours (there are none) would carry the web page's url.
+  const fromContentScript = env.browser.events.runtimeMessage.dispatch(
+    { type: "pair", code: "123-456" },
+    { id: env.chrome.runtime.id, tab: { id: 5 }, url: "https://evil.example/", origin: "https://evil.example" },
+    () => assert.fail("must not respond"),
+  );
+  assert.deepEqual(fromContentScript, [false]);
   await settle(env.worker);
   assert.equal(env.chrome.storage.local.snapshot().token, undefined);
+});
+
+test("the popup page opened in a tab may pair (Chrome sets sender.tab for it)", async () => {
+  // Found in real Chromium: chrome-extension://<id>/popup.html opened as a tab got no answer,
+  // and the form said only "Pairing failed."
+  const env = await setup({
+    paired: false,
+    fetch: async () => ({ ok: true, status: 200, headers: { get: () => null }, json: async () => ({ token: "tok_TAB" }) }),
+  });
+  const reply = await new Promise((resolve) => {
+    const results = env.browser.events.runtimeMessage.dispatch(
+      { type: "pair", code: "123-456", port: 5555 },
+      { id: env.chrome.runtime.id, tab: { id: 7 }, url: `chrome-extension://${env.chrome.runtime.id}/popup.html` },
+      resolve,
+    );
+    assert.deepEqual(results, [true], "answered asynchronously");
+  });
+  assert.deepEqual(reply, { ok: true });
+  assert.equal(env.chrome.storage.local.snapshot().token, "tok_TAB");
+  await settle(env.worker);
 });

@@ -7,6 +7,8 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+
 	"github.com/tabwarden/tabwarden/internal/browser"
 )
 
@@ -89,6 +91,16 @@ func (ad *adopter) resync(ctx context.Context) error {
 		for _, p := range snap.Pages {
 			if ad.maybeAdopt(ctx, p) {
 				adopted = true
+			}
+		}
+	}
+	// Re-record every adopted page in the browser (the extension's records may
+	// have missed one), then wake every window to observe the new snapshot.
+	var list twv1.BrowserWindowList
+	if err := a.client.List(ctx, &list); err == nil {
+		for i := range list.Items {
+			if _, ok := a.model.page(list.Items[i].PageID()); ok {
+				a.recordAdoption(ctx, &list.Items[i])
 			}
 		}
 	}

@@ -188,6 +188,12 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, reason strin
 	err := a.client.Create(ctx, w)
 	switch {
 	case apierrors.IsAlreadyExists(err):
+		// Adopted before (a restart, or a snapshot racing an event). Its record in
+		// the browser may not have been written then: write it again (idempotent).
+		if err := a.client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		a.recordAdoption(ctx, w)
 		return nil
 	case err != nil:
 		return fmt.Errorf("adopting spawned page %s into session %s/%s: %w", p.ID, o.Namespace, o.Session, err)
@@ -196,11 +202,23 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, reason strin
 	a.recorder.Eventf(s, w, corev1.EventTypeNormal, twv1.EventSpawnAdopted, "Adopt",
 		"Page %s spawned by %s adopted as BrowserWindow %s; acknowledge it: %s", p.ID, o.Window, w.Name,
 		fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"Close"}}'`, w.Name, w.Namespace))
-	if err := a.opts.Browser.Adopt(ctx, string(w.UID), p.ID); err != nil && !errors.Is(err, browser.ErrNotFound) {
-		log.Error(err, "Recording adopted page in the browser failed", "page", p.ID)
-	}
+	a.recordAdoption(ctx, w)
 	a.wakeWindow(w.Namespace, w.Name)
 	return nil
+}
+
+// recordAdoption records a spawned page under its window's uid in drivers that
+// keep ownership records (the extension), so that it can be closed later, also
+// after the extension's worker restarts. Every resync repeats it, so a record
+// that failed to be written (the worker died at that moment) is written later.
+func (a *Agent) recordAdoption(ctx context.Context, w *twv1.BrowserWindow) {
+	if w.Spec.Source != twv1.SourceSpawned || w.Spec.Spawn == nil || !w.DeletionTimestamp.IsZero() {
+		return
+	}
+	err := a.opts.Browser.Adopt(ctx, string(w.UID), w.Spec.Spawn.TabID)
+	if err != nil && !errors.Is(err, browser.ErrNotFound) {
+		ctrl.LoggerFrom(ctx).Error(err, "Recording adopted page in the browser failed; the next resync retries", "page", w.Spec.Spawn.TabID, "window", w.Name)
+	}
 }
 
 func (a *Agent) wakeWindow(namespace, name string) {

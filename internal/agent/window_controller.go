@@ -63,13 +63,22 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	if w.Labels[twv1.ProfileLabel] != a.opts.Profile {
 		return ctrl.Result{}, nil
 	}
-	helper := patch.NewHelper(w, a.client)
+	helper := patch.NewHelper(w, a.client).WithStatusLock()
 	defer func() {
 		summarizeWindow(w, retErr)
 		if retErr == nil {
 			w.Status.ObservedGeneration = w.Generation
 		}
-		if err := helper.Patch(ctx, w); err != nil && !(apierrors.IsNotFound(err) && !w.DeletionTimestamp.IsZero()) {
+		err := helper.Patch(ctx, w)
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err) && !w.DeletionTimestamp.IsZero():
+			// The finalizer was the last thing holding the object.
+		case apierrors.IsConflict(err):
+			// This reconcile read a stale copy; the newer one has its own event.
+			ctrl.LoggerFrom(ctx).V(1).Info("Status changed meanwhile; reconciling again")
+			result = ctrl.Result{RequeueAfter: 100 * time.Millisecond}
+		default:
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()
@@ -343,5 +352,3 @@ func (r *WindowReconciler) heldSiblings(ctx context.Context, o client.Object) []
 }
 
 func (a *Agent) poolProfile() bool { return a.pool.Load() }
-
-var _ = time.Second

@@ -17,11 +17,22 @@ import (
 type Helper struct {
 	c      client.Client
 	before client.Object
+	// lockStatus makes status patches conditional on the snapshot's resourceVersion.
+	lockStatus bool
 }
 
 // NewHelper snapshots obj.
 func NewHelper(obj client.Object, c client.Client) *Helper {
 	return &Helper{c: c, before: obj.DeepCopyObject().(client.Object)}
+}
+
+// WithStatusLock makes status patches fail with a conflict when the object
+// changed since the snapshot. Use it when a reconcile acts on the world from
+// what it read (opening or closing a page): a reconcile that read a stale
+// cache must not write its stale view over a newer status.
+func (h *Helper) WithStatusLock() *Helper {
+	h.lockStatus = true
+	return h
 }
 
 // Patch writes obj's changes since the snapshot: the object itself when its
@@ -61,7 +72,11 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		}
 	}
 	if statusChanged {
-		if err := h.c.Status().Patch(ctx, obj, client.MergeFrom(statusBase)); err != nil {
+		var p client.Patch = client.MergeFrom(statusBase)
+		if h.lockStatus {
+			p = client.MergeFromWithOptions(statusBase, client.MergeFromWithOptimisticLock{})
+		}
+		if err := h.c.Status().Patch(ctx, obj, p); err != nil {
 			return fmt.Errorf("patching status of %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 	}

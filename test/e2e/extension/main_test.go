@@ -1,0 +1,368 @@
+// Package extension_test runs tabwarden end to end in a real headless Chromium
+// with the MV3 extension loaded unpacked (--load-extension): the agent drives the
+// browser only through the extension host; the test uses its own DevTools
+// connection as the user's (and the agent's) hand: to open the extension popup and
+// pair, to click links with real input events, to list what Chrome really shows,
+// and to stop the extension's service worker.
+//
+// Run: KUBEBUILDER_ASSETS="$(hack/envtest.sh)" go test ./test/e2e/extension/ -count=1 -v
+package extension_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser/extension"
+	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/run"
+	"github.com/tabwarden/tabwarden/internal/testenv"
+)
+
+// profile is the BrowserProfile the extension's agent serves: the user's Chrome.
+const profile = "my-chrome"
+
+var (
+	cfg      *rest.Config
+	k8s      client.Client
+	fx       *fixture.Server
+	proc     *chromium.Process
+	devtools *cdpClient
+	extID    string // the unpacked extension's id
+	host     *extension.Host
+	stateDir string
+	logger   logr.Logger
+)
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	lvl := zapcore.InfoLevel
+	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
+		lvl = zapcore.ErrorLevel
+	}
+	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
+	logger = zapr.NewLogger(zl)
+	ctrl.SetLogger(logger)
+
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "e2e/extension: "+format+"\n", args...)
+		return 1
+	}
+	// Never skip: this suite is the only proof that the extension path works in a
+	// real browser.
+	if _, err := chromium.Find(); err != nil {
+		return fail("%v", err)
+	}
+	env, c, err := testenv.Start()
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer func() { _ = env.Stop() }()
+	cfg = c
+	if k8s, err = client.New(cfg, client.Options{Scheme: run.Scheme()}); err != nil {
+		return fail("%v", err)
+	}
+	fx = fixture.Serve()
+	defer fx.Close()
+
+	ctx := context.Background()
+	var stderr *os.File
+	if os.Getenv("TABWARDEN_TEST_DEBUG") != "" {
+		stderr = os.Stderr
+	}
+	// TABWARDEN_E2E_EXTENSION loads another unpacked build (e.g. an older one, to
+	// reproduce a bug); default: the repository's extension/.
+	extDir := filepath.Join(testenv.Root(), "extension")
+	if d := os.Getenv("TABWARDEN_E2E_EXTENSION"); d != "" {
+		extDir = d
+	}
+	opts := chromium.Options{Extensions: []string{extDir}, StartTimeout: 60 * time.Second}
+	if stderr != nil {
+		opts.Stderr = stderr
+	}
+	if proc, err = chromium.Launch(ctx, opts); err != nil {
+		return fail("launching Chromium with the extension: %v", err)
+	}
+	defer proc.Close()
+	if devtools, err = dialCDP(ctx, proc.WebSocketURL); err != nil {
+		return fail("DevTools: %v", err)
+	}
+	defer devtools.close()
+	sw, err := waitWorker(ctx, 30*time.Second)
+	if err != nil {
+		return fail("the extension's service worker never showed up (is --load-extension honoured?): %v", err)
+	}
+	extID = strings.Split(strings.TrimPrefix(sw.URL, "chrome-extension://"), "/")[0]
+
+	// The agent's extension host, as `tabwarden agent --driver extension` runs it
+	// (on a free port instead of 47321, so parallel suites do not collide; the user
+	// types the port into the popup).
+	if stateDir, err = os.MkdirTemp("", "twext-"); err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(stateDir)
+	if host, err = extension.New(extension.Options{Addr: "127.0.0.1:0", StateDir: stateDir, Logger: logger}); err != nil {
+		return fail("extension host: %v", err)
+	}
+	hostCtx, stopHost := context.WithCancel(ctx)
+	defer stopHost()
+	if err := host.Start(hostCtx); err != nil {
+		return fail("extension host: %v", err)
+	}
+	code := m.Run()
+	printTimings()
+	return code
+}
+
+// --- the extension's service worker -----------------------------------------------
+
+// worker returns the extension's running service worker target, if any.
+func worker(ctx context.Context) (targetInfo, bool, error) {
+	ts, err := devtools.targets(ctx)
+	if err != nil {
+		return targetInfo{}, false, err
+	}
+	for _, t := range ts {
+		if t.Type == "service_worker" && strings.HasPrefix(t.URL, "chrome-extension://") && strings.HasSuffix(t.URL, "/background.js") {
+			return t, true, nil
+		}
+	}
+	return targetInfo{}, false, nil
+}
+
+func waitWorker(ctx context.Context, timeout time.Duration) (targetInfo, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		t, ok, err := worker(ctx)
+		if ok {
+			return t, nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = errors.New("no chrome-extension:// service_worker target")
+			}
+			return targetInfo{}, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// withServiceWorkerDomain runs f on a DevTools session with the ServiceWorker
+// domain enabled. That domain lives on page targets: the session is attached to an
+// existing web page (attaching changes nothing the page or the extension can see;
+// creating or closing a tab instead would wake the extension's worker).
+//
+// versions returns every ServiceWorker.workerVersionUpdated entry seen so far, in
+// order: a worker may stop and start again between two polls, so callers look for
+// a transition in the history, not at the latest state only.
+func withServiceWorkerDomain(ctx context.Context, f func(session string, versions func() []swVersion) error) error {
+	ps, err := devtools.pages(ctx)
+	if err != nil {
+		return err
+	}
+	var target string
+	for _, p := range ps {
+		if !strings.HasPrefix(p.URL, "chrome-extension://") && !strings.HasPrefix(p.URL, "devtools://") {
+			target = p.TargetID
+			break
+		}
+	}
+	if target == "" {
+		return errors.New("no page target to attach the ServiceWorker domain to")
+	}
+	sess, err := devtools.attach(ctx, target)
+	if err != nil {
+		return err
+	}
+	defer devtools.detach(ctx, sess)
+	var mu sync.Mutex
+	var history []swVersion
+	devtools.listen(func(method, s string, params json.RawMessage) {
+		if s != sess || method != "ServiceWorker.workerVersionUpdated" {
+			return
+		}
+		var p struct {
+			Versions []swVersion `json:"versions"`
+		}
+		if json.Unmarshal(params, &p) == nil {
+			mu.Lock()
+			history = append(history, p.Versions...)
+			mu.Unlock()
+		}
+	})
+	if err := devtools.call(ctx, sess, "ServiceWorker.enable", nil, nil); err != nil {
+		return err
+	}
+	defer func() { _ = devtools.call(ctx, sess, "ServiceWorker.disable", nil, nil) }()
+	return f(sess, func() []swVersion {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(history)
+	})
+}
+
+type swVersion struct {
+	VersionID     string `json:"versionId"`
+	ScriptURL     string `json:"scriptURL"`
+	RunningStatus string `json:"runningStatus"`
+	Status        string `json:"status"`
+}
+
+// --- timings -----------------------------------------------------------------------
+
+var (
+	timingsMu sync.Mutex
+	timings   []string
+)
+
+func record(t *testing.T, what string, d time.Duration) {
+	t.Helper()
+	t.Logf("TIMING %s: %v", what, d.Round(time.Millisecond))
+	timingsMu.Lock()
+	timings = append(timings, fmt.Sprintf("%-40s %v", what, d.Round(time.Millisecond)))
+	timingsMu.Unlock()
+}
+
+func printTimings() {
+	timingsMu.Lock()
+	defer timingsMu.Unlock()
+	if len(timings) == 0 {
+		return
+	}
+	fmt.Println("--- timings (real Chromium, extension driver)")
+	for _, l := range timings {
+		fmt.Println("   ", l)
+	}
+}
+
+// --- roles -------------------------------------------------------------------------
+
+type role struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (r *role) Stop() {
+	r.once.Do(func() {
+		r.cancel()
+		<-r.done
+	})
+}
+
+func start(t *testing.T, f func(ctx context.Context) error) *role {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &role{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := f(ctx); err != nil {
+			t.Errorf("role stopped with error: %v", err)
+		}
+	}()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+func startRoles(t *testing.T) {
+	t.Helper()
+	start(t, func(ctx context.Context) error {
+		return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
+	})
+	start(t, func(ctx context.Context) error {
+		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
+			Profile: profile, Driver: twv1.DriverExtension, Browser: host.Driver(), Heartbeat: time.Second, LeaseNamespace: "default",
+		}})
+	})
+}
+
+// --- objects -----------------------------------------------------------------------
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tw-ext-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func session(ns, name string) *twv1.BrowserSession {
+	return &twv1.BrowserSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: twv1.BrowserSessionSpec{
+			Thread: "thread-42", Purpose: "file the 2026 tax return form", ProfileName: profile,
+			Placement: twv1.PlacementWindow,
+		},
+	}
+}
+
+func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
+	return &twv1.BrowserWindow{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: sess}, Source: twv1.SourceOpen, URL: url},
+	}
+}
+
+func get[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatalf("get %s: %v", client.ObjectKeyFromObject(obj), err)
+	}
+	return obj
+}
+
+func ack(t *testing.T, w *twv1.BrowserWindow, d twv1.Disposition) {
+	t.Helper()
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"disposition":"`+string(d)+`"}}`))
+	if err := k8s.Patch(context.Background(), w, patch); err != nil {
+		t.Fatalf("acknowledging %s: %v", w.Name, err)
+	}
+}
+
+// spawnedOf returns the session's Spawned windows whose opener is the given tab.
+func spawnedOf(ns, sess, opener string) []twv1.BrowserWindow {
+	var list twv1.BrowserWindowList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns),
+		client.MatchingLabels{twv1.SessionLabel: sess, twv1.SourceLabel: "spawned"}); err != nil {
+		return nil
+	}
+	var out []twv1.BrowserWindow
+	for _, w := range list.Items {
+		if w.Spec.Spawn != nil && w.Spec.Spawn.OpenerTabID == opener {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b twv1.BrowserWindow) int { return strings.Compare(a.Spec.Spawn.TabID, b.Spec.Spawn.TabID) })
+	return out
+}
+
+func windowsOf(ns, sess string) []twv1.BrowserWindow {
+	var list twv1.BrowserWindowList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{twv1.SessionLabel: sess}); err != nil {
+		return nil
+	}
+	return list.Items
+}
