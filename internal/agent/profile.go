@@ -50,7 +50,7 @@ func (pl *profileLoop) Start(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(250 * time.Millisecond):
+			case <-time.After(time.Second):
 			}
 		}
 	}

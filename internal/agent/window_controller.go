@@ -10,10 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -45,13 +47,30 @@ func (r *WindowReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&twv1.BrowserWindow{}).
 		Watches(&twv1.BrowserSession{}, handler.EnqueueRequestsFromMapFunc(r.sessionToWindows)).
 		Watches(&twv1.BrowserWindow{}, handler.EnqueueRequestsFromMapFunc(r.heldSiblings)).
-		WatchesRawSource(source.Channel(r.agent.wake, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptrTo(false)}).
+		WatchesRawSource(source.Channel(r.agent.wake, coalescing(observeDelay))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16, NeedLeaderElection: ptrTo(false)}).
 		Named("browserwindow-agent").
 		Complete(r)
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// observeDelay is how long a browser-driven wake-up waits before the window is
+// reconciled. Browsers report a new page in stages (created, then its window,
+// its url, its title, within tens of milliseconds); waiting lets the work queue
+// fold them into one reconcile and one status write. Adoption itself (the
+// create) does not wait.
+const observeDelay = 100 * time.Millisecond
+
+// coalescing enqueues the object of a generic event after delay; the queue
+// drops duplicates still waiting, so bursts of events become one reconcile.
+func coalescing(delay time.Duration) handler.EventHandler {
+	return handler.Funcs{
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}, delay)
+		},
+	}
+}
 
 // Reconcile dispatches one window.
 func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {

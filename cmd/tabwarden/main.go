@@ -1,0 +1,209 @@
+// Command tabwarden is tabwarden's one binary: the controller and agent roles,
+// `pair` for the Chrome extension, and `up`, everything on one machine.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+)
+
+// version is set at build time: -ldflags "-X main.version=v0.1.0".
+var version = "dev"
+
+const usage = `tabwarden lets AI agents use real Chrome browsers without leaving litter.
+
+Usage:
+  tabwarden <command> [flags]
+
+Commands:
+  up          run everything on this machine: an embedded kube-apiserver and etcd,
+              the controller, a headless Chromium with an agent, and the extension host
+  controller  run the controller role (sessions, window registration, cleanup)
+  agent       run an agent for one browser profile (drivers: cdp, extension)
+  pair        print a code to pair the tabwarden Chrome extension with a running agent
+  version     print the version
+
+Run 'tabwarden <command> -h' for a command's flags.
+`
+
+// command is one subcommand: it parses args and runs.
+type command func(name string, args []string, stdout, stderr io.Writer) error
+
+var commands = map[string]command{
+	"up":         runUp,
+	"controller": runController,
+	"agent":      runAgent,
+	"pair":       runPair,
+	"version":    runVersion,
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "-version", "--version":
+		name = "version"
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "tabwarden: unknown command %q\n\n%s", name, usage)
+		return 2
+	}
+	err := cmd(name, args[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintf(stderr, "tabwarden %s: %v\n", name, err)
+		return 1
+	}
+}
+
+// errUsage is returned after the flag package printed a usage error.
+var errUsage = errors.New("usage")
+
+// newFlagSet is a FlagSet whose errors come back to dispatch.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("tabwarden "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: tabwarden %s [flags]\n\n%s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+// logFlags are the logging flags every long-running command takes.
+type logFlags struct {
+	devel bool
+	level string
+}
+
+func (l *logFlags) bind(fs *flag.FlagSet, devel bool) {
+	fs.BoolVar(&l.devel, "zap-devel", devel, "development logging: human-readable console lines instead of JSON")
+	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, error, or a number (higher is more verbose)")
+}
+
+// setup builds the logger and installs it as controller-runtime's.
+func (l *logFlags) setup(stderr io.Writer) (logr.Logger, error) {
+	lvl, err := parseLevel(l.level)
+	if err != nil {
+		return logr.Discard(), err
+	}
+	var enc zapcore.Encoder
+	if l.devel {
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		enc = zapcore.NewConsoleEncoder(ec)
+	} else {
+		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	}
+	core := zapcore.NewCore(enc, zapcore.AddSync(stderr), lvl)
+	opts := []zap.Option{zap.ErrorOutput(zapcore.AddSync(stderr))}
+	if l.devel {
+		opts = append(opts, zap.AddCaller(), zap.Development())
+	}
+	log := zapr.NewLogger(zap.New(core, opts...))
+	ctrl.SetLogger(log)
+	return log, nil
+}
+
+func parseLevel(s string) (zapcore.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return zapcore.DebugLevel, nil
+	case "info", "":
+		return zapcore.InfoLevel, nil
+	case "error":
+		return zapcore.ErrorLevel, nil
+	}
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 0 || n > 127 {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, error or a verbosity 0-127", s)
+	}
+	// logr's V(n) is zap level -n.
+	return zapcore.Level(-n), nil
+}
+
+// bindKubeconfig adds --kubeconfig to fs; config.GetConfig then uses it, else
+// the KUBECONFIG environment variable, the in-cluster config, or ~/.kube/config.
+func bindKubeconfig(fs *flag.FlagSet) { config.RegisterFlags(fs) }
+
+func runVersion(name string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(name, "Print the version.", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "tabwarden %s\n", fullVersion())
+	return nil
+}
+
+func fullVersion() string {
+	v := version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " (" + rev + dirty + ")"
+	}
+	return v + " " + bi.GoVersion
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/browser/extension"
+	"github.com/tabwarden/tabwarden/internal/run"
+	"github.com/tabwarden/tabwarden/internal/up"
+)
+
+// errFakeDriver is the refusal of --driver fake.
+var errFakeDriver = errors.New("the fake driver is for tests: it is the in-memory browser tabwarden's Go tests drive in-process, " +
+	"not a browser; use --driver cdp (a Chrome reached over DevTools) or --driver extension (your Chrome, through the tabwarden extension)")
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func runController(name string, args []string, _, stderr io.Writer) error {
+	fs := newFlagSet(name, "Run the controller role: session registration, spawn gating, status, lifecycle and\n"+
+		"finalizer cleanup. Run it as a Deployment with leader election (config/manager).", stderr)
+	bindKubeconfig(fs)
+	var (
+		o  run.ControllerOptions
+		lf logFlags
+	)
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables them`)
+	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader so that only one controller replica reconciles at a time")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
+		"namespace of the leader election Lease (default: the pod's namespace in a cluster; required outside one when --leader-elect)")
+	lf.bind(fs, false)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := lf.setup(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return fmt.Errorf("no Kubernetes API to talk to: %w (pass --kubeconfig or set KUBECONFIG)", err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	log.Info("Starting the controller", "version", fullVersion(), "apiServer", cfg.Host, "leaderElection", o.LeaderElection)
+	if err := run.Controller(ctx, cfg, o); err != nil {
+		if strings.Contains(err.Error(), "unable to find leader election namespace") {
+			return fmt.Errorf("%w (outside a cluster pass --leader-election-namespace tabwarden-system, or --leader-elect=false)", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// defaultStateDir is $XDG_STATE_HOME/tabwarden, else ~/.local/state/tabwarden.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "tabwarden")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "tabwarden")
+	}
+	return filepath.Join(".tabwarden", "state")
+}
+
+func runAgent(name string, args []string, _, stderr io.Writer) error {
+	fs := newFlagSet(name, "Run an agent for one browser profile, like a kubelet for one browser: it opens the windows\n"+
+		"sessions want, adopts every page their pages spawn, and closes pages when sessions end.\n\n"+
+		"  --driver cdp        a Chrome reached over the DevTools protocol (--cdp-endpoint)\n"+
+		"  --driver extension  your own Chrome, through the tabwarden extension (then run `tabwarden pair`)", stderr)
+	bindKubeconfig(fs)
+	var (
+		o             run.AgentOptions
+		lf            logFlags
+		driver        string
+		cdpEndpoint   string
+		extensionAddr string
+		stateDir      string
+	)
+	fs.StringVar(&o.Profile, "profile", "", "name of the BrowserProfile this agent serves (required)")
+	fs.StringVar(&driver, "driver", "cdp", "how to talk to the browser: cdp or extension")
+	fs.StringVar(&cdpEndpoint, "cdp-endpoint", "", "DevTools endpoint of the Chrome to drive (cdp): ws://host:port/devtools/browser/<id> or http://host:port")
+	fs.StringVar(&extensionAddr, "extension-addr", extension.DefaultAddr, "loopback address the extension connects to (extension)")
+	fs.StringVar(&stateDir, "state-dir", defaultStateDir(), "directory of the extension pairing and the socket tabwarden pair asks for codes (extension)")
+	fs.StringVar(&o.LeaseNamespace, "lease-namespace", up.Namespace, `namespace of the profile's heartbeat Lease; "" disables the heartbeat`)
+	fs.StringVar(&o.Identity, "identity", "", "name of this agent in the profile's status (default agent-<profile>)")
+	fs.DurationVar(&o.Heartbeat, "heartbeat", 10*time.Second, "how often the Lease is renewed and the profile published")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint; "0" disables it`)
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables them`)
+	lf.bind(fs, false)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if o.Profile == "" {
+		return errors.New("--profile is required: name the BrowserProfile this agent serves, for example --profile local")
+	}
+	switch twv1.DriverType(driver) {
+	case twv1.DriverCDP, twv1.DriverExtension:
+	case twv1.DriverFake:
+		return errFakeDriver
+	default:
+		return fmt.Errorf("--driver %q: want cdp or extension", driver)
+	}
+	log, err := lf.setup(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return fmt.Errorf("no Kubernetes API to talk to: %w (pass --kubeconfig or set KUBECONFIG)", err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+
+	var b browser.Browser
+	switch twv1.DriverType(driver) {
+	case twv1.DriverCDP:
+		if cdpEndpoint == "" {
+			return errors.New("--cdp-endpoint is required with --driver cdp, for example http://127.0.0.1:9222 " +
+				"(a Chrome started with --remote-debugging-port=9222)")
+		}
+		if !strings.HasPrefix(cdpEndpoint, "ws://") && !strings.HasPrefix(cdpEndpoint, "wss://") &&
+			!strings.HasPrefix(cdpEndpoint, "http://") && !strings.HasPrefix(cdpEndpoint, "https://") {
+			return fmt.Errorf("--cdp-endpoint %q: want ws://host:port/devtools/browser/<id> or http://host:port", cdpEndpoint)
+		}
+		cb, err := dialCDP(ctx, log, cdpEndpoint)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		defer cb.Shutdown()
+		b = cb
+	case twv1.DriverExtension:
+		host, err := extension.New(extension.Options{Addr: extensionAddr, StateDir: stateDir, Logger: log.WithName("extension")})
+		if err != nil {
+			return err
+		}
+		if err := host.Start(ctx); err != nil {
+			return err
+		}
+		defer host.Close()
+		log.Info("Extension host ready; pair your Chrome with `tabwarden pair --state-dir "+stateDir+"`",
+			"addr", host.Addr(), "paired", host.Paired())
+		b = host.Driver()
+	case twv1.DriverFake:
+		return errFakeDriver
+	default:
+		return fmt.Errorf("--driver %q: want cdp or extension", driver)
+	}
+	o.Driver, o.Browser = twv1.DriverType(driver), b
+	log.Info("Starting the agent", "version", fullVersion(), "profile", o.Profile, "driver", driver, "apiServer", cfg.Host)
+	return run.Agent(ctx, cfg, o)
+}
+
+// dialCDP connects to Chrome, retrying with backoff until it answers or ctx
+// ends: in a pod the browser container may start after the agent.
+func dialCDP(ctx context.Context, log logr.Logger, endpoint string) (*cdp.Browser, error) {
+	backoff := 500 * time.Millisecond
+	for {
+		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp")})
+		if err == nil {
+			return b, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		log.Info("Chrome DevTools not reachable yet; retrying", "endpoint", endpoint, "error", err.Error(), "in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+func runPair(name string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(name, "Ask the running extension agent for a pairing code (single use, valid five minutes)\n"+
+		"and print how to pair the tabwarden extension in your Chrome with it.", stderr)
+	var stateDir string
+	fs.StringVar(&stateDir, "state-dir", defaultStateDir(), "state directory of the running agent (tabwarden up uses .tabwarden/state)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	code, expires, err := extension.RequestPairingCode(ctx, stateDir)
+	if err != nil {
+		return fmt.Errorf("%w\n(start one first: `tabwarden up`, or `tabwarden agent --driver extension --profile my-chrome --state-dir %s`)", err, stateDir)
+	}
+	fmt.Fprintf(stdout, "Pairing code: %s   (single use, expires %s, in %s)\n\n", code,
+		expires.Local().Format("15:04:05"), time.Until(expires).Round(time.Second))
+	fmt.Fprintf(stdout, "To pair your Chrome:\n")
+	fmt.Fprintf(stdout, "  1. Open chrome://extensions, turn on Developer mode, and Load unpacked: the extension/ directory of tabwarden.\n")
+	fmt.Fprintf(stdout, "  2. Click the tabwarden icon in the toolbar (pin it from the puzzle-piece menu).\n")
+	fmt.Fprintf(stdout, "  3. Enter the code %s and the agent's port (%d unless you changed --extension-addr), then press Pair.\n", code, defaultPort())
+	fmt.Fprintf(stdout, "  4. Check: kubectl get browserprofiles   (the extension profile shows Connected True)\n")
+	fmt.Fprintf(stdout, "\nPairing again replaces the previous pairing.\n")
+	return nil
+}
+
+func defaultPort() int {
+	_, port, _ := strings.Cut(extension.DefaultAddr, ":")
+	var n int
+	fmt.Sscanf(port, "%d", &n)
+	return n
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tabwarden/tabwarden/internal/browser/extension"
+	"github.com/tabwarden/tabwarden/internal/up"
+)
+
+func runUp(name string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(name, "Run all of tabwarden on this machine: an embedded kube-apiserver and etcd (built from source\n"+
+		"by hack/envtest.sh), the controller, a headless Chromium driven by an agent for profile `local`, and\n"+
+		"the extension host (profile `my-chrome`) your own Chrome can pair with. Writes an admin kubeconfig\n"+
+		"to <dir>/kubeconfig and prints what to run next. Ctrl-C stops everything it started.\n"+
+		"The cluster's state does not persist: every run starts empty.", stderr)
+	var (
+		o  up.Options
+		lf logFlags
+	)
+	fs.StringVar(&o.Dir, "dir", up.DefaultDir, "directory for the kubeconfig, the extension pairing (state/) and the run's pids and up.json")
+	fs.StringVar(&o.Repo, "repo", "", "the tabwarden checkout with hack/, crds/, extension/ (default: found above the working directory)")
+	fs.StringVar(&o.Assets, "assets", "", "directory with kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else hack/envtest.sh)")
+	fs.StringVar(&o.CDPEndpoint, "cdp-endpoint", "", "drive this Chrome as profile local instead of launching Chromium (http://host:port or ws://…)")
+	fs.BoolVar(&o.Headful, "headful", false, "launch Chromium with a window (needs a display)")
+	fs.StringVar(&o.ExtensionAddr, "extension-addr", extension.DefaultAddr, `loopback address of the extension host; "off" disables the extension agent`)
+	fs.StringVar(&o.LocalProfile, "profile", up.DefaultLocalProfile, "name of the profile of the Chromium agent")
+	fs.StringVar(&o.ExtensionProfile, "extension-profile", up.DefaultExtensionProfile, "name of the profile of the extension agent")
+	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 0, "how long to wait for the agents once the control plane runs (default 3m)")
+	lf.bind(fs, true)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := lf.setup(stderr)
+	if err != nil {
+		return err
+	}
+	o.Stdout, o.Stderr, o.Logger = stdout, stderr, log
+	o.Self = "tabwarden"
+	if strings.Contains(os.Args[0], "/") {
+		o.Self = os.Args[0]
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	return up.Run(ctx, o)
+}

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/up"
+)
+
+// TestUp is the smoke test of `tabwarden up`, driven the way a user drives it: the
+// built binary as a subprocess, kubectl against the kubeconfig it writes, the samples
+// in config/samples, and Ctrl-C (SIGINT) at the end, after which no process it
+// started may be left.
+func TestUp(t *testing.T) {
+	// Never skip: install chromium (make chromium) and kubectl, or set TABWARDEN_CHROMIUM.
+	if _, err := chromium.Find(); err != nil {
+		t.Fatal(err)
+	}
+	kubectlBin, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl is needed to drive `tabwarden up` as a user does: %v", err)
+	}
+	assets, err := testenv.Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := testenv.Root()
+	work := t.TempDir()
+
+	bin := filepath.Join(work, "tabwarden")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	site := fixture.Serve()
+	defer site.Close()
+
+	// `up` runs from a scratch directory (its state in .tabwarden there), with the
+	// repository given explicitly, and the extension host on a free port.
+	stateDir := filepath.Join(work, ".tabwarden")
+	cmd := exec.Command(bin, "up", "--repo", repo, "--assets", assets, "--extension-addr", "127.0.0.1:0", "--ready-timeout", "4m")
+	cmd.Dir = work
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-exited:
+			case <-time.After(90 * time.Second):
+				_ = cmd.Process.Kill()
+			}
+		}
+		if t.Failed() {
+			t.Logf("tabwarden up stderr (last 12 KiB):\n%s", tail(stderr.String(), 12<<10))
+		}
+	}()
+
+	var printed syncBuffer
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := sync.Once{}
+		for sc.Scan() {
+			printed.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), up.ReadyPrefix) {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case err := <-exited:
+		stopped = true
+		t.Fatalf("tabwarden up exited before it was ready: %v\nstdout:\n%s", err, printed.String())
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("tabwarden up not ready after 5 minutes\nstdout:\n%s", printed.String())
+	}
+	t.Logf("tabwarden up ready after %v (wall clock, as seen by the test)", time.Since(started).Round(100*time.Millisecond))
+
+	var info up.Info
+	readJSON(t, filepath.Join(stateDir, up.InfoFile), &info)
+	t.Logf("up reports it started in %.1fs; processes: %v", info.StartSeconds, info.Processes)
+	kubeconfig := filepath.Join(stateDir, up.KubeconfigFile)
+	if info.Kubeconfig != kubeconfig {
+		t.Fatalf("up.json names kubeconfig %s, want %s", info.Kubeconfig, kubeconfig)
+	}
+	if info.DevToolsHTTP == "" || info.ChromiumUserDataDir == "" || info.ExtensionAddr == "" {
+		t.Fatalf("up.json is missing the Chromium or extension endpoints: %+v", info)
+	}
+	// The printed instructions name the kubeconfig and the samples to apply next.
+	for _, want := range []string{kubeconfig, "config/samples/session.yaml", "pair --state-dir"} {
+		if !strings.Contains(printed.String(), want) {
+			t.Errorf("the ready message does not mention %q:\n%s", want, printed.String())
+		}
+	}
+	pidsFile, err := os.ReadFile(filepath.Join(stateDir, up.PidsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := parsePids(t, string(pidsFile))
+	for _, comm := range []string{"etcd", "kube-apiserver", "chromium"} {
+		if !hasComm(procs, comm) {
+			t.Errorf("pids file does not list %s: %s", comm, pidsFile)
+		}
+	}
+
+	kubectl := func(stdin string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		c := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		c.Dir = repo
+		if stdin != "" {
+			c.Stdin = strings.NewReader(stdin)
+		}
+		out, err := c.CombinedOutput()
+		if err != nil {
+			return string(out), fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out), nil
+	}
+	must := func(stdin string, args ...string) string {
+		t.Helper()
+		out, err := kubectl(stdin, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	// Every sample and the cluster manifests are valid against the real API server.
+	must("", "apply", "--dry-run=server", "-f", "config/samples/")
+	must("", "apply", "--dry-run=server", "-k", "config/default")
+	must("", "get", "namespace", up.Namespace)
+	must("", "get", "browserprofile", info.LocalProfile, info.ExtensionProfile)
+
+	// A session and an Open window, as the README says, with the page on the fixture
+	// site (there is no internet here).
+	must("", "apply", "-f", "config/samples/session.yaml")
+	window := sample(t, repo, "window-open.yaml")
+	openURL := site.Path("/quiet")
+	must(strings.Replace(window, "https://example.com/", openURL, 1), "apply", "-f", "-")
+
+	var tabID string
+	eventually(t, 2*time.Minute, "window example Open with a tab id", func() (bool, string) {
+		out, err := kubectl("", "get", "browserwindow", "example", "-o", "jsonpath={.status.phase} {.status.tabId}")
+		if err != nil {
+			return false, err.Error()
+		}
+		phase, id, _ := strings.Cut(strings.TrimSpace(out), " ")
+		tabID = id
+		return phase == "Open" && id != "", out
+	})
+	if !pageOpen(t, info.DevToolsHTTP, tabID, openURL) {
+		t.Fatalf("the window reports tab %s Open, but Chromium has no such page at %s", tabID, openURL)
+	}
+	t.Logf("window example Open as tab %s", tabID)
+
+	// A second window, closed through the acknowledgement script (disposition Close).
+	secondURL := site.Path("/landing")
+	second := strings.Replace(strings.Replace(window, "https://example.com/", secondURL, 1), "name: example", "name: second", 1)
+	must(second, "apply", "-f", "-")
+	var secondTab string
+	eventually(t, 2*time.Minute, "window second Open", func() (bool, string) {
+		out, err := kubectl("", "get", "browserwindow", "second", "-o", "jsonpath={.status.phase} {.status.tabId}")
+		phase, id, _ := strings.Cut(strings.TrimSpace(out), " ")
+		secondTab = id
+		return err == nil && phase == "Open" && id != "", out
+	})
+	ack := exec.Command("bash", filepath.Join(repo, "config", "samples", "ack.sh"), "second", "Close", "default")
+	ack.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	if out, err := ack.CombinedOutput(); err != nil {
+		t.Fatalf("config/samples/ack.sh: %v\n%s", err, out)
+	}
+	eventually(t, 2*time.Minute, "window second Closed and its page gone", func() (bool, string) {
+		out, _ := kubectl("", "get", "browserwindow", "second", "-o", "jsonpath={.status.phase}")
+		return strings.TrimSpace(out) == "Closed" && !pageOpen(t, info.DevToolsHTTP, secondTab, ""), out
+	})
+	if !pageOpen(t, info.DevToolsHTTP, tabID, openURL) {
+		t.Fatalf("closing window second closed window example's page %s too", tabID)
+	}
+
+	// Ending the session closes its pages and removes its windows.
+	must("", "delete", "browsersession", "tax-form", "--timeout=120s")
+	eventually(t, 2*time.Minute, "the session's windows gone", func() (bool, string) {
+		out, err := kubectl("", "get", "browserwindows", "-o", "name")
+		return err == nil && strings.TrimSpace(out) == "", out
+	})
+	if pageOpen(t, info.DevToolsHTTP, tabID, "") {
+		t.Fatalf("session tax-form was deleted but Chromium still has its page %s", tabID)
+	}
+
+	// Ctrl-C: everything up started stops, and nothing is left behind.
+	procs = append(procs, upDescendants(cmd.Process.Pid)...)
+	stopAt := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Fatalf("tabwarden up exited with %v after SIGINT", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("tabwarden up did not exit within 2 minutes of SIGINT")
+	}
+	t.Logf("tabwarden up stopped %v after SIGINT", time.Since(stopAt).Round(100*time.Millisecond))
+	// Orphans of a killed group may take a moment to be reaped by init.
+	eventually(t, 10*time.Second, "no process of up left", func() (bool, string) {
+		var alive []string
+		for _, p := range procs {
+			if up.Alive(p) {
+				alive = append(alive, p.String())
+			}
+		}
+		for _, p := range processesMentioning(info.ChromiumUserDataDir) {
+			alive = append(alive, p)
+		}
+		return len(alive) == 0, strings.Join(alive, "; ")
+	})
+	// up's last resort (killing what its own shutdown missed) must not have been needed.
+	if strings.Contains(stderr.String(), "left behind") {
+		t.Errorf("up's orderly shutdown left processes behind; it had to kill them")
+	}
+	for _, f := range []string{up.InfoFile, up.PidsFile} {
+		if _, err := os.Stat(filepath.Join(stateDir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after up stopped (%v)", f, err)
+		}
+	}
+	if _, err := os.Stat(info.ChromiumUserDataDir); !os.IsNotExist(err) {
+		t.Errorf("Chromium's temporary profile %s is still there (%v)", info.ChromiumUserDataDir, err)
+	}
+}
+
+// TestCommands checks the dispatcher and the refusals that need no cluster.
+func TestCommands(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "Usage:"},
+		{[]string{"bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"version"}, 0, "tabwarden "},
+		{[]string{"agent"}, 1, "--profile is required"},
+		{[]string{"agent", "--profile", "p", "--driver", "fake"}, 1, "the fake driver is for tests"},
+		{[]string{"agent", "--profile", "p", "--driver", "webdriver"}, 1, `--driver "webdriver": want cdp or extension`},
+		{[]string{"pair", "--state-dir", t.TempDir()}, 1, "no tabwarden agent is running"},
+		{[]string{"controller", "--log-level", "loud"}, 1, "--log-level"},
+		{[]string{"up", "--nope"}, 2, "flag provided but not defined"},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		code := dispatch(c.args, &out, &errOut)
+		got := out.String() + errOut.String()
+		if code != c.code || !strings.Contains(got, c.want) {
+			t.Errorf("tabwarden %v: exit %d, output %q; want exit %d and %q", c.args, code, got, c.code, c.want)
+		}
+	}
+}
+
+// --- helpers -------------------------------------------------------------------
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) WriteString(str string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.WriteString(str)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func sample(t *testing.T, repo, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repo, "config", "samples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, f func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, detail := f()
+		if ok {
+			return
+		}
+		last = detail
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v (last: %s)", what, timeout, strings.TrimSpace(last))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// pageOpen reports whether Chromium lists page id (at url, when given) on /json/list.
+func pageOpen(t *testing.T, devtools, id, url string) bool {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(devtools + "/json/list")
+	if err != nil {
+		t.Fatalf("asking Chromium for its pages: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var targets []struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+		URL  string `json:"url"`
+	}
+	if err := json.Unmarshal(body, &targets); err != nil {
+		t.Fatalf("Chromium's /json/list: %v: %s", err, body)
+	}
+	for _, tg := range targets {
+		if tg.ID == id && tg.Type == "page" && (url == "" || tg.URL == url) {
+			return true
+		}
+	}
+	return false
+}
+
+func parsePids(t *testing.T, s string) []up.Proc {
+	t.Helper()
+	var out []up.Proc
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) != 3 {
+			t.Fatalf("malformed pids line %q", line)
+		}
+		pid, err1 := strconv.Atoi(f[0])
+		start, err2 := strconv.ParseUint(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("malformed pids line %q", line)
+		}
+		out = append(out, up.Proc{PID: pid, Start: start, Comm: f[2]})
+	}
+	return out
+}
+
+func hasComm(procs []up.Proc, comm string) bool {
+	for _, p := range procs {
+		if strings.HasPrefix(p.Comm, comm) {
+			return true
+		}
+	}
+	return false
+}
+
+// upDescendants is the test's own view of the processes below up.
+func upDescendants(pid int) []up.Proc { return up.Descendants(pid) }
+
+// processesMentioning lists live processes whose command line contains s.
+func processesMentioning(s string) []string {
+	if s == "" {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(s)) {
+			continue
+		}
+		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+	}
+	return out
+}

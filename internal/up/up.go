@@ -1,0 +1,658 @@
+// Package up is `tabwarden up`: the whole of tabwarden on one machine. It starts
+// an embedded control plane (kube-apiserver and etcd, built from source by
+// hack/envtest.sh and run by controller-runtime's envtest) with tabwarden's CRDs,
+// a headless Chromium it owns, the controller role, an agent for profile `local`
+// (cdp driver, that Chromium) and an agent for profile `my-chrome` (extension
+// driver: a loopback host the user's own Chrome pairs with). It writes an admin
+// kubeconfig, prints what to run next and, when its context ends, stops
+// everything it started.
+//
+// State does not persist across runs: envtest keeps etcd's data in a temporary
+// directory removed on exit. Only the extension pairing (the state directory)
+// and the kubeconfig file stay.
+package up
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/browser/extension"
+	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/run"
+)
+
+// Module is the module path that identifies the repository root.
+const Module = "github.com/tabwarden/tabwarden"
+
+// Namespace is the system namespace: agents' heartbeat Leases live here.
+const Namespace = "tabwarden-system"
+
+// Defaults of Options.
+const (
+	DefaultDir              = ".tabwarden"
+	DefaultLocalProfile     = "local"
+	DefaultExtensionProfile = "my-chrome"
+	// ExtensionOff as Options.ExtensionAddr disables the extension agent.
+	ExtensionOff = "off"
+)
+
+// Files under Options.Dir.
+const (
+	KubeconfigFile = "kubeconfig"
+	InfoFile       = "up.json"
+	PidsFile       = "pids"
+	StateDir       = "state"
+	lockFile       = "up.lock"
+)
+
+// ReadyPrefix starts the line printed on standard output once everything runs.
+const ReadyPrefix = "tabwarden up: ready"
+
+// Options configure Run.
+type Options struct {
+	// Dir holds the kubeconfig, the extension state and the run's info files
+	// (default .tabwarden, relative to the working directory).
+	Dir string
+	// Repo is the tabwarden checkout (hack/envtest.sh, crds/, extension/,
+	// config/samples/). Default: found by walking up from the working directory.
+	Repo string
+	// Assets is the directory with kube-apiserver and etcd. Default:
+	// $KUBEBUILDER_ASSETS, else what hack/envtest.sh builds or finds cached.
+	Assets string
+	// CDPEndpoint is a Chrome to drive as profile `local` instead of launching a
+	// headless Chromium (ws://…/devtools/browser/… or http://host:port).
+	CDPEndpoint string
+	// Headful launches Chromium with a window (needs a display).
+	Headful bool
+	// ExtensionAddr is where the extension host listens (default
+	// 127.0.0.1:47321); ExtensionOff disables the extension agent.
+	ExtensionAddr string
+	// LocalProfile and ExtensionProfile name the two profiles (local, my-chrome).
+	LocalProfile, ExtensionProfile string
+	// Self is how the user invokes this binary, for printed commands (default tabwarden).
+	Self string
+	// Stdout receives the ready line and what to run next; Stderr progress.
+	Stdout, Stderr io.Writer
+	// Logger is the roles' logger.
+	Logger logr.Logger
+	// ReadyTimeout bounds the wait for the agents after the control plane is
+	// up (default 3 minutes).
+	ReadyTimeout time.Duration
+	// StopTimeout bounds the wait for the roles to stop (default 30 s).
+	StopTimeout time.Duration
+}
+
+// Info is written to Dir/up.json while up runs (and removed when it stops).
+type Info struct {
+	PID                 int    `json:"pid"`
+	Kubeconfig          string `json:"kubeconfig"`
+	APIServer           string `json:"apiServer"`
+	Namespace           string `json:"namespace"`
+	LocalProfile        string `json:"localProfile"`
+	DevToolsHTTP        string `json:"devToolsHTTP,omitempty"`
+	DevToolsWebSocket   string `json:"devToolsWebSocket,omitempty"`
+	ChromiumUserDataDir string `json:"chromiumUserDataDir,omitempty"`
+	ExtensionProfile    string `json:"extensionProfile,omitempty"`
+	ExtensionAddr       string `json:"extensionAddr,omitempty"`
+	StateDir            string `json:"stateDir"`
+	// Processes are the processes up started (its descendants when it became ready).
+	Processes []Proc `json:"processes"`
+	// StartSeconds is how long up took to become ready.
+	StartSeconds float64 `json:"startSeconds"`
+}
+
+// FindRepo walks up from dir to the directory whose go.mod declares Module.
+func FindRepo(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if isRepo(d) {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no tabwarden checkout at or above %s: run `tabwarden up` inside the repository "+
+				"(it needs hack/envtest.sh, crds/ and extension/) or pass --repo", dir)
+		}
+	}
+}
+
+func isRepo(d string) bool {
+	f, err := os.Open(filepath.Join(d, "go.mod"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 2 && fields[0] == "module" {
+			return fields[1] == Module
+		}
+	}
+	return false
+}
+
+// Assets runs hack/envtest.sh in repo (its progress on stderr) and returns the
+// directory it prints on its last line.
+func Assets(ctx context.Context, repo string, stderr io.Writer) (string, error) {
+	script := filepath.Join(repo, "hack", "envtest.sh")
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Dir = repo
+	cmd.Stderr = stderr
+	// The script runs `go build`: end the whole group when ctx ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.Output()
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("building kube-apiserver and etcd with %s: %w", script, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	dir := strings.TrimSpace(lines[len(lines)-1])
+	if dir == "" {
+		return "", fmt.Errorf("%s printed no directory", script)
+	}
+	return dir, nil
+}
+
+func (o *Options) defaults() error {
+	if o.Dir == "" {
+		o.Dir = DefaultDir
+	}
+	if o.ExtensionAddr == "" {
+		o.ExtensionAddr = extension.DefaultAddr
+	}
+	if o.LocalProfile == "" {
+		o.LocalProfile = DefaultLocalProfile
+	}
+	if o.ExtensionProfile == "" {
+		o.ExtensionProfile = DefaultExtensionProfile
+	}
+	if o.Self == "" {
+		o.Self = "tabwarden"
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 3 * time.Minute
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 30 * time.Second
+	}
+	if o.LocalProfile == o.ExtensionProfile {
+		return fmt.Errorf("the local and extension profiles must differ (both %q)", o.LocalProfile)
+	}
+	return nil
+}
+
+// Run starts everything, prints the ready line and what to run next, and blocks
+// until ctx ends (nil) or a role fails (its error); either way it stops
+// everything it started before returning.
+func Run(ctx context.Context, o Options) (retErr error) {
+	began := time.Now()
+	// Processes that ran before are not up's to account for or stop (when Run is
+	// embedded in a bigger program).
+	before := Descendants(os.Getpid())
+	if err := o.defaults(); err != nil {
+		return err
+	}
+	log := o.Logger
+	progress := func(format string, args ...any) {
+		fmt.Fprintf(o.Stderr, "tabwarden up: "+format+"\n", args...)
+	}
+
+	var err error
+	repo := o.Repo
+	if repo == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		if repo, err = FindRepo(wd); err != nil {
+			return err
+		}
+	} else if repo, err = filepath.Abs(repo); err != nil {
+		return err
+	}
+	crds := filepath.Join(repo, "crds")
+	if _, err := os.Stat(crds); err != nil {
+		return fmt.Errorf("the CRDs are missing (%w): is %s a tabwarden checkout? pass --repo", err, repo)
+	}
+
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	unlock, err := lock(filepath.Join(dir, lockFile))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	// Chromium first: its absence is the likeliest problem.
+	if o.CDPEndpoint == "" {
+		if _, err := chromium.Find(); err != nil {
+			return fmt.Errorf("%w\n(or pass --cdp-endpoint http://127.0.0.1:9222 to drive a Chrome started with --remote-debugging-port=9222)", err)
+		}
+	}
+
+	assets := o.Assets
+	if assets == "" {
+		assets = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if assets == "" {
+		progress("finding kube-apiserver and etcd (hack/envtest.sh; the first run builds them from source)")
+		if assets, err = Assets(ctx, repo, o.Stderr); err != nil {
+			return err
+		}
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			return fmt.Errorf("%s is missing from %s: run hack/envtest.sh (make envtest) or fix --assets / KUBEBUILDER_ASSETS", bin, assets)
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+
+	// From here on, everything started is stopped on the way out, users before
+	// what they use: roles, extension host, cdp driver, Chromium, control plane.
+	var (
+		env        *envtest.Environment
+		chrome     *launch
+		cdpBrowser *cdp.Browser
+		host       *extension.Host
+		stopRoles  func()
+	)
+	defer func() {
+		if stopRoles != nil {
+			stopRoles()
+		}
+		if host != nil {
+			_ = host.Close()
+		}
+		if cdpBrowser != nil {
+			cdpBrowser.Shutdown()
+		}
+		if chrome != nil {
+			if p, _ := chrome.wait(); p != nil {
+				_ = p.Close()
+			}
+		}
+		if env != nil {
+			if err := env.Stop(); err != nil {
+				log.Error(err, "Stopping kube-apiserver and etcd")
+			}
+		}
+		if left := started(before); len(left) > 0 {
+			// Nothing should be left; make sure of it rather than leak.
+			for _, p := range left {
+				log.Info("Killing a process left behind", "pid", p.PID, "comm", p.Comm)
+				_ = syscall.Kill(p.PID, syscall.SIGKILL)
+			}
+		}
+		_ = os.Remove(filepath.Join(dir, InfoFile))
+		_ = os.Remove(filepath.Join(dir, PidsFile))
+		progress("stopped")
+	}()
+
+	// The extension host first: a taken port fails in a second, not after the control plane started.
+	if o.ExtensionAddr != ExtensionOff {
+		h, err := extension.New(extension.Options{
+			Addr: o.ExtensionAddr, StateDir: filepath.Join(dir, StateDir), Logger: log.WithName("extension"),
+		})
+		if err != nil {
+			return err
+		}
+		// Ended by the cleanup above.
+		if err := h.Start(context.Background()); err != nil {
+			return fmt.Errorf("%w\n(another tabwarden agent may be serving the extension: pass --extension-addr 127.0.0.1:<port>, or --extension-addr off)", err)
+		}
+		host = h
+	}
+
+	// Chromium starts while the control plane does.
+	if o.CDPEndpoint == "" {
+		progress("launching headless Chromium")
+		chrome = &launch{ch: make(chan chromeResult, 1)}
+		go func() {
+			// Not ctx: the process is ended by the cleanup above, not by the signal.
+			p, err := chromium.Launch(context.Background(), chromium.Options{Headful: o.Headful, StartTimeout: 90 * time.Second})
+			chrome.ch <- chromeResult{p, err}
+		}()
+	}
+
+	progress("starting kube-apiserver and etcd from %s", assets)
+	env = &envtest.Environment{
+		CRDDirectoryPaths:        []string{crds},
+		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory:    assets,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	progress("control plane up at %s after %.1fs", strings.TrimSuffix(cfg.Host, "/"), time.Since(began).Seconds())
+
+	user, err := env.AddUser(envtest.User{Name: "tabwarden-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("creating the admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("writing the admin kubeconfig: %w", err)
+	}
+	kubeconfig := filepath.Join(dir, KubeconfigFile)
+	if err := writeFile(kubeconfig, kc); err != nil {
+		return err
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: run.Scheme()})
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+
+	info := Info{
+		PID: os.Getpid(), Kubeconfig: kubeconfig, APIServer: strings.TrimSuffix(cfg.Host, "/"), Namespace: Namespace,
+		LocalProfile: o.LocalProfile, StateDir: filepath.Join(dir, StateDir),
+	}
+	endpoint := o.CDPEndpoint
+	if chrome != nil {
+		p, err := chrome.wait()
+		if err != nil {
+			return fmt.Errorf("launching Chromium: %w", err)
+		}
+		endpoint = p.WebSocketURL
+		info.DevToolsHTTP, info.DevToolsWebSocket, info.ChromiumUserDataDir = p.HTTPURL, p.WebSocketURL, p.UserDataDir
+		progress("Chromium up, DevTools at %s", p.HTTPURL)
+	} else {
+		info.DevToolsHTTP = strings.TrimSuffix(o.CDPEndpoint, "/")
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+
+	dialCtx, cancelDial := context.WithTimeout(ctx, time.Minute)
+	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp")})
+	cancelDial()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("connecting to Chrome DevTools at %s: %w", endpoint, err)
+	}
+
+	// The roles run on their own context so that they stop before what they use.
+	rolesCtx, cancelRoles := context.WithCancel(context.Background())
+	defer cancelRoles()
+	type roleExit struct {
+		name string
+		err  error
+	}
+	exits := make(chan roleExit, 4)
+	var roles sync.WaitGroup
+	startRole := func(name string, f func(context.Context) error) {
+		roles.Add(1)
+		go func() {
+			defer roles.Done()
+			exits <- roleExit{name, f(rolesCtx)}
+		}()
+	}
+	stopRoles = func() {
+		cancelRoles()
+		done := make(chan struct{})
+		go func() { roles.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(o.StopTimeout):
+			log.Info("Roles did not stop in time; stopping the rest anyway", "timeout", o.StopTimeout)
+		}
+	}
+	common := run.Common{SkipNameValidation: true}
+
+	startRole("controller", func(ctx context.Context) error {
+		return run.Controller(ctx, cfg, run.ControllerOptions{Common: common})
+	})
+	startRole("agent "+o.LocalProfile, func(ctx context.Context) error {
+		return run.Agent(ctx, cfg, run.AgentOptions{Common: common, Options: agent.Options{
+			Profile: o.LocalProfile, Driver: twv1.DriverCDP, Browser: cdpBrowser,
+			Identity: "tabwarden-up/" + o.LocalProfile, LeaseNamespace: Namespace,
+		}})
+	})
+
+	if host != nil {
+		h := host
+		info.ExtensionProfile, info.ExtensionAddr = o.ExtensionProfile, h.Addr()
+		startRole("agent "+o.ExtensionProfile, func(ctx context.Context) error {
+			return run.Agent(ctx, cfg, run.AgentOptions{Common: common, Options: agent.Options{
+				Profile: o.ExtensionProfile, Driver: twv1.DriverExtension, Browser: h.Driver(),
+				Identity: "tabwarden-up/" + o.ExtensionProfile, LeaseNamespace: Namespace,
+			}})
+		})
+	}
+
+	// Ready: the local profile is connected and the extension profile registered.
+	readyCtx, cancelReady := context.WithTimeout(ctx, o.ReadyTimeout)
+	defer cancelReady()
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- waitReady(readyCtx, k8s, o.LocalProfile, info.ExtensionProfile) }()
+	select {
+	case err := <-waitErr:
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for profile %s to connect: %w", o.LocalProfile, err)
+		}
+	case e := <-exits:
+		return roleFailed(e.name, e.err)
+	}
+
+	info.StartSeconds = time.Since(began).Seconds()
+	info.Processes = started(before)
+	if err := writeInfo(dir, info); err != nil {
+		return err
+	}
+	fmt.Fprint(o.Stdout, readyText(o, repo, info))
+
+	select {
+	case <-ctx.Done():
+		progress("stopping (this takes a few seconds)")
+		return nil
+	case e := <-exits:
+		return roleFailed(e.name, e.err)
+	}
+}
+
+type chromeResult struct {
+	p   *chromium.Process
+	err error
+}
+
+// launch is a Chromium being launched; wait returns the result, once known.
+type launch struct {
+	ch   chan chromeResult
+	once sync.Once
+	r    chromeResult
+}
+
+func (l *launch) wait() (*chromium.Process, error) {
+	l.once.Do(func() { l.r = <-l.ch })
+	return l.r.p, l.r.err
+}
+
+// started lists the descendants of this process that are not in before.
+func started(before []Proc) []Proc {
+	var out []Proc
+	for _, p := range Descendants(os.Getpid()) {
+		if !slices.Contains(before, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func roleFailed(name string, err error) error {
+	if err == nil {
+		err = errors.New("stopped unexpectedly")
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+func waitReady(ctx context.Context, k8s client.Client, local, ext string) error {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	last := "the profile is not registered yet"
+	for {
+		p := &twv1.BrowserProfile{}
+		err := k8s.Get(ctx, client.ObjectKey{Name: local}, p)
+		switch {
+		case err == nil:
+			c := meta.FindStatusCondition(p.Status.Conditions, twv1.ConnectedCondition)
+			if c != nil && c.Status == metav1.ConditionTrue {
+				if ext == "" {
+					return nil
+				}
+				if err := k8s.Get(ctx, client.ObjectKey{Name: ext}, &twv1.BrowserProfile{}); err == nil {
+					return nil
+				}
+				last = "profile " + ext + " is not registered yet"
+			} else if c != nil {
+				last = c.Reason + ": " + c.Message
+			}
+		case !apierrors.IsNotFound(err):
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%s)", ctx.Err(), last)
+		case <-t.C:
+		}
+	}
+}
+
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func writeInfo(dir string, info Info) error {
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, InfoFile), append(b, '\n')); err != nil {
+		return err
+	}
+	var sb strings.Builder
+	for _, p := range info.Processes {
+		sb.WriteString(p.String() + "\n")
+	}
+	return writeFile(filepath.Join(dir, PidsFile), []byte(sb.String()))
+}
+
+// lock takes an exclusive lock on path so that two `up` never share a directory.
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another `tabwarden up` is running with %s (stop it, or pass --dir for a separate one)", filepath.Dir(path))
+	}
+	return func() { _ = f.Close() }, nil
+}
+
+// rel shows path relative to the working directory when it lies below it.
+func rel(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	r, err := filepath.Rel(wd, path)
+	if err != nil || strings.HasPrefix(r, "..") {
+		return path
+	}
+	return r
+}
+
+func readyText(o Options, repo string, info Info) string {
+	var b strings.Builder
+	kc := rel(info.Kubeconfig)
+	samples := rel(filepath.Join(repo, "config", "samples"))
+	fmt.Fprintf(&b, "%s in %.1fs\n\n", ReadyPrefix, info.StartSeconds)
+	fmt.Fprintf(&b, "  API server     %s   kubeconfig %s (admin)\n", info.APIServer, kc)
+	fmt.Fprintf(&b, "  controller     running\n")
+	browserDesc := "headless Chromium"
+	if o.CDPEndpoint != "" {
+		browserDesc = "Chrome at " + o.CDPEndpoint
+	} else if o.Headful {
+		browserDesc = "Chromium"
+	}
+	fmt.Fprintf(&b, "  agent          profile %-10s cdp driver, %s (DevTools %s)\n", info.LocalProfile, browserDesc, info.DevToolsHTTP)
+	if info.ExtensionAddr != "" {
+		fmt.Fprintf(&b, "  agent          profile %-10s extension driver, host on %s (pair your Chrome, below)\n", info.ExtensionProfile, info.ExtensionAddr)
+	}
+	fmt.Fprintf(&b, "\nNext, in another terminal:\n\n")
+	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", info.Kubeconfig)
+	fmt.Fprintf(&b, "  kubectl apply -f %s/session.yaml -f %s/window-open.yaml\n", samples, samples)
+	fmt.Fprintf(&b, "  kubectl get browsersessions,browserwindows          # the window turns Open with a tab id\n")
+	fmt.Fprintf(&b, "  kubectl get browserprofiles                         # profiles, their drivers and connections\n")
+	fmt.Fprintf(&b, "  kubectl delete browsersession tax-form              # ends the session: its pages close\n")
+	if info.ExtensionAddr != "" {
+		_, port, _ := strings.Cut(info.ExtensionAddr, ":")
+		fmt.Fprintf(&b, "\nUse your own Chrome as profile %s:\n\n", info.ExtensionProfile)
+		fmt.Fprintf(&b, "  1. open chrome://extensions, turn on Developer mode, Load unpacked: %s\n", filepath.Join(repo, "extension"))
+		fmt.Fprintf(&b, "  2. run: %s pair --state-dir %s   (prints a code, valid 5 minutes)\n", o.Self, rel(info.StateDir))
+		fmt.Fprintf(&b, "  3. click the tabwarden toolbar icon, enter the code and port %s, press Pair\n", port)
+		fmt.Fprintf(&b, "  4. kubectl get browserprofile %s   (Connected: True)\n", info.ExtensionProfile)
+	}
+	fmt.Fprintf(&b, "\nCtrl-C stops everything tabwarden up started.\n")
+	return b.String()
+}
