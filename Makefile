@@ -47,7 +47,7 @@ test-go:
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test $(GOTEST_FLAGS) ./...
 
 test-node:
-	node --test extension/test/
+	node --test extension/test/*.test.mjs
 
 ## run: the embedded control plane, the controller, an agent and a headless Chromium.
 run: envtest chromium build

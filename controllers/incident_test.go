@@ -14,6 +14,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestIncident replays the spawned-compose-window incident, asserting at each
@@ -121,10 +122,7 @@ func TestIncident(t *testing.T) {
 
 func ack(t *testing.T, w *twv1.BrowserWindow, d twv1.Disposition) {
 	t.Helper()
-	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"disposition":"`+string(d)+`"}}`))
-	if err := k8s.Patch(context.Background(), w, patch); err != nil {
-		t.Fatalf("acknowledging %s: %v", w.Name, err)
-	}
+	testenv.Ack(t, k8s, w, d)
 }
 
 // TestRegistrationRefused: a session without thread or purpose never exists.

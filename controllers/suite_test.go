@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,56 +50,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// role is a running controller or agent that a test can stop and restart.
-type role struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+func startController(t *testing.T) *testenv.Role { return testenv.StartController(t, cfg) }
+
+func startAgent(t *testing.T, profile string, b browser.Browser) *testenv.Role {
+	return testenv.StartAgent(t, cfg, agent.Options{Profile: profile, Driver: twv1.DriverFake, Browser: b, LeaseNamespace: "default"})
 }
 
-func (r *role) Stop() {
-	r.once.Do(func() {
-		r.cancel()
-		<-r.done
-	})
-}
-
-func start(t *testing.T, f func(ctx context.Context) error) *role {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &role{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		if err := f(ctx); err != nil {
-			t.Errorf("role stopped with error: %v", err)
-		}
-	}()
-	t.Cleanup(r.Stop)
-	return r
-}
-
-func startController(t *testing.T) *role {
-	return start(t, func(ctx context.Context) error {
-		return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
-	})
-}
-
-func startAgent(t *testing.T, profile string, b browser.Browser) *role {
-	return start(t, func(ctx context.Context) error {
-		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
-			Profile: profile, Driver: twv1.DriverFake, Browser: b, Heartbeat: time.Second, LeaseNamespace: "default",
-		}})
-	})
-}
-
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tw-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func newNamespace(t *testing.T) string { return testenv.NewNamespace(t, k8s, "tw-") }
 
 func session(ns, name, profile string) *twv1.BrowserSession {
 	return &twv1.BrowserSession{
@@ -114,19 +68,10 @@ func session(ns, name, profile string) *twv1.BrowserSession {
 }
 
 func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
-	return &twv1.BrowserWindow{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: sess}, Source: twv1.SourceOpen, URL: url},
-	}
+	return testenv.OpenWindow(ns, name, sess, url)
 }
 
-func get[T client.Object](t *testing.T, obj T) T {
-	t.Helper()
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-		t.Fatalf("get %s: %v", client.ObjectKeyFromObject(obj), err)
-	}
-	return obj
-}
+func get[T client.Object](t *testing.T, obj T) T { t.Helper(); return testenv.Get(t, k8s, obj) }
 
 // windowsOf lists a session's windows by label, as `kubectl get bw -l` would.
 func windowsOf(ns, sess string, extra ...string) []twv1.BrowserWindow {

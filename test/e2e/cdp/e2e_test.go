@@ -16,14 +16,12 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 func ack(t *testing.T, w *twv1.BrowserWindow, d twv1.Disposition) {
 	t.Helper()
-	p := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"disposition":"`+string(d)+`"}}`))
-	if err := k8s.Patch(context.Background(), w, p); err != nil {
-		t.Fatalf("acknowledging %s: %v", w.Name, err)
-	}
+	testenv.Ack(t, k8s, w, d)
 }
 
 func waitOpen(t *testing.T, g *WithT, w *twv1.BrowserWindow) string {

@@ -18,7 +18,6 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,42 +77,13 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// role is a running controller or agent that a test can stop.
-type role struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
-}
-
-func (r *role) Stop() {
-	r.once.Do(func() { r.cancel(); <-r.done })
-}
-
-func start(t *testing.T, f func(ctx context.Context) error) *role {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &role{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		if err := f(ctx); err != nil {
-			t.Errorf("role stopped with error: %v", err)
-		}
-	}()
-	t.Cleanup(r.Stop)
-	return r
-}
-
-func startController(t *testing.T) *role {
-	return start(t, func(ctx context.Context) error {
-		return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
-	})
-}
+func startController(t *testing.T) *testenv.Role { return testenv.StartController(t, cfg) }
 
 // startAgent runs an agent for profile on Chromium through its own CDP
 // connection to endpoint (Chromium's, or a proxy in front of it).
-func startAgent(t *testing.T, profile, endpoint string, pool bool) *role {
+func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role {
 	t.Helper()
-	return start(t, func(ctx context.Context) error {
+	return testenv.RunRole(t, func(ctx context.Context) error {
 		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: pool, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond})
 		if err != nil {
 			return err
@@ -166,14 +136,7 @@ func pagesAt(t *testing.T, b *cdp.Browser, prefix string) int {
 	return n
 }
 
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func newNamespace(t *testing.T) string { return testenv.NewNamespace(t, k8s, "e2e-") }
 
 func session(ns, name, profile string) *twv1.BrowserSession {
 	return &twv1.BrowserSession{
@@ -183,19 +146,10 @@ func session(ns, name, profile string) *twv1.BrowserSession {
 }
 
 func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
-	return &twv1.BrowserWindow{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: sess}, Source: twv1.SourceOpen, URL: url},
-	}
+	return testenv.OpenWindow(ns, name, sess, url)
 }
 
-func get[T client.Object](t *testing.T, obj T) T {
-	t.Helper()
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-		t.Fatalf("get %s: %v", client.ObjectKeyFromObject(obj), err)
-	}
-	return obj
-}
+func get[T client.Object](t *testing.T, obj T) T { t.Helper(); return testenv.Get(t, k8s, obj) }
 
 func spawned(ns, sess string) []twv1.BrowserWindow {
 	var list twv1.BrowserWindowList

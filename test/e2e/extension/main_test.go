@@ -25,7 +25,6 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -259,55 +258,15 @@ func printTimings() {
 
 // --- roles -------------------------------------------------------------------------
 
-type role struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
-}
-
-func (r *role) Stop() {
-	r.once.Do(func() {
-		r.cancel()
-		<-r.done
-	})
-}
-
-func start(t *testing.T, f func(ctx context.Context) error) *role {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &role{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		if err := f(ctx); err != nil {
-			t.Errorf("role stopped with error: %v", err)
-		}
-	}()
-	t.Cleanup(r.Stop)
-	return r
-}
-
 func startRoles(t *testing.T) {
 	t.Helper()
-	start(t, func(ctx context.Context) error {
-		return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
-	})
-	start(t, func(ctx context.Context) error {
-		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
-			Profile: profile, Driver: twv1.DriverExtension, Browser: host.Driver(), Heartbeat: time.Second, LeaseNamespace: "default",
-		}})
-	})
+	testenv.StartController(t, cfg)
+	testenv.StartAgent(t, cfg, agent.Options{Profile: profile, Driver: twv1.DriverExtension, Browser: host.Driver(), LeaseNamespace: "default"})
 }
 
 // --- objects -----------------------------------------------------------------------
 
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tw-ext-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func newNamespace(t *testing.T) string { return testenv.NewNamespace(t, k8s, "tw-ext-") }
 
 func session(ns, name string) *twv1.BrowserSession {
 	return &twv1.BrowserSession{
@@ -320,26 +279,14 @@ func session(ns, name string) *twv1.BrowserSession {
 }
 
 func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
-	return &twv1.BrowserWindow{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: sess}, Source: twv1.SourceOpen, URL: url},
-	}
+	return testenv.OpenWindow(ns, name, sess, url)
 }
 
-func get[T client.Object](t *testing.T, obj T) T {
-	t.Helper()
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-		t.Fatalf("get %s: %v", client.ObjectKeyFromObject(obj), err)
-	}
-	return obj
-}
+func get[T client.Object](t *testing.T, obj T) T { t.Helper(); return testenv.Get(t, k8s, obj) }
 
 func ack(t *testing.T, w *twv1.BrowserWindow, d twv1.Disposition) {
 	t.Helper()
-	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"disposition":"`+string(d)+`"}}`))
-	if err := k8s.Patch(context.Background(), w, patch); err != nil {
-		t.Fatalf("acknowledging %s: %v", w.Name, err)
-	}
+	testenv.Ack(t, k8s, w, d)
 }
 
 // spawnedOf returns the session's Spawned windows whose opener is the given tab.

@@ -1,0 +1,100 @@
+package testenv
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/run"
+)
+
+// Role is a running controller or agent that a test can stop (and start again).
+type Role struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// Stop stops the role and waits until it has stopped.
+func (r *Role) Stop() {
+	r.once.Do(func() {
+		r.cancel()
+		<-r.done
+	})
+}
+
+// RunRole runs f until the test ends or Stop is called; an error from f fails the test.
+func RunRole(t testing.TB, f func(ctx context.Context) error) *Role {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Role{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := f(ctx); err != nil {
+			t.Errorf("role stopped with error: %v", err)
+		}
+	}()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// StartController runs the controller role.
+func StartController(t testing.TB, cfg *rest.Config) *Role {
+	return RunRole(t, func(ctx context.Context) error {
+		return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
+	})
+}
+
+// StartAgent runs the agent role; the heartbeat defaults to one second.
+func StartAgent(t testing.TB, cfg *rest.Config, opts agent.Options) *Role {
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = time.Second
+	}
+	return RunRole(t, func(ctx context.Context) error {
+		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: opts})
+	})
+}
+
+// NewNamespace creates a namespace with a generated name.
+func NewNamespace(t testing.TB, c client.Client, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// Get reads obj back from the API server, failing the test on error.
+func Get[T client.Object](t testing.TB, c client.Client, obj T) T {
+	t.Helper()
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatalf("get %s: %v", client.ObjectKeyFromObject(obj), err)
+	}
+	return obj
+}
+
+// Ack gives a window a disposition, as `kubectl patch --type=merge` would.
+func Ack(t testing.TB, c client.Client, w *twv1.BrowserWindow, d twv1.Disposition) {
+	t.Helper()
+	p := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"disposition":"`+string(d)+`"}}`))
+	if err := c.Patch(context.Background(), w, p); err != nil {
+		t.Fatalf("acknowledging %s: %v", w.Name, err)
+	}
+}
+
+// OpenWindow is an Open BrowserWindow for a session.
+func OpenWindow(ns, name, session, url string) *twv1.BrowserWindow {
+	return &twv1.BrowserWindow{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: session}, Source: twv1.SourceOpen, URL: url},
+	}
+}
