@@ -6,7 +6,7 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # starts its own kube-apiserver or Chromium.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
 
-.PHONY: all build generate manifests verify vet test test-go test-node run bench bench-short envtest chromium clean
+.PHONY: all build generate manifests verify vet test test-go test-node run bench bench-short bench-deps envtest chromium clean
 
 all: build
 
@@ -52,6 +52,17 @@ test-node:
 ## run: the embedded control plane, the controller, an agent and a headless Chromium.
 run: envtest chromium build
 	bin/tabwarden up
+
+## bench: how fast tabwarden adopts and cleans up, against raw CDP, Playwright and the API server's floor.
+bench: envtest chromium bench-deps
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) run ./test/bench
+
+## bench-short: the same in under two minutes, for a quick look.
+bench-short: envtest chromium bench-deps
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) run ./test/bench -short
+
+bench-deps:
+	cd test/bench/node && npm ci --no-audit --no-fund --silent
 
 clean:
 	rm -rf bin .tabwarden

@@ -102,7 +102,6 @@ const (
 // Event reasons recorded for things that happened.
 const (
 	EventSpawnAdopted   = "SpawnAdopted"
-	EventPageOpened     = "PageOpened"
 	EventPageClosed     = "PageClosed"
 	EventPageReleased   = "PageReleased"
 	EventTabDetached    = "TabDetached"

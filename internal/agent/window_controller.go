@@ -189,8 +189,9 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	w.Status.TabID, w.Status.WindowID, w.Status.OwnsWindow = page.ID, page.WindowID, req.NewWindow
 	w.Status.OpenedTime = &now
 	w.Status.Phase = twv1.WindowOpen
+	// No Event: the status records the open, and an Event per page doubles the
+	// API writes of the common path. Events are kept for refusals, adoptions and cleanup.
 	ctrl.LoggerFrom(ctx).Info("Opened page", "page", page.ID, "url", w.Spec.URL, "newWindow", req.NewWindow)
-	a.recorder.Eventf(w, nil, corev1.EventTypeNormal, twv1.EventPageOpened, "Open", "Opened %s as page %s (window %s)", w.Spec.URL, page.ID, page.WindowID)
 	return ctrl.Result{}, nil
 }
 
