@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/handlers"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -53,11 +55,18 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&twv1.BrowserSession{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletingPredicate()))).
-		Watches(&twv1.BrowserWindow{}, handler.EnqueueRequestsFromMapFunc(windowToSession)).
+		// Window changes come in bursts (a page opens, then its url, title and
+		// counts move); coalesce them into one session reconcile and status write.
+		// Gating does not wait on this: the agent decides from its own cache.
+		Watches(&twv1.BrowserWindow{}, handlers.Coalescing(sessionDelay, windowToSession)).
 		Watches(&twv1.BrowserProfile{}, handler.EnqueueRequestsFromMapFunc(r.profileToPendingSessions)).
 		Named("browsersession").
 		Complete(r)
 }
+
+// sessionDelay is how long window events wait before their session is
+// reconciled, so that a burst of them becomes one status write.
+const sessionDelay = 200 * time.Millisecond
 
 // Reconcile dispatches: get, patch helper, deferred status patch, deletion,
 // finalizer, then the ordered sub-reconcilers.
@@ -177,7 +186,10 @@ func (r *SessionReconciler) reconcileSpawns(_ context.Context, s *twv1.BrowserSe
 	msg := UnacknowledgedMessage(s.Namespace, unacked)
 	setCondition(s, twv1.SpawnsAcknowledgedCondition, metav1.ConditionFalse, twv1.ReasonUnacknowledgedSpawns, msg)
 	if wasAcked {
-		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, twv1.ReasonUnacknowledgedSpawns, "Hold", "%s", msg)
+		// Event notes are limited to 1 KiB: the commands for every window live in the condition.
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, twv1.ReasonUnacknowledgedSpawns, "Hold",
+			"%d spawned window(s) have no disposition; new Open windows are held. First: %s (or Keep). All: kubectl get browserwindow -n %s -l %s=%s,%s=spawned",
+			len(unacked), AckHint(s.Namespace, unacked[0].Name, twv1.DispositionClose), s.Namespace, twv1.SessionLabel, s.Name, twv1.SourceLabel)
 	}
 	return ctrl.Result{}, nil
 }
@@ -248,7 +260,12 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 // them. It records Keep pages as deliverables, sets Clean=False (dirty_session)
 // while owned pages are still open, and returns how many windows remain.
 func (r *SessionReconciler) cleanup(ctx context.Context, s *twv1.BrowserSession, windows []twv1.BrowserWindow) (int, error) {
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 8) // deletes in flight: cleanup of N pages is not N round trips in a row
+	)
 	for i := range windows {
 		w := &windows[i]
 		if w.Spec.Disposition == twv1.DispositionKeep && w.Live() {
@@ -257,10 +274,18 @@ func (r *SessionReconciler) cleanup(ctx context.Context, s *twv1.BrowserSession,
 		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, err)
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := r.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	if err := kerrors.NewAggregate(errs); err != nil {
 		return 0, err
 	}
@@ -274,7 +299,10 @@ func (r *SessionReconciler) cleanup(ctx context.Context, s *twv1.BrowserSession,
 	setCondition(s, twv1.CleanCondition, metav1.ConditionFalse, twv1.ReasonDirtySession, msg)
 	if wasClean {
 		ctrl.LoggerFrom(ctx).Info("Session ended with open pages", "pages", len(dirty))
-		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, twv1.ReasonDirtySession, "Cleanup", "%s", msg)
+		// Event notes are limited to 1 KiB: the list of pages lives in the condition.
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, twv1.ReasonDirtySession, "Cleanup",
+			"The session ended but still owns %d open page(s); tabwarden is closing them. See: kubectl get browsersession %s -n %s -o jsonpath='{.status.conditions[?(@.type==\"Clean\")].message}'",
+			len(dirty), s.Name, s.Namespace)
 	}
 	return len(windows), nil
 }

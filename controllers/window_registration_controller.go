@@ -80,7 +80,8 @@ func (r *WindowRegistrationReconciler) reconcileRegistration(ctx context.Context
 		w.Status.Phase = twv1.WindowPending
 		setCondition(w, twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonSessionUnregistered, msg)
 		setCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonSessionUnregistered, msg)
-		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, twv1.ReasonSessionUnregistered, "Register", "%s", msg)
+		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, twv1.ReasonSessionUnregistered, "Register",
+			"BrowserSession %q does not exist in namespace %q; create it first (the Registered condition has the manifest)", w.Spec.SessionRef.Name, w.Namespace)
 		// A user error: the session watch brings the window back when it appears.
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s", msg))
 	}

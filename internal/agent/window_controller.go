@@ -10,18 +10,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/handlers"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -47,7 +46,7 @@ func (r *WindowReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&twv1.BrowserWindow{}).
 		Watches(&twv1.BrowserSession{}, handler.EnqueueRequestsFromMapFunc(r.sessionToWindows)).
 		Watches(&twv1.BrowserWindow{}, handler.EnqueueRequestsFromMapFunc(r.heldSiblings)).
-		WatchesRawSource(source.Channel(r.agent.wake, coalescing(observeDelay))).
+		WatchesRawSource(source.Channel(r.agent.wake, handlers.Coalescing(observeDelay, handlers.Self))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 16, NeedLeaderElection: ptrTo(false)}).
 		Named("browserwindow-agent").
 		Complete(r)
@@ -61,16 +60,6 @@ func ptrTo[T any](v T) *T { return &v }
 // fold them into one reconcile and one status write. Adoption itself (the
 // create) does not wait.
 const observeDelay = 100 * time.Millisecond
-
-// coalescing enqueues the object of a generic event after delay; the queue
-// drops duplicates still waiting, so bursts of events become one reconcile.
-func coalescing(delay time.Duration) handler.EventHandler {
-	return handler.Funcs{
-		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}, delay)
-		},
-	}
-}
 
 // Reconcile dispatches one window.
 func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -87,6 +76,11 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		summarizeWindow(w, retErr)
 		if retErr == nil {
 			w.Status.ObservedGeneration = w.Generation
+		}
+		if !w.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(w, twv1.PageFinalizer) {
+			// Removing the finalizer lets the object go; a status write after it
+			// would only meet a 404.
+			helper.SkipStatus()
 		}
 		err := helper.Patch(ctx, w)
 		switch {

@@ -19,7 +19,13 @@ type Helper struct {
 	before client.Object
 	// lockStatus makes status patches conditional on the snapshot's resourceVersion.
 	lockStatus bool
+	// skipStatus drops the status part of the next Patch.
+	skipStatus bool
 }
+
+// SkipStatus makes the next Patch write metadata and spec only (for an object
+// that the patch itself lets go, by removing its last finalizer).
+func (h *Helper) SkipStatus() { h.skipStatus = true }
 
 // NewHelper snapshots obj.
 func NewHelper(obj client.Object, c client.Client) *Helper {
@@ -48,7 +54,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		return err
 	}
 	desiredStatus := after["status"]
-	statusChanged := !equality.Semantic.DeepEqual(before["status"], desiredStatus)
+	statusChanged := !h.skipStatus && !equality.Semantic.DeepEqual(before["status"], desiredStatus)
 	delete(before, "status")
 	delete(after, "status")
 	// The status patch below needs the snapshot's status as its base, so keep a

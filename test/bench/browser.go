@@ -1,0 +1,450 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/run"
+)
+
+const benchNS = "bench"
+
+// lab is everything the browser sections share: one Chromium, the fixture site,
+// the in-process controller and CDP agent with their request counters, a raw
+// CDP connection and a watch of the API server.
+type lab struct {
+	cfg    config
+	site   *fixture.Server
+	chrome *chromium.Process
+	raw    *rawCDP
+	k8s    client.WithWatch
+	api    *hub[apiEvent]
+	ctl    *counter
+	agt    *counter
+	reqs   hub[reqEvent]
+	stop   func()
+}
+
+// reqEvent is one API request of a role, for splitting a latency into its legs.
+type reqEvent struct {
+	role, key, name string
+	start, end      time.Time
+}
+
+func (l *lab) both() counts { return l.ctl.snapshot().plus(l.agt.snapshot()) }
+
+// quiet waits until neither role has made an API request for d (at most max),
+// so that a cost window holds one operation's requests and nothing else.
+func (l *lab) quiet(d, max time.Duration) {
+	deadline := time.Now().Add(max)
+	last, since := l.both().total(), time.Now()
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		if n := l.both().total(); n != last {
+			last, since = n, time.Now()
+			continue
+		}
+		if time.Since(since) >= d {
+			return
+		}
+	}
+}
+
+// costWindow is the requests of each role between two quiet points.
+type costWindow struct{ ctl, agt counts }
+
+func (l *lab) mark() costWindow { return costWindow{l.ctl.snapshot(), l.agt.snapshot()} }
+
+func (c costWindow) since(before costWindow) costWindow {
+	return costWindow{c.ctl.minus(before.ctl), c.agt.minus(before.agt)}
+}
+
+func (c costWindow) add(o costWindow) costWindow {
+	return costWindow{c.ctl.plus(o.ctl), c.agt.plus(o.agt)}
+}
+
+const quietFor = 1500 * time.Millisecond // > the cdp driver's 1 s target refresh
+
+func startLab(ctx context.Context, cfg config, restCfg *rest.Config) (*lab, error) {
+	l := &lab{cfg: cfg, ctl: newCounter(), agt: newCounter(), api: &hub[apiEvent]{}}
+	l.ctl.trace = func(k, n string, s, e time.Time) { l.reqs.publish(reqEvent{"controller", k, n, s, e}) }
+	l.agt.trace = func(k, n string, s, e time.Time) { l.reqs.publish(reqEvent{"agent", k, n, s, e}) }
+	l.site = fixture.Serve()
+	var err error
+	logf("launching headless Chromium")
+	if l.chrome, err = chromium.Launch(ctx, chromium.Options{}); err != nil {
+		return nil, err
+	}
+	if l.raw, err = dialCDP(ctx, l.chrome.WebSocketURL); err != nil {
+		return nil, err
+	}
+	kc := rest.CopyConfig(restCfg)
+	kc.QPS, kc.Burst = 5000, 10000
+	if l.k8s, err = client.NewWithWatch(kc, client.Options{Scheme: run.Scheme()}); err != nil {
+		return nil, err
+	}
+	if err := l.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}); client.IgnoreAlreadyExists(err) != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	watchAPI(rctx, l.k8s, benchNS, l.api)
+	drv, err := cdp.New(ctx, l.chrome.WebSocketURL, cdp.Options{})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := run.Controller(rctx, l.ctl.config(restCfg), run.ControllerOptions{Common: run.Common{SkipNameValidation: true}}); err != nil {
+			logf("controller stopped: %v", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := run.Agent(rctx, l.agt.config(restCfg), run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
+			Profile: "bench", Driver: twv1.DriverCDP, Browser: drv, Identity: "bench-agent", Heartbeat: time.Hour,
+		}}); err != nil {
+			logf("agent stopped: %v", err)
+		}
+	}()
+	l.stop = func() {
+		cancel()
+		wg.Wait()
+		drv.Shutdown()
+		l.raw.close()
+		_ = l.chrome.Close()
+		l.site.Close()
+	}
+	// The profile is connected once the agent has its first snapshot.
+	if err := poll(60*time.Second, func() (bool, error) {
+		p := &twv1.BrowserProfile{}
+		if err := l.k8s.Get(ctx, client.ObjectKey{Name: "bench"}, p); err != nil {
+			return false, nil
+		}
+		return apimeta.IsStatusConditionTrue(p.Status.Conditions, twv1.ConnectedCondition), nil
+	}); err != nil {
+		l.stop()
+		return nil, fmt.Errorf("agent never connected its profile: %w", err)
+	}
+	return l, nil
+}
+
+func poll(timeout time.Duration, f func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := f()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func newSession(name string, placement twv1.Placement) *twv1.BrowserSession {
+	return &twv1.BrowserSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name},
+		Spec:       twv1.BrowserSessionSpec{Thread: "bench", Purpose: "measure tabwarden", ProfileName: "bench", Placement: placement},
+	}
+}
+
+func newWindow(ns, name, session, url string) *twv1.BrowserWindow {
+	return &twv1.BrowserWindow{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: session}, Source: twv1.SourceOpen, URL: url},
+	}
+}
+
+// openAndWait creates an Open window and waits for the status that shows it open.
+func (l *lab) openAndWait(ctx context.Context, w *twv1.BrowserWindow) (*twv1.BrowserWindow, time.Duration, error) {
+	s := l.api.expect(func(e apiEvent) bool {
+		return e.Win != nil && e.Type == watch.Modified && e.Win.Name == w.Name && e.Win.Status.Phase == twv1.WindowOpen && e.Win.Status.TabID != ""
+	})
+	t0 := time.Now()
+	if err := l.k8s.Create(ctx, w); err != nil {
+		s.cancel()
+		return nil, 0, err
+	}
+	e, err := s.wait(30 * time.Second)
+	if err != nil {
+		return nil, 0, fmt.Errorf("window %s never showed open: %w", w.Name, err)
+	}
+	return e.Win, e.At.Sub(t0), nil
+}
+
+// deleteWindowAndWait deletes a window and waits until its page is destroyed in
+// Chromium (when it has one) and the object is gone.
+func (l *lab) deleteWindowAndWait(ctx context.Context, w *twv1.BrowserWindow, page string) error {
+	var destroyed *sub[cdpEvent]
+	if page != "" {
+		destroyed = l.raw.expectDestroyed(page)
+	}
+	gone := l.api.expect(func(e apiEvent) bool {
+		return e.Win != nil && e.Type == watch.Deleted && e.Win.Name == w.Name
+	})
+	if err := l.k8s.Delete(ctx, w); err != nil {
+		gone.cancel()
+		if destroyed != nil {
+			destroyed.cancel()
+		}
+		return err
+	}
+	if destroyed != nil {
+		if _, err := destroyed.wait(30 * time.Second); err != nil {
+			return fmt.Errorf("page %s of %s never closed: %w", page, w.Name, err)
+		}
+	}
+	if _, err := gone.wait(30 * time.Second); err != nil {
+		return fmt.Errorf("window %s never went: %w", w.Name, err)
+	}
+	return nil
+}
+
+func browserSections(ctx context.Context, cfg config, restCfg *rest.Config, rep *report) error {
+	l, err := startLab(ctx, cfg, restCfg)
+	if err != nil {
+		return err
+	}
+	defer l.stop()
+	// Warm up: the first write to a just-installed CRD is slow server-side.
+	warm := newSession("warmup", twv1.PlacementTab)
+	if err := l.k8s.Create(ctx, warm); err != nil {
+		return err
+	}
+	if _, _, err := l.openAndWait(ctx, newWindow(benchNS, "warmup", "warmup", l.site.Path("/landing"))); err != nil {
+		return err
+	}
+	if cfg.sections["spawn"] {
+		if err := spawnSection(ctx, l, rep); err != nil {
+			return fmt.Errorf("spawn: %w", err)
+		}
+	}
+	if cfg.sections["open"] {
+		if err := openSection(ctx, l, rep); err != nil {
+			return fmt.Errorf("open: %w", err)
+		}
+	}
+	if cfg.sections["cleanup"] {
+		if err := cleanupSection(ctx, l, rep); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+	}
+	return nil
+}
+
+// --- 1. spawn adoption ---
+
+func spawnSection(ctx context.Context, l *lab, rep *report) error {
+	sess := newSession("spawn", twv1.PlacementWindow)
+	if err := l.k8s.Create(ctx, sess); err != nil {
+		return err
+	}
+	cases := []struct {
+		name, path, selector, window string
+	}{
+		{"spawn adoption: click on a target=_blank link", "/blank-link", "#open-landing", "opener-link"},
+		{"spawn adoption: window.open(…, 'popup') from a click", "/contacts", "#contact-0", "opener-popup"},
+	}
+	for _, c := range cases {
+		opener, _, err := l.openAndWait(ctx, newWindow(benchNS, c.window, "spawn", l.site.Path(c.path)))
+		if err != nil {
+			return err
+		}
+		var k *clicker
+		if err := poll(20*time.Second, func() (bool, error) {
+			k, err = l.raw.clickerFor(ctx, opener.Status.TabID, c.selector)
+			return err == nil, nil
+		}); err != nil {
+			return fmt.Errorf("%s: element %s never appeared: %v", c.path, c.selector, err)
+		}
+		var tw, raw sample
+		lg := newLegs(c.name, "click → targetCreated (Chromium)", "targetCreated → agent sends CREATE (driver, adopter)", "CREATE browserwindows (API server)", "CREATE reply → watch ADDED at a client")
+		var spawnCost, closeCost costWindow
+		costN := 0
+		total := l.cfg.spawnReps + 3
+		logf("%s: %d repetitions", c.name, l.cfg.spawnReps)
+		for i := 0; i < total; i++ {
+			measured := i >= 3
+			costRep := measured && costN < l.cfg.costReps
+			rawSub := l.raw.events.expect(func(e cdpEvent) bool {
+				return e.Method == "Target.targetCreated" && e.OpenerID == opener.Status.TabID
+			})
+			apiSub := l.api.expect(func(e apiEvent) bool {
+				return e.Win != nil && e.Type == watch.Added && e.Win.Spec.Spawn != nil && e.Win.Spec.Spawn.OpenerTabID == opener.Status.TabID
+			})
+			var before costWindow
+			if costRep {
+				l.quiet(quietFor, 10*time.Second)
+				before = l.mark()
+			}
+			createReq := l.reqs.expect(func(r reqEvent) bool { return r.role == "agent" && r.key == "CREATE browserwindows" })
+			t0, err := k.click(ctx)
+			if err != nil {
+				return err
+			}
+			re, err := rawSub.wait(10 * time.Second)
+			if err != nil {
+				return fmt.Errorf("%s rep %d: no targetCreated: %w", c.name, i, err)
+			}
+			ae, err := apiSub.wait(10 * time.Second)
+			if err != nil {
+				return fmt.Errorf("%s rep %d: no Spawned BrowserWindow: %w", c.name, i, err)
+			}
+			if measured {
+				raw = append(raw, ms(re.At.Sub(t0)))
+				tw = append(tw, ms(ae.At.Sub(t0)))
+				if cr, err := createReq.wait(2 * time.Second); err == nil {
+					lg.add(lg.names[0], re.At.Sub(t0))
+					lg.add(lg.names[1], cr.start.Sub(re.At))
+					lg.add(lg.names[2], cr.end.Sub(cr.start))
+					lg.add(lg.names[3], ae.At.Sub(cr.end))
+				}
+			} else {
+				createReq.cancel()
+			}
+			if costRep {
+				l.quiet(quietFor, 10*time.Second)
+				spawnCost = spawnCost.add(l.mark().since(before))
+				before = l.mark()
+			}
+			// Acknowledge with Close: tabwarden closes the page; then the object goes.
+			destroyed := l.raw.expectDestroyed(re.TargetID)
+			w := ae.Win
+			if err := l.k8s.Patch(ctx, w, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"disposition":"Close"}}`))); err != nil {
+				return err
+			}
+			if _, err := destroyed.wait(30 * time.Second); err != nil {
+				return fmt.Errorf("spawned page %s never closed after disposition Close: %w", re.TargetID, err)
+			}
+			if costRep {
+				l.quiet(quietFor, 10*time.Second)
+				closeCost = closeCost.add(l.mark().since(before))
+				costN++
+			}
+			if err := l.deleteWindowAndWait(ctx, w, ""); err != nil {
+				return err
+			}
+		}
+		rep.legs = append(rep.legs, lg)
+		rep.latency(c.name, tw, "trigger → Target.targetCreated (raw CDP)", raw, "watch ADDED of the Spawned BrowserWindow; click = mouseReleased sent")
+		rep.cost(c.name+" (adopt, until quiet)", spawnCost, costN, "per spawn")
+		rep.cost(c.name+": acknowledge Close → page closed", closeCost, costN, "per page")
+		if err := l.deleteWindowAndWait(ctx, opener, opener.Status.TabID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- 2. open ---
+
+func openSection(ctx context.Context, l *lab, rep *report) error {
+	for _, pl := range []struct {
+		placement twv1.Placement
+		name      string
+		newWindow bool
+	}{
+		{twv1.PlacementTab, "open: background tab", false},
+		{twv1.PlacementWindow, "open: new window", true},
+	} {
+		sname := "open-" + map[bool]string{false: "tab", true: "window"}[pl.newWindow]
+		if err := l.k8s.Create(ctx, newSession(sname, pl.placement)); err != nil {
+			return err
+		}
+		url := l.site.Path("/landing")
+		var tw, raw sample
+		lg := newLegs(pl.name, "create → controller sends registration PATCH (watch, queue)", "registration PATCH (labels, owner)", "→ agent sends finalizer PATCH (watch, queue)", "finalizer PATCH", "→ agent sends status PATCH (Target.createTarget, …)", "status PATCH", "status reply → watch MODIFIED at a client")
+		var openCost, delCost costWindow
+		costN := 0
+		logf("%s: %d repetitions", pl.name, l.cfg.openReps)
+		for i := 0; i < l.cfg.openReps+3; i++ {
+			measured := i >= 3
+			costRep := measured && costN < l.cfg.costReps
+			var before costWindow
+			if costRep {
+				l.quiet(quietFor, 10*time.Second)
+				before = l.mark()
+			}
+			wname := fmt.Sprintf("%s-%d", sname, i)
+			reg := l.reqs.expect(func(r reqEvent) bool {
+				return r.role == "controller" && r.key == "PATCH browserwindows" && r.name == wname
+			})
+			fin := l.reqs.expect(func(r reqEvent) bool { return r.role == "agent" && r.key == "PATCH browserwindows" && r.name == wname })
+			st := l.reqs.expect(func(r reqEvent) bool {
+				return r.role == "agent" && r.key == "PATCH browserwindows/status" && r.name == wname
+			})
+			t0 := time.Now()
+			w, d, err := l.openAndWait(ctx, newWindow(benchNS, wname, sname, url))
+			if err != nil {
+				return err
+			}
+			if measured {
+				tw = append(tw, ms(d))
+				r1, e1 := reg.wait(time.Second)
+				r2, e2 := fin.wait(time.Second)
+				r3, e3 := st.wait(time.Second)
+				if e1 == nil && e2 == nil && e3 == nil {
+					seg := []time.Time{t0, r1.start, r1.end, r2.start, r2.end, r3.start, r3.end, t0.Add(d)}
+					for j, n := range lg.names {
+						lg.add(n, seg[j+1].Sub(seg[j]))
+					}
+				}
+			} else {
+				reg.cancel()
+				fin.cancel()
+				st.cancel()
+			}
+			if costRep {
+				l.quiet(quietFor, 10*time.Second)
+				openCost = openCost.add(l.mark().since(before))
+				before = l.mark()
+			}
+			if err := l.deleteWindowAndWait(ctx, w, w.Status.TabID); err != nil {
+				return err
+			}
+			if costRep {
+				l.quiet(quietFor, 10*time.Second)
+				delCost = delCost.add(l.mark().since(before))
+				costN++
+			}
+			// Raw baseline, interleaved so that both see the same machine.
+			t0 = time.Now()
+			id, err := l.raw.createTarget(ctx, url, pl.newWindow)
+			if err != nil {
+				return err
+			}
+			if measured {
+				raw = append(raw, ms(time.Since(t0)))
+			}
+			if err := l.raw.closeAndWait(ctx, id); err != nil {
+				return err
+			}
+		}
+		rep.legs = append(rep.legs, lg)
+		rep.latency(pl.name, tw, "Target.createTarget reply (raw CDP)", raw, "create BrowserWindow → watch shows phase Open with tabId")
+		rep.cost(pl.name+" (until quiet)", openCost, costN, "per open")
+		rep.cost("delete one "+map[bool]string{false: "tab", true: "window"}[pl.newWindow]+" BrowserWindow → page closed, object gone", delCost, costN, "per page")
+	}
+	return nil
+}

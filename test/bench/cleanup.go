@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/testenv"
+)
+
+// --- 3. cleanup ---
+
+func cleanupSection(ctx context.Context, l *lab, rep *report) error {
+	url := l.site.Path("/landing")
+	for _, n := range l.cfg.cleanNs {
+		reps := l.cfg.cleanReps[n]
+		logf("cleanup of %d page(s): %d repetitions (tabwarden, raw sequential, raw concurrent, Playwright)", n, reps)
+		var last, gone, seq, conc sample
+		lg := newLegs(fmt.Sprintf("cleanup: session with %d page(s)", n), "Delete → controller's first window DELETE", "first → last window DELETE (controller loop)",
+			"last window DELETE → last page destroyed (agent closes)", "last page destroyed → session object gone")
+		var cost costWindow
+		costN := 0
+		for r := 0; r < reps; r++ {
+			name := fmt.Sprintf("clean-%d-%d", n, r)
+			if err := l.k8s.Create(ctx, newSession(name, twv1.PlacementWindow)); err != nil {
+				return err
+			}
+			// Open the N pages; wait until every one shows open.
+			opened := map[string]string{}
+			var mu sync.Mutex
+			s := l.api.expect(func(e apiEvent) bool {
+				if e.Win == nil || e.Win.Spec.SessionRef.Name != name || e.Win.Status.Phase != twv1.WindowOpen || e.Win.Status.TabID == "" {
+					return false
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				opened[e.Win.Name] = e.Win.Status.TabID
+				return len(opened) == n
+			})
+			for i := 0; i < n; i++ {
+				if err := l.k8s.Create(ctx, newWindow(benchNS, fmt.Sprintf("%s-w%d", name, i), name, url)); err != nil {
+					return err
+				}
+			}
+			if _, err := s.wait(120 * time.Second); err != nil {
+				return fmt.Errorf("%d windows of %s never all opened: %w", n, name, err)
+			}
+			ids := make([]string, 0, n)
+			mu.Lock()
+			for _, id := range opened {
+				ids = append(ids, id)
+			}
+			mu.Unlock()
+			costRep := costN < l.cfg.costReps
+			var before costWindow
+			if costRep {
+				l.quiet(quietFor, 15*time.Second)
+				before = l.mark()
+			} else {
+				// Let the pages load (and their status settle) as in the cost reps.
+				time.Sleep(300 * time.Millisecond)
+			}
+			destroyed := l.raw.expectDestroyed(ids...)
+			sessGone := l.api.expect(func(e apiEvent) bool { return e.Sess != nil && e.Type == watch.Deleted && e.Sess.Name == name })
+			var dels []reqEvent
+			var dmu sync.Mutex
+			rec := l.reqs.expect(func(r reqEvent) bool {
+				if r.role == "controller" && r.key == "DELETE browserwindows" {
+					dmu.Lock()
+					dels = append(dels, r)
+					dmu.Unlock()
+				}
+				return false
+			})
+			t0 := time.Now()
+			if err := l.k8s.Delete(ctx, newSession(name, "")); err != nil {
+				return err
+			}
+			de, err := destroyed.wait(120 * time.Second)
+			if err != nil {
+				return fmt.Errorf("pages of %s never all closed: %w", name, err)
+			}
+			ge, err := sessGone.wait(120 * time.Second)
+			if err != nil {
+				return fmt.Errorf("session %s never went: %w", name, err)
+			}
+			last = append(last, ms(de.At.Sub(t0)))
+			gone = append(gone, ms(ge.At.Sub(t0)))
+			rec.cancel()
+			dmu.Lock()
+			if len(dels) > 0 {
+				first, lastDel := dels[0].start, dels[0].start
+				for _, d := range dels {
+					if d.start.Before(first) {
+						first = d.start
+					}
+					if d.start.After(lastDel) {
+						lastDel = d.start
+					}
+				}
+				lg.add(lg.names[0], first.Sub(t0))
+				lg.add(lg.names[1], lastDel.Sub(first))
+				lg.add(lg.names[2], de.At.Sub(lastDel))
+				lg.add(lg.names[3], ge.At.Sub(de.At))
+			}
+			dmu.Unlock()
+			if costRep {
+				l.quiet(quietFor, 15*time.Second)
+				cost = cost.add(l.mark().since(before))
+				costN++
+			}
+			// Raw baselines on the same browser: N new windows, closed one by one, then all at once.
+			for _, concurrent := range []bool{false, true} {
+				rids, err := l.rawOpen(ctx, url, n)
+				if err != nil {
+					return err
+				}
+				d, err := l.rawClose(ctx, rids, concurrent)
+				if err != nil {
+					return err
+				}
+				if concurrent {
+					conc = append(conc, d)
+				} else {
+					seq = append(seq, d)
+				}
+			}
+		}
+		rep.latency(fmt.Sprintf("cleanup: delete session with %d page(s) → last page gone", n), last, "raw closeTarget, concurrent", conc,
+			"from Delete to the last Target.targetDestroyed on the raw connection")
+		rep.latency(fmt.Sprintf("cleanup: … with %d page(s), vs raw sequential close", n), last, "raw closeTarget, sequential", seq, "")
+		rep.latency(fmt.Sprintf("cleanup: delete session with %d page(s) → session object gone", n), gone, "raw closeTarget, concurrent", conc, "")
+		rep.legs = append(rep.legs, lg)
+		warm := 1
+		if l.cfg.short {
+			warm = 0
+		}
+		pw, err := playwrightClose(ctx, url, n, reps, warm)
+		if err != nil {
+			rep.note(fmt.Sprintf("Playwright peer for N=%d failed: %v", n, err))
+		} else {
+			rep.latency(fmt.Sprintf("cleanup: %d page(s), tabwarden vs Playwright context.close()", n), last, "Playwright context.close()", pw, "separate Chromium launched by playwright-core, same binary and flags")
+		}
+		rep.cost(fmt.Sprintf("cleanup: delete a session with %d page(s)", n), cost, costN*n, "per page")
+	}
+	return nil
+}
+
+// rawOpen opens n new windows on the raw connection and waits for their pages to load.
+func (l *lab) rawOpen(ctx context.Context, url string, n int) ([]string, error) {
+	ids := make([]string, 0, n)
+	loaded := map[string]bool{}
+	var mu sync.Mutex
+	s := l.raw.events.expect(func(e cdpEvent) bool {
+		if e.Method != "Target.targetInfoChanged" || e.URL != url {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		loaded[e.TargetID] = true
+		return len(loaded) >= n
+	})
+	for i := 0; i < n; i++ {
+		id, err := l.raw.createTarget(ctx, url, true)
+		if err != nil {
+			s.cancel()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if _, err := s.wait(60 * time.Second); err != nil {
+		return nil, fmt.Errorf("raw pages never loaded: %w", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	return ids, nil
+}
+
+// rawClose closes the pages, one after the other or all at once, and returns
+// the time until the last targetDestroyed.
+func (l *lab) rawClose(ctx context.Context, ids []string, concurrent bool) (float64, error) {
+	t0 := time.Now()
+	if !concurrent {
+		for _, id := range ids {
+			if err := l.raw.closeAndWait(ctx, id); err != nil {
+				return 0, err
+			}
+		}
+		return ms(time.Since(t0)), nil
+	}
+	s := l.raw.expectDestroyed(ids...)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ids))
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.raw.call(ctx, "", "Target.closeTarget", map[string]any{"targetId": id}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		s.cancel()
+		return 0, err
+	}
+	e, err := s.wait(60 * time.Second)
+	if err != nil {
+		return 0, err
+	}
+	return ms(e.At.Sub(t0)), nil
+}
+
+// playwrightClose runs test/bench/node/close.mjs: playwright-core launches the
+// same Chromium binary headless, opens n pages in one context, and times
+// context.close(), reps times.
+func playwrightClose(ctx context.Context, url string, n, reps, warm int) (sample, error) {
+	dir := filepath.Join(testenv.Root(), "test", "bench", "node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
+		logf("installing playwright-core (npm ci) in %s", dir)
+		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("npm ci: %v: %s", err, out)
+		}
+	}
+	bin, err := chromium.Find()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"close.mjs", bin, url, strconv.Itoa(n), strconv.Itoa(reps), strconv.Itoa(warm)}, chromium.DefaultArgs(false)...)
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("node close.mjs: %v: %s", err, stderr.String())
+	}
+	var r struct {
+		Closes []float64 `json:"closes"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return nil, fmt.Errorf("node close.mjs output %q: %w", out, err)
+	}
+	return r.Closes, nil
+}
+
+var _ = client.ObjectKey{}

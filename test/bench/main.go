@@ -1,0 +1,174 @@
+// Command bench measures tabwarden against the browser's and the API server's
+// own floors on this machine: spawn adoption, open, cleanup, API cost per
+// operation, and scale. It starts the embedded control plane (kube-apiserver and
+// etcd from hack/envtest.sh), the controller and a CDP agent on headless
+// Chromium, serves the fixture site on 127.0.0.1, prints a Markdown table and
+// writes it with the machine's description to bench/results/<date>.md.
+//
+//	go run ./test/bench            # the full run (make bench)
+//	go run ./test/bench -short     # a quick look, under two minutes (make bench-short)
+//
+// The scale case runs the controller and the agent (fake driver) as child
+// processes of this binary (-role), so that their RSS and CPU are their own.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/tabwarden/tabwarden/internal/testenv"
+)
+
+type config struct {
+	short      bool
+	out        string
+	sections   map[string]bool
+	spawnReps  int
+	openReps   int
+	costReps   int
+	cleanReps  map[int]int
+	cleanNs    []int
+	scaleS     []int
+	scaleWin   int
+	workers    int
+	roleQPS    float64
+	roleBurst  int
+	ctlWorkers int
+	profileDir string
+	date       string
+	logFile    string
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-role" {
+		os.Exit(roleMain(os.Args[2:]))
+	}
+	var (
+		short    = flag.Bool("short", false, "a quick look: few repetitions, small N and S (under two minutes)")
+		out      = flag.String("out", "", "results file (default bench/results/<date>.md; \"-\" prints only)")
+		sections = flag.String("sections", "spawn,open,cleanup,scale", "sections to run")
+		scale    = flag.String("scale", "", "comma-separated session counts for the scale case (default 500,1000,2000; -short 20,50; e.g. 1000,2000,5000,10000 for the long run)")
+		reps     = flag.Int("reps", 0, "repetitions for spawn and open (default 200; -short 20)")
+		qps      = flag.Float64("role-qps", 2000, "client QPS of the controller and agent in the scale case (run.Common.QPS; 0 = the shipped default 200/400)")
+		workers  = flag.Int("ctl-workers", 0, "experiment: run the scale case's controller with this many workers per reconciler (0: as shipped)")
+		clean    = flag.String("clean-reps", "", "cleanup repetitions per N, e.g. 1:200,10:30,50:10")
+		date     = flag.String("date", time.Now().Format("2006-01-02"), "date in the results file name")
+	)
+	flag.Parse()
+	cfg := config{short: *short, out: *out, sections: map[string]bool{}, scaleWin: 5, workers: 8, roleQPS: *qps, date: *date}
+	for _, s := range strings.Split(*sections, ",") {
+		cfg.sections[strings.TrimSpace(s)] = true
+	}
+	cfg.roleBurst = int(2 * cfg.roleQPS)
+	cfg.ctlWorkers = *workers
+	if cfg.short {
+		cfg.spawnReps, cfg.openReps, cfg.costReps = 10, 10, 1
+		cfg.cleanNs = []int{1, 10, 50}
+		cfg.cleanReps = map[int]int{1: 3, 10: 2, 50: 1}
+		cfg.scaleS = []int{20, 50}
+	} else {
+		cfg.spawnReps, cfg.openReps, cfg.costReps = 200, 200, 10
+		cfg.cleanNs = []int{1, 10, 50}
+		cfg.cleanReps = map[int]int{1: 200, 10: 30, 50: 10}
+		cfg.scaleS = []int{500, 1000, 2000}
+	}
+	if *reps > 0 {
+		cfg.spawnReps, cfg.openReps = *reps, *reps
+	}
+	if *scale != "" {
+		cfg.scaleS = nil
+		for _, s := range strings.Split(*scale, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				fail(fmt.Errorf("-scale: %w", err))
+			}
+			cfg.scaleS = append(cfg.scaleS, n)
+		}
+	}
+	if *clean != "" {
+		cfg.cleanNs, cfg.cleanReps = nil, map[int]int{}
+		for _, kv := range strings.Split(*clean, ",") {
+			k, v, _ := strings.Cut(kv, ":")
+			n, err1 := strconv.Atoi(k)
+			r, err2 := strconv.Atoi(v)
+			if err1 != nil || err2 != nil {
+				fail(fmt.Errorf("-clean-reps: %q", kv))
+			}
+			cfg.cleanNs = append(cfg.cleanNs, n)
+			cfg.cleanReps[n] = r
+		}
+	}
+	if cfg.out == "" {
+		cfg.out = filepath.Join(testenv.Root(), "bench", "results", cfg.date+".md")
+	}
+	dir, err := os.MkdirTemp("", "tabwarden-bench-")
+	if err != nil {
+		fail(err)
+	}
+	cfg.profileDir = dir
+	cfg.logFile = filepath.Join(dir, "bench.log")
+	lf, err := os.Create(cfg.logFile)
+	if err != nil {
+		fail(err)
+	}
+	zl := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(lf), zapcore.ErrorLevel))
+	ctrl.SetLogger(zapr.NewLogger(zl))
+
+	if err := benchMain(context.Background(), cfg); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func benchMain(ctx context.Context, cfg config) error {
+	start := time.Now()
+	logf("starting kube-apiserver and etcd")
+	env, restCfg, err := testenv.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = env.Stop() }()
+	rep := &report{cfg: cfg, machine: describeMachine(ctx, env.BinaryAssetsDirectory)}
+	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] {
+		if err := browserSections(ctx, cfg, restCfg, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.sections["scale"] {
+		if err := scaleSection(ctx, cfg, restCfg, rep); err != nil {
+			return err
+		}
+	}
+	rep.elapsed = time.Since(start)
+	md := rep.markdown()
+	fmt.Println(md)
+	if cfg.out != "-" {
+		if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
+			return err
+		}
+		logf("wrote %s (profiles and the log in %s)", cfg.out, cfg.profileDir)
+	}
+	return nil
+}
