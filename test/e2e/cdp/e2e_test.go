@@ -308,3 +308,27 @@ func TestPoolSessionsAreIsolated(t *testing.T) {
 	waitOpen(t, g, again)
 	g.Eventually(func() string { return get(t, again).Status.Title }).Should(Equal(fixture.CookiesTitle(cookie("user", "bob"))))
 }
+
+// TestTabPlacement: a session with placement Tab opens background tabs in one
+// existing window, pinned at start, never a new window.
+func TestTabPlacement(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	h := hand(t)
+	ns := newNamespace(t)
+	startController(t)
+	startAgent(t, "tabs", chrome.WebSocketURL, false)
+	s := session(ns, "tabs", "tabs")
+	s.Spec.Placement = twv1.PlacementTab
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	first := openWindow(ns, "first", "tabs", site.Path("/landing?tab=1"))
+	g.Expect(k8s.Create(ctx, first)).To(Succeed())
+	waitOpen(t, g, first)
+	g.Expect(first.Status.OwnsWindow).To(BeFalse())
+	second := openWindow(ns, "second", "tabs", site.Path("/landing?tab=2"))
+	g.Expect(k8s.Create(ctx, second)).To(Succeed())
+	waitOpen(t, g, second)
+	g.Expect(second.Status.WindowID).To(Equal(first.Status.WindowID), "pinned to the window of the first tab")
+	g.Expect(pages(t, h)).To(HaveKey(second.Status.TabID))
+}
