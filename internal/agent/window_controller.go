@@ -71,7 +71,7 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	if w.Labels[twv1.ProfileLabel] != a.opts.Profile {
 		return ctrl.Result{}, nil
 	}
-	helper := patch.NewHelper(w, a.client).WithStatusLock()
+	helper := patch.NewHelper(w, a.client)
 	defer func() {
 		summarizeWindow(w, retErr)
 		if retErr == nil {
@@ -87,10 +87,6 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		case err == nil:
 		case apierrors.IsNotFound(err) && !w.DeletionTimestamp.IsZero():
 			// The finalizer was the last thing holding the object.
-		case apierrors.IsConflict(err):
-			// This reconcile read a stale copy; the newer one has its own event.
-			ctrl.LoggerFrom(ctx).V(1).Info("Status changed meanwhile; reconciling again")
-			result = ctrl.Result{RequeueAfter: 100 * time.Millisecond}
 		default:
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}

@@ -17,8 +17,6 @@ import (
 type Helper struct {
 	c      client.Client
 	before client.Object
-	// lockStatus makes status patches conditional on the snapshot's resourceVersion.
-	lockStatus bool
 	// skipStatus drops the status part of the next Patch.
 	skipStatus bool
 }
@@ -30,15 +28,6 @@ func (h *Helper) SkipStatus() { h.skipStatus = true }
 // NewHelper snapshots obj.
 func NewHelper(obj client.Object, c client.Client) *Helper {
 	return &Helper{c: c, before: obj.DeepCopyObject().(client.Object)}
-}
-
-// WithStatusLock makes status patches fail with a conflict when the object
-// changed since the snapshot. Use it when a reconcile acts on the world from
-// what it read (opening or closing a page): a reconcile that read a stale
-// cache must not write its stale view over a newer status.
-func (h *Helper) WithStatusLock() *Helper {
-	h.lockStatus = true
-	return h
 }
 
 // Patch writes obj's changes since the snapshot: the object itself when its
@@ -78,11 +67,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		}
 	}
 	if statusChanged {
-		var p client.Patch = client.MergeFrom(statusBase)
-		if h.lockStatus {
-			p = client.MergeFromWithOptions(statusBase, client.MergeFromWithOptimisticLock{})
-		}
-		if err := h.c.Status().Patch(ctx, obj, p); err != nil {
+		if err := h.c.Status().Patch(ctx, obj, client.MergeFrom(statusBase)); err != nil {
 			return fmt.Errorf("patching status of %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 	}
