@@ -188,7 +188,13 @@ func (l *lab) openAndWait(ctx context.Context, w *twv1.BrowserWindow) (*twv1.Bro
 	}
 	e, err := s.wait(30 * time.Second)
 	if err != nil {
-		return nil, 0, fmt.Errorf("window %s never showed open: %w", w.Name, err)
+		// Say what the window looks like, so a stall can be diagnosed from the output.
+		got := &twv1.BrowserWindow{}
+		state := "unreadable"
+		if gerr := l.k8s.Get(ctx, client.ObjectKeyFromObject(w), got); gerr == nil {
+			state = fmt.Sprintf("labels=%v finalizers=%v phase=%q tabId=%q conditions=%+v", got.Labels, got.Finalizers, got.Status.Phase, got.Status.TabID, got.Status.Conditions)
+		}
+		return nil, 0, fmt.Errorf("window %s never showed open: %w; it looks like: %s", w.Name, err, state)
 	}
 	return e.Win, e.At.Sub(t0), nil
 }
