@@ -179,7 +179,8 @@ func newWindow(ns, name, session, url string) *twv1.BrowserWindow {
 // openAndWait creates an Open window and waits for the status that shows it open.
 func (l *lab) openAndWait(ctx context.Context, w *twv1.BrowserWindow) (*twv1.BrowserWindow, time.Duration, error) {
 	s := l.api.expect(func(e apiEvent) bool {
-		return e.Win != nil && e.Type == watch.Modified && e.Win.Name == w.Name && e.Win.Status.Phase == twv1.WindowOpen && e.Win.Status.TabID != ""
+		// ADDED too: a watch that (re)starts late replays current objects as ADDED.
+		return e.Win != nil && (e.Type == watch.Modified || e.Type == watch.Added) && e.Win.Name == w.Name && e.Win.Status.Phase == twv1.WindowOpen && e.Win.Status.TabID != ""
 	})
 	t0 := time.Now()
 	if err := l.k8s.Create(ctx, w); err != nil {
