@@ -112,7 +112,11 @@ func main() {
 		}
 	}
 	if cfg.out == "" {
-		cfg.out = filepath.Join(testenv.Root(), "bench", "results", cfg.date+".md")
+		name := cfg.date + ".md"
+		if cfg.short {
+			name = cfg.date + "-short.md" // a quick look never replaces a full run's results
+		}
+		cfg.out = filepath.Join(testenv.Root(), "bench", "results", name)
 	}
 	dir, err := os.MkdirTemp("", "tabwarden-bench-")
 	if err != nil {
