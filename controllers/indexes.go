@@ -13,7 +13,7 @@ import (
 )
 
 // WindowSessionIndex indexes BrowserWindows by spec.sessionRef.name.
-const WindowSessionIndex = "spec.sessionRef.name"
+const WindowSessionIndex = twv1.SessionRefIndex
 
 // SetupIndexes registers the field indexes the controllers list by.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {

@@ -61,7 +61,7 @@ func unacknowledged(windows []twv1.BrowserWindow) []*twv1.BrowserWindow {
 	var out []*twv1.BrowserWindow
 	for i := range windows {
 		w := &windows[i]
-		if !w.Acknowledged() && w.DeletionTimestamp.IsZero() && w.Status.Phase != twv1.WindowClosed && w.Status.Phase != twv1.WindowGone {
+		if w.Unacknowledged() {
 			out = append(out, w)
 		}
 	}

@@ -227,6 +227,12 @@ func (w *BrowserWindow) Acknowledged() bool {
 	return w.Spec.Source != SourceSpawned || w.Spec.Disposition != ""
 }
 
+// Unacknowledged reports whether the window holds its session back: a spawned
+// page with no disposition that may still be open.
+func (w *BrowserWindow) Unacknowledged() bool {
+	return !w.Acknowledged() && w.DeletionTimestamp.IsZero() && w.Status.Phase != WindowClosed && w.Status.Phase != WindowGone
+}
+
 // Live reports whether the page is (or may be) open in the browser.
 func (w *BrowserWindow) Live() bool {
 	switch w.Status.Phase {

@@ -19,6 +19,10 @@ const (
 	SourceLabel = "tabwarden.dev/source"
 )
 
+// SessionRefIndex is the cache field index of BrowserWindows by
+// spec.sessionRef.name, registered by both roles.
+const SessionRefIndex = "spec.sessionRef.name"
+
 // Condition types.
 const (
 	// ReadyCondition summarises an object: True when it is doing what its spec asks.

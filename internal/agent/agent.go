@@ -97,7 +97,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	}); err != nil {
 		return nil, err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, "spec.sessionRef.name", func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, twv1.SessionRefIndex, func(o client.Object) []string {
 		return []string{o.(*twv1.BrowserWindow).Spec.SessionRef.Name}
 	}); err != nil {
 		return nil, err

@@ -319,7 +319,7 @@ func (r *WindowReconciler) event(s *twv1.BrowserSession, w *twv1.BrowserWindow, 
 
 func (r *WindowReconciler) sessionWindows(ctx context.Context, s *twv1.BrowserSession) ([]twv1.BrowserWindow, error) {
 	var list twv1.BrowserWindowList
-	err := r.agent.client.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{"spec.sessionRef.name": s.Name})
+	err := r.agent.client.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{twv1.SessionRefIndex: s.Name})
 	return list.Items, err
 }
 
@@ -327,7 +327,7 @@ func (r *WindowReconciler) sessionWindows(ctx context.Context, s *twv1.BrowserSe
 // held Open windows (gating), and every window once the session ends.
 func (r *WindowReconciler) sessionToWindows(ctx context.Context, o client.Object) []reconcile.Request {
 	var list twv1.BrowserWindowList
-	if err := r.agent.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{"spec.sessionRef.name": o.GetName()}); err != nil {
+	if err := r.agent.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{twv1.SessionRefIndex: o.GetName()}); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -348,7 +348,7 @@ func (r *WindowReconciler) heldSiblings(ctx context.Context, o client.Object) []
 		return nil
 	}
 	var list twv1.BrowserWindowList
-	if err := r.agent.client.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingFields{"spec.sessionRef.name": w.Spec.SessionRef.Name}); err != nil {
+	if err := r.agent.client.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingFields{twv1.SessionRefIndex: w.Spec.SessionRef.Name}); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request

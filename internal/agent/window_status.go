@@ -49,7 +49,7 @@ func unacknowledgedOf(windows []twv1.BrowserWindow) []string {
 	var out []string
 	for i := range windows {
 		w := &windows[i]
-		if !w.Acknowledged() && w.DeletionTimestamp.IsZero() && w.Status.Phase != twv1.WindowClosed && w.Status.Phase != twv1.WindowGone {
+		if w.Unacknowledged() {
 			out = append(out, w.Name)
 		}
 	}
