@@ -215,7 +215,7 @@ func (a *Agent) recordAdoption(ctx context.Context, w *twv1.BrowserWindow) {
 	if w.Spec.Source != twv1.SourceSpawned || w.Spec.Spawn == nil || !w.DeletionTimestamp.IsZero() {
 		return
 	}
-	err := a.opts.Browser.Adopt(ctx, string(w.UID), w.Spec.Spawn.TabID)
+	err := a.opts.Browser.Adopt(ctx, browser.AdoptRequest{Key: string(w.UID), ID: w.Spec.Spawn.TabID})
 	if err != nil && !errors.Is(err, browser.ErrNotFound) {
 		ctrl.LoggerFrom(ctx).Error(err, "Recording adopted page in the browser failed; the next resync retries", "page", w.Spec.Spawn.TabID, "window", w.Name)
 	}

@@ -5,6 +5,15 @@
 // Every call is idempotent: opening with a key that already has a live page
 // returns that page; closing a page that is already gone succeeds. Nothing here
 // ever focuses a window or tab.
+//
+// Authority over a page comes from what the driver observed itself, never from
+// what a caller claims. Every driver keeps a ledger of Records, one per page at
+// most: pages it opened (the intent is recorded before the browser creates the
+// page), pages it saw spawned from a recorded page (or attributed to a running
+// Act) and adopted, and tabs bound for use (never closed). Close, Act and Adopt
+// check the ledger, so a bug or a forged object above the seam still cannot close
+// or drive a page tabwarden does not own. The ledger survives the agent's restart
+// (cdp: a state file; extension: chrome.storage.session; fake: the fake browser).
 package browser
 
 import (
@@ -47,6 +56,46 @@ type Snapshot struct {
 	Version string
 	Windows []Window
 	Pages   []Page
+	// Records is the driver's ledger at the same moment.
+	Records []Record
+}
+
+// RecordKind says how a page came to be recorded under its key.
+type RecordKind string
+
+const (
+	// RecordOpened: the driver created the page for the key (Open).
+	RecordOpened RecordKind = "opened"
+	// RecordSpawned: the driver saw the page spawned from a page recorded under
+	// Parent, or attributed to an Act whose key is Parent, and adopted it.
+	RecordSpawned RecordKind = "spawned"
+	// RecordBound: an existing tab used under the key; it is never closed.
+	RecordBound RecordKind = "bound"
+)
+
+// Record is the driver's proof of one page's provenance. A page has at most one.
+type Record struct {
+	// Key is the owner: the BrowserWindow's uid.
+	Key string `json:"key"`
+	// Page is the page's id.
+	Page string `json:"page"`
+	// Kind is opened, spawned or bound.
+	Kind RecordKind `json:"kind"`
+	// Parent is the key of the page that spawned this one (spawned only).
+	Parent string `json:"parent,omitempty"`
+}
+
+// Owned reports whether the record lets its key close the page.
+func (r Record) Owned() bool { return r.Kind == RecordOpened || r.Kind == RecordSpawned }
+
+// RecordOf returns the record of a page in the snapshot.
+func (s Snapshot) RecordOf(page string) (Record, bool) {
+	for _, r := range s.Records {
+		if r.Page == page {
+			return r, true
+		}
+	}
+	return Record{}, false
 }
 
 // Page returns the page with the given id.
@@ -94,10 +143,35 @@ type OpenRequest struct {
 	Context string
 }
 
+// AdoptRequest asks the driver to record a spawned page under a new key.
+type AdoptRequest struct {
+	// Key is the adopting window's uid.
+	Key string
+	// ID is the spawned page.
+	ID string
+	// Parent is the key the spawn is attributed to: the key its opener is recorded
+	// under, or the key of the Act that was running when it appeared without an
+	// opener. The driver checks it against what it observed (ErrNotObserved).
+	Parent string
+}
+
+// BindRequest asks the driver to record an existing tab for use under a key.
+type BindRequest struct {
+	Key string
+	ID  string
+}
+
+// ReleaseRequest drops a key's record of a page and leaves the page open (a Keep
+// page released as a deliverable, a bound tab detached).
+type ReleaseRequest struct {
+	Key string
+	ID  string
+}
+
 // CloseRequest asks for a page to be closed.
 type CloseRequest struct {
-	// Key is the owner the page was opened or adopted under; drivers that keep
-	// ownership records refuse pages not recorded under it.
+	// Key is the owner the page was opened or adopted under; every driver refuses
+	// (ErrNotOwned) a live page not recorded under it as opened or spawned.
 	Key string
 	ID  string
 	// OwnsWindow says the page's window was created for it (a new window or a popup);
@@ -110,8 +184,11 @@ type CloseRequest struct {
 type ActRequest struct {
 	// Key is the operation's key; pages that appear without an opener while it runs
 	// are attributed to it.
-	Key  string
-	Page string
+	Key string
+	// Owner is the key the page is recorded under (opened, spawned or bound); the
+	// driver refuses (ErrNotOwned) to act on any other page.
+	Owner string
+	Page  string
 	// Click dispatches a real mouse click on the centre of the first element matching
 	// the CSS selector.
 	ClickSelector string
@@ -126,9 +203,19 @@ type Browser interface {
 	// Close closes a page and returns once the browser reports it gone. A page that
 	// is already gone is not an error.
 	Close(ctx context.Context, req CloseRequest) error
-	// Adopt records a spawned page under an owner key so that it can be closed
-	// later, also by a fresh driver process (drivers without records return nil).
-	Adopt(ctx context.Context, key, id string) error
+	// Adopt records a spawned page under req.Key once the driver has checked that
+	// it saw the spawn itself: the page's opener is recorded under req.Parent, or
+	// the page appeared without an opener while an Act keyed req.Parent ran.
+	// Idempotent for the same key; ErrInUse when another key has the page;
+	// ErrNotObserved when the driver did not see the spawn; ErrNotFound when the
+	// page is gone.
+	Adopt(ctx context.Context, req AdoptRequest) error
+	// Bind records an existing tab for use under req.Key; it is never closed.
+	// Idempotent for the same key; ErrInUse when another key has the page.
+	Bind(ctx context.Context, req BindRequest) error
+	// Release drops req.Key's record of the page and leaves the page open.
+	// Idempotent; a page recorded under another key is left alone.
+	Release(ctx context.Context, req ReleaseRequest) error
 	// Act runs one curated step.
 	Act(ctx context.Context, req ActRequest) error
 	// Events streams what the browser reports until ctx ends. One consumer.
@@ -144,4 +231,8 @@ var (
 	ErrNotFound = errors.New("page not found")
 	// ErrNotOwned: the page is not recorded under the owner key given.
 	ErrNotOwned = errors.New("page not owned by this key")
+	// ErrNotObserved: the driver did not see the page spawned from the claimed parent.
+	ErrNotObserved = errors.New("spawn not observed by the driver")
+	// ErrInUse: the page is recorded under another key (owned or bound).
+	ErrInUse = errors.New("page already recorded under another key")
 )

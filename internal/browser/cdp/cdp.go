@@ -1170,7 +1170,13 @@ func click(ctx context.Context, c *conn, sess string, x, y float64, button strin
 }
 
 // Adopt implements browser.Browser: the CDP driver keeps no ownership records.
-func (b *Browser) Adopt(context.Context, string, string) error { return nil }
+func (b *Browser) Adopt(context.Context, browser.AdoptRequest) error { return nil }
+
+// Bind implements browser.Browser.
+func (b *Browser) Bind(context.Context, browser.BindRequest) error { return nil }
+
+// Release implements browser.Browser.
+func (b *Browser) Release(context.Context, browser.ReleaseRequest) error { return nil }
 
 // Act implements browser.Browser: a real mouse click on the centre of the first
 // element matching req.ClickSelector. Pages that appear without an opener while

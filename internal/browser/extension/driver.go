@@ -422,7 +422,8 @@ func (d *Driver) forgetTab(tid int64) {
 
 // Adopt implements browser.Browser with the `adopt` command: the extension records
 // the tab under key so that Close works after its service worker restarts.
-func (d *Driver) Adopt(ctx context.Context, key, pageID string) error {
+func (d *Driver) Adopt(ctx context.Context, req browser.AdoptRequest) error {
+	key, pageID := req.Key, req.ID
 	h := d.h
 	if key == "" {
 		return errors.New("extension adopt: a key (owner) is required")
@@ -433,6 +434,12 @@ func (d *Driver) Adopt(ctx context.Context, key, pageID string) error {
 	}
 	return h.command(ctx, "adopt", ownerTabArgs{Owner: key, TabID: tid}, nil)
 }
+
+// Bind implements browser.Browser.
+func (d *Driver) Bind(context.Context, browser.BindRequest) error { return nil }
+
+// Release implements browser.Browser.
+func (d *Driver) Release(context.Context, browser.ReleaseRequest) error { return nil }
 
 // Act implements browser.Browser. Curated clicks through the extension are future
 // work; the driver refuses instead of emulating.

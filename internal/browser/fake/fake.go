@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/ledger"
 )
 
 type tab struct {
@@ -32,13 +33,17 @@ type Browser struct {
 	windows   map[string]*window
 	winOrder  []string
 	tabs      map[string]*tab
-	keys      map[string]string // open key → tab id
-	closes    map[string]int    // tab id → Close calls that closed it
+	closes    map[string]int // tab id → Close calls that closed it
 	connected bool
 	epoch     int64
 	events    chan browser.Event
 	// actKey is the key of the Act running now, for attribution of opener-less pages.
 	actKey string
+	// attributed remembers the act key each opener-less page appeared under.
+	attributed map[string]string
+	// ledger lives in the browser, like the extension's records in
+	// chrome.storage.session: it survives the agent's restarts.
+	ledger *ledger.Ledger
 }
 
 var _ browser.Browser = (*Browser)(nil)
@@ -46,14 +51,15 @@ var _ browser.Browser = (*Browser)(nil)
 // New returns a connected browser with one normal window holding one tab.
 func New() *Browser {
 	b := &Browser{
-		windows:   map[string]*window{},
-		tabs:      map[string]*tab{},
-		keys:      map[string]string{},
-		closes:    map[string]int{},
-		connected: true,
-		epoch:     1,
-		events:    make(chan browser.Event, 4096),
+		windows:    map[string]*window{},
+		tabs:       map[string]*tab{},
+		closes:     map[string]int{},
+		connected:  true,
+		epoch:      1,
+		events:     make(chan browser.Event, 4096),
+		attributed: map[string]string{},
 	}
+	b.ledger, _ = ledger.New("")
 	return b
 }
 
@@ -91,6 +97,7 @@ func (b *Browser) newTabLocked(windowID, url, opener string) *tab {
 	w := b.windows[windowID]
 	w.tabs = append(w.tabs, t.id)
 	if opener == "" && b.actKey != "" {
+		b.attributed[t.id] = b.actKey
 		p := b.page(t)
 		p.Attributed = b.actKey
 		b.emit(browser.PageCreated, p)
@@ -124,7 +131,7 @@ func (b *Browser) Snapshot(context.Context) (browser.Snapshot, error) {
 	if !b.connected {
 		return browser.Snapshot{}, browser.ErrNotConnected
 	}
-	s := browser.Snapshot{Epoch: b.epoch, Version: "FakeBrowser/1.0"}
+	s := browser.Snapshot{Epoch: b.epoch, Version: "FakeBrowser/1.0", Records: b.ledger.Records()}
 	for _, wid := range b.winOrder {
 		w := b.windows[wid]
 		s.Windows = append(s.Windows, browser.Window{ID: w.id, Popup: w.popup})
@@ -142,7 +149,10 @@ func (b *Browser) Open(_ context.Context, req browser.OpenRequest) (browser.Page
 	if !b.connected {
 		return browser.Page{}, browser.ErrNotConnected
 	}
-	if id, ok := b.keys[req.Key]; ok && req.Key != "" {
+	if req.Key == "" {
+		return browser.Page{}, fmt.Errorf("fake open: a key is required")
+	}
+	if id, ok := b.ledger.PageOf(req.Key); ok {
 		if t, ok := b.tabs[id]; ok {
 			return b.page(t), nil
 		}
@@ -170,8 +180,8 @@ func (b *Browser) Open(_ context.Context, req browser.OpenRequest) (browser.Page
 		}
 		t = b.newTabLocked(wid, req.URL, "")
 	}
-	if req.Key != "" {
-		b.keys[req.Key] = t.id
+	if err := b.ledger.Opened(req.Key, t.id); err != nil {
+		return browser.Page{}, err
 	}
 	return b.page(t), nil
 }
@@ -185,7 +195,10 @@ func (b *Browser) Close(_ context.Context, req browser.CloseRequest) error {
 	}
 	t, ok := b.tabs[req.ID]
 	if !ok {
-		return nil
+		return b.ledger.Closed(req.Key, req.ID)
+	}
+	if err := b.ledger.MayClose(req.Key, req.ID); err != nil {
+		return err
 	}
 	w := b.windows[t.window]
 	if len(w.tabs) == 1 && !req.OwnsWindow {
@@ -193,11 +206,48 @@ func (b *Browser) Close(_ context.Context, req browser.CloseRequest) error {
 	}
 	b.closes[req.ID]++
 	b.removeTabLocked(req.ID)
-	return nil
+	return b.ledger.Closed(req.Key, req.ID)
 }
 
-// Adopt implements browser.Browser; the fake keeps no records.
-func (b *Browser) Adopt(context.Context, string, string) error { return nil }
+// Adopt implements browser.Browser: the spawn must have been seen by the fake.
+func (b *Browser) Adopt(_ context.Context, req browser.AdoptRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.connected {
+		return browser.ErrNotConnected
+	}
+	t, ok := b.tabs[req.ID]
+	if !ok {
+		return fmt.Errorf("page %s: %w", req.ID, browser.ErrNotFound)
+	}
+	return b.ledger.Adopt(req, t.opener, b.attributed[t.id])
+}
+
+// Bind implements browser.Browser.
+func (b *Browser) Bind(_ context.Context, req browser.BindRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.connected {
+		return browser.ErrNotConnected
+	}
+	if _, ok := b.tabs[req.ID]; !ok {
+		return fmt.Errorf("tab %s: %w", req.ID, browser.ErrNotFound)
+	}
+	return b.ledger.Bind(req)
+}
+
+// Release implements browser.Browser.
+func (b *Browser) Release(_ context.Context, req browser.ReleaseRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.connected {
+		return browser.ErrNotConnected
+	}
+	return b.ledger.Release(req.Key, req.ID)
+}
+
+// Records returns the fake's ledger.
+func (b *Browser) Records() []browser.Record { return b.ledger.Records() }
 
 // Act implements browser.Browser: a click spawns nothing by itself in the fake;
 // tests call Spawn. The key is held so that opener-less pages created meanwhile
@@ -208,7 +258,7 @@ func (b *Browser) Act(_ context.Context, req browser.ActRequest) error {
 	if _, ok := b.tabs[req.Page]; !ok {
 		return browser.ErrNotFound
 	}
-	return nil
+	return b.ledger.MayAct(req.Owner, req.Page)
 }
 
 // Events implements browser.Browser.

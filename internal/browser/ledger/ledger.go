@@ -1,0 +1,238 @@
+// Package ledger is a browser driver's record of page provenance: which pages it
+// opened, which it saw spawned from a recorded page and adopted, and which tabs
+// are bound for use. Drivers consult it before closing, adopting or acting on a
+// page, so that authority over a page comes from what the driver observed, not
+// from what a caller claims. A Ledger with a path persists every change to that
+// file (written to a temporary file and renamed, mode 0600 in a 0700 directory),
+// so a restarted agent keeps its records.
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+// Ledger holds at most one record per page and per key. Safe for concurrent use.
+type Ledger struct {
+	mu    sync.Mutex
+	path  string
+	pages map[string]browser.Record // page → record
+	keys  map[string]string         // key → page
+}
+
+type fileFormat struct {
+	Version int              `json:"version"`
+	Records []browser.Record `json:"records"`
+}
+
+// New returns a ledger; with a non-empty path it loads the records stored there
+// (a missing file is an empty ledger) and persists every change to it.
+func New(path string) (*Ledger, error) {
+	l := &Ledger{path: path, pages: map[string]browser.Record{}, keys: map[string]string{}}
+	if path == "" {
+		return l, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return l, nil
+	case err != nil:
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	var f fileFormat
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("ledger: %s is not a tabwarden ledger (move it away to start empty): %w", path, err)
+	}
+	if f.Version != 1 {
+		return nil, fmt.Errorf("ledger: %s has version %d; this tabwarden reads version 1", path, f.Version)
+	}
+	for _, r := range f.Records {
+		if r.Key == "" || r.Page == "" {
+			continue
+		}
+		l.pages[r.Page] = r
+		l.keys[r.Key] = r.Page
+	}
+	return l, nil
+}
+
+// saveLocked writes the ledger to its file, if it has one.
+func (l *Ledger) saveLocked() error {
+	if l.path == "" {
+		return nil
+	}
+	data, err := json.Marshal(fileFormat{Version: 1, Records: l.recordsLocked()})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(l.path), ".ledger-*")
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), l.path); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	return nil
+}
+
+func (l *Ledger) putLocked(r browser.Record) error {
+	if old, ok := l.keys[r.Key]; ok && old != r.Page {
+		return fmt.Errorf("key %s already has page %s, not %s: %w", r.Key, old, r.Page, browser.ErrInUse)
+	}
+	l.pages[r.Page] = r
+	l.keys[r.Key] = r.Page
+	return l.saveLocked()
+}
+
+func (l *Ledger) dropLocked(page string) error {
+	r, ok := l.pages[page]
+	if !ok {
+		return nil
+	}
+	delete(l.pages, page)
+	if l.keys[r.Key] == page {
+		delete(l.keys, r.Key)
+	}
+	return l.saveLocked()
+}
+
+func (l *Ledger) recordsLocked() []browser.Record {
+	out := make([]browser.Record, 0, len(l.pages))
+	for _, r := range l.pages {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b browser.Record) int { return strings.Compare(a.Page, b.Page) })
+	return out
+}
+
+// Records returns every record, sorted by page.
+func (l *Ledger) Records() []browser.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.recordsLocked()
+}
+
+// Get returns the record of a page.
+func (l *Ledger) Get(page string) (browser.Record, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.pages[page]
+	return r, ok
+}
+
+// PageOf returns the page recorded under a key.
+func (l *Ledger) PageOf(key string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.keys[key]
+	return p, ok
+}
+
+// Opened records a page the driver created for key.
+func (l *Ledger) Opened(key, page string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.pages[page]; ok && r.Key != key {
+		return fmt.Errorf("page %s: %w", page, browser.ErrInUse)
+	}
+	return l.putLocked(browser.Record{Key: key, Page: page, Kind: browser.RecordOpened})
+}
+
+// Adopt records a spawned page under req.Key after checking what the driver
+// observed of it: opener is the page's opener as the browser reported it, and
+// attributed the key of the Act that was running when it appeared without one.
+func (l *Ledger) Adopt(req browser.AdoptRequest, opener, attributed string) error {
+	if req.Key == "" || req.Parent == "" {
+		return errors.New("adopt: a key and a parent are required")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.pages[req.ID]; ok {
+		if r.Key == req.Key && r.Kind == browser.RecordSpawned {
+			return nil
+		}
+		return fmt.Errorf("page %s is recorded under %s: %w", req.ID, r.Key, browser.ErrInUse)
+	}
+	observed := false
+	if opener != "" {
+		p, ok := l.pages[opener]
+		observed = ok && p.Key == req.Parent
+	} else {
+		observed = attributed != "" && attributed == req.Parent
+	}
+	if !observed {
+		return fmt.Errorf("page %s (opener %q): %w from %s", req.ID, opener, browser.ErrNotObserved, req.Parent)
+	}
+	return l.putLocked(browser.Record{Key: req.Key, Page: req.ID, Kind: browser.RecordSpawned, Parent: req.Parent})
+}
+
+// Bind records an existing tab for use under key.
+func (l *Ledger) Bind(req browser.BindRequest) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.pages[req.ID]; ok {
+		if r.Key == req.Key && r.Kind == browser.RecordBound {
+			return nil
+		}
+		return fmt.Errorf("tab %s is recorded under %s (%s): %w", req.ID, r.Key, r.Kind, browser.ErrInUse)
+	}
+	return l.putLocked(browser.Record{Key: req.Key, Page: req.ID, Kind: browser.RecordBound})
+}
+
+// Release drops key's record of page; a record under another key stays.
+func (l *Ledger) Release(key, page string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.pages[page]; !ok || r.Key != key {
+		return nil
+	}
+	return l.dropLocked(page)
+}
+
+// MayClose returns nil when key may close page: it is recorded under key as
+// opened or spawned. Bound tabs and pages of other keys are ErrNotOwned.
+func (l *Ledger) MayClose(key, page string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.pages[page]
+	if !ok || r.Key != key || !r.Owned() {
+		return fmt.Errorf("close page %s under %q: %w", page, key, browser.ErrNotOwned)
+	}
+	return nil
+}
+
+// MayAct returns nil when owner may drive page: recorded under owner, any kind.
+func (l *Ledger) MayAct(owner, page string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.pages[page]; !ok || r.Key != owner {
+		return fmt.Errorf("act on page %s under %q: %w", page, owner, browser.ErrNotOwned)
+	}
+	return nil
+}
+
+// Closed drops the record of a page that is gone after key closed it.
+func (l *Ledger) Closed(key, page string) error { return l.Release(key, page) }
