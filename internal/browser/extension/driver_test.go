@@ -598,7 +598,9 @@ func TestDisconnectFailsPendingAndReconnect(t *testing.T) {
 func TestHostCloseEndsEverything(t *testing.T) {
 	th, d, fe, _ := connected(t, extWorld(func(c cmd) reply { return reply{noReply: true} }))
 	errc := make(chan error, 1)
-	go func() { errc <- d.Adopt(context.Background(), browser.AdoptRequest{Key: "uid-a", ID: "10", Parent: "uid-p"}) }()
+	go func() {
+		errc <- d.Adopt(context.Background(), browser.AdoptRequest{Key: "uid-a", ID: "10", Parent: "uid-p"})
+	}()
 	fe.nextCmd("adopt")
 	if err := th.Close(); err != nil {
 		t.Fatal(err)
