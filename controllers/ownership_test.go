@@ -14,6 +14,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 )
 
@@ -205,4 +206,39 @@ func TestBindingIsExclusive(t *testing.T) {
 	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(second), second)) }).Should(BeTrue())
 	g.Expect(b.HasPage(userTabs[0])).To(BeTrue())
 	g.Expect(condition(get(t, first), twv1.BoundCondition).Status).To(Equal(metav1.ConditionTrue))
+}
+
+// TestOpenerlessSpawnDuringAction: a page that appears without an opener while
+// an action of the session runs on its own page is adopted (during_action); one
+// the user opens meanwhile outside any action is not; an action on a page the
+// session does not own is refused by the driver.
+func TestOpenerlessSpawnDuringAction(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	_, userTabs := b.UserOpenWindow("https://user.example/")
+	startController(t)
+	startAgent(t, "acting", b)
+	g.Expect(k8s.Create(ctx, session(ns, "s", "acting"))).To(Succeed())
+	w := openWindow(ns, "viewer", "s", "https://docs.example/report")
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	tab := openedTabs(t, g, w)[0]
+
+	act := browser.ActRequest{Key: agent.ActionKey(ns, "s", "viewer"), Owner: string(w.UID), Page: tab}
+	pdf, err := b.ActSpawn(ctx, act, "https://docs.example/report.pdf")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, userMore := b.UserOpenWindow("https://user.example/other")
+	g.Eventually(func(g Gomega) {
+		sw := spawnedWindow(ns, "s", pdf)
+		g.Expect(sw).NotTo(BeNil())
+		g.Expect(sw.Spec.Spawn.Reason).To(Equal(agent.ReasonDuringAction))
+		g.Expect(sw.Spec.Spawn.SpawnedBy).To(Equal("viewer"))
+		g.Expect(get(t, sw).Status.Phase).To(Equal(twv1.WindowOpen))
+	}).Should(Succeed())
+	g.Consistently(func() *twv1.BrowserWindow { return spawnedWindow(ns, "s", userMore[0]) }, "1s").Should(BeNil())
+
+	_, err = b.ActSpawn(ctx, browser.ActRequest{Key: agent.ActionKey(ns, "s", "viewer"), Owner: string(w.UID), Page: userTabs[0]}, "https://x.example/")
+	g.Expect(err).To(MatchError(browser.ErrNotOwned), "an action on the user's tab is refused by the driver")
 }
