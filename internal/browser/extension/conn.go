@@ -148,6 +148,9 @@ func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 	if !ok {
 		return nil
 	}
+	if !timer.Stop() {
+		return nil // the handshake timed out meanwhile: the connection is closing
+	}
 	got, err := b64.DecodeString(auth.Proof)
 	if auth.Type != frameAuth || err != nil || !hmac.Equal(got, extProof(st.key, nonceH, hello.Nonce)) {
 		return refuse("wrong proof")
