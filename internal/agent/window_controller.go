@@ -235,7 +235,7 @@ func (r *WindowReconciler) reconcileObserve(_ context.Context, _ *twv1.BrowserSe
 		switch {
 		case w.Spec.Source == twv1.SourceBind && w.Status.TabID == "":
 			setWindowCondition(w, cond, metav1.ConditionFalse, twv1.ReasonBoundTabNotFound,
-				fmt.Sprintf("No tab %q in profile %q; nothing is bound in its place. Pick a tab from: kubectl get browserprofile %s -o jsonpath='{.status.tabs}'", id, a.opts.Profile, a.opts.Profile))
+				fmt.Sprintf("No tab %q in profile %q; nothing is bound in its place. Pick a tab from: kubectl get browsertablist %s -n %s -o jsonpath='{range .tabs[*]}{.id}{\"\\t\"}{.title}{\"\\t\"}{.url}{\"\\n\"}{end}'", id, a.opts.Profile, a.opts.Profile, w.Namespace))
 		case w.Spec.Source == twv1.SourceBind:
 			setWindowCondition(w, cond, metav1.ConditionFalse, twv1.ReasonBoundTabGone,
 				fmt.Sprintf("The bound tab %q was closed; the binding failed and no other tab takes its place", id))
