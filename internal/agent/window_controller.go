@@ -202,8 +202,8 @@ func (r *WindowReconciler) reconcileProvenance(ctx context.Context, s *twv1.Brow
 			}
 			w.Status.Phase = twv1.WindowPending
 			setWindowCondition(w, twv1.BoundCondition, metav1.ConditionFalse, twv1.ReasonTabInUse,
-				fmt.Sprintf("Tab %q is already owned or bound by another window: a tab is bound by at most one window, and a page a session owns is never bound by another. Bind another tab (kubectl get browserprofile %s -o jsonpath='{.status.tabs}') or delete this window: kubectl delete browserwindow %s -n %s",
-					w.Spec.BindTabID, a.opts.Profile, w.Name, w.Namespace))
+				fmt.Sprintf("Tab %q is already owned or bound by another window: a tab is bound by at most one window, and a page a session owns is never bound by another. Bind another tab (kubectl get browsertablist %s -n %s -o jsonpath='{.tabs}') or delete this window: kubectl delete browserwindow %s -n %s",
+					w.Spec.BindTabID, a.opts.Profile, w.Namespace, w.Name, w.Namespace))
 		default:
 			return ctrl.Result{}, fmt.Errorf("binding tab %s: %w", w.Spec.BindTabID, err)
 		}
