@@ -141,6 +141,7 @@ func (r *SessionReconciler) reconcilePlacement(ctx context.Context, s *twv1.Brow
 		p := &twv1.BrowserProfile{}
 		err := r.Get(ctx, client.ObjectKey{Name: s.Spec.ProfileName}, p)
 		if apierrors.IsNotFound(err) {
+			apimeta.RemoveStatusCondition(&s.Status.Conditions, twv1.AdmittedCondition)
 			r.refuse(s, twv1.ReasonNoProfile, MissingProfileMessage(s),
 				fmt.Sprintf("BrowserProfile %q does not exist; the session waits unplaced (see its Registered condition)", s.Spec.ProfileName))
 			// The profile watch brings the session back when the profile appears.

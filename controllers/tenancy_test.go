@@ -305,14 +305,15 @@ func TestTenancyRevokedAfterPlacement(t *testing.T) {
 
 // TestTabListPrivacy: the cluster-scoped profile carries no url or title of the
 // user's tabs, only their count; the agent lists them in a BrowserTabList named
-// after the profile in each namespace with a placed, running session, only there,
-// and deletes it when the last such session ends.
+// after the profile in each namespace with a placed, running session, only there
+// (never with another namespace's session pages), and deletes it when the last
+// such session ends.
 func TestTabListPrivacy(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(20 * time.Second)
 	ctx := context.Background()
-	withSession, without, refused := newNamespace(t), newNamespace(t), newNamespace(t)
-	createProfile(t, "tabs-private", twv1.BrowserProfileSpec{Namespaces: []string{withSession, without}})
+	withSession, neighbour, without, refused := newNamespace(t), newNamespace(t), newNamespace(t), newNamespace(t)
+	createProfile(t, "tabs-private", twv1.BrowserProfileSpec{Namespaces: []string{withSession, neighbour, without}})
 	b := fake.New()
 	_, userTabs := b.UserOpenWindow("https://bank.example/statement", "chrome://settings", "https://mail.example/inbox")
 	startController(t)
@@ -351,11 +352,28 @@ func TestTabListPrivacy(t *testing.T) {
 		twv1.BindableTab{ID: userTabs[2], WindowID: tl.Tabs[0].WindowID, URL: "https://mail.example/inbox", Title: "Title of https://mail.example/inbox"},
 	))
 
+	// A neighbouring namespace's session opens a page: the neighbour sees it, the
+	// first namespace does not.
+	g.Expect(k8s.Create(ctx, session(neighbour, "other", "tabs-private"))).To(Succeed())
+	secret := openWindow(neighbour, "secret", "other", "https://neighbour.example/secret")
+	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
+	secretTab := openedTabs(t, g, secret)[0]
+	g.Eventually(func(g Gomega) {
+		n, err := tabList(neighbour, "tabs-private")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(n.Tabs).To(ContainElement(HaveField("ID", secretTab)))
+		g.Expect(n.TabCount).To(Equal(int32(3)))
+	}).Should(Succeed())
+	g.Expect(get(t, p).Status.TabCount).To(Equal(int32(3)))
+
 	// A tab the user opens shows up (one write, coalesced); other namespaces see nothing.
 	rv := tl.ResourceVersion
 	b.UserOpenWindow("https://news.example/")
 	g.Eventually(func() int32 { tl, _ = tabList(withSession, "tabs-private"); return tl.TabCount }).Should(Equal(int32(3)))
 	g.Expect(tl.ResourceVersion).NotTo(Equal(rv))
+	g.Expect(tl.Tabs).NotTo(ContainElement(HaveField("ID", secretTab)), "another namespace's page is not listed")
+	js, _ = json.Marshal(tl)
+	g.Expect(string(js)).NotTo(ContainSubstring("neighbour.example"))
 	for _, ns := range []string{without, refused} {
 		_, err := tabList(ns, "tabs-private")
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no tab list in namespace %s", ns)
@@ -364,12 +382,14 @@ func TestTabListPrivacy(t *testing.T) {
 	rv = tl.ResourceVersion
 	g.Consistently(func() string { tl, _ = tabList(withSession, "tabs-private"); return tl.ResourceVersion }, "2500ms").Should(Equal(rv))
 
-	// The session ends: the list goes.
+	// The session ends: its namespace's list goes, the neighbour's stays.
 	g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
 	g.Eventually(func() bool {
 		_, err := tabList(withSession, "tabs-private")
 		return apierrors.IsNotFound(err)
 	}).Should(BeTrue())
+	_, err := tabList(neighbour, "tabs-private")
+	g.Expect(err).NotTo(HaveOccurred())
 }
 
 // TestTabListValidation: a BrowserTabList is named after its profile.

@@ -29,8 +29,9 @@ type BindableTab struct {
 }
 
 // BrowserTabList lists the open tabs of one BrowserProfile that sessions in its
-// namespace may bind: never incognito, chrome:// or extension pages, and on a pool
-// profile only the default context's pages and those of this namespace's sessions.
+// namespace may see for binding: never incognito, chrome:// or extension pages,
+// never a page of another namespace's session (nor, on a pool profile, of its
+// browser context).
 // The profile's agent writes it, named after the profile, only in namespaces that
 // have a session placed on that profile and not ended, and deletes it when none
 // remains: the user's urls and titles are visible only to those who may bind them.

@@ -119,9 +119,9 @@ func (pl *profileLoop) publish(ctx context.Context) error {
 	version := a.model.version
 	a.model.mu.RUnlock()
 	p.Status.Agent = a.opts.Identity
-	var pages []browser.Page
+	var pages []bindablePage
 	if ready {
-		pages = bindablePages(a)
+		pages = bindablePages(ctx, a)
 		p.Status.BrowserVersion, p.Status.Epoch = version, epoch
 		setProfileCondition(p, twv1.ConnectedCondition, metav1.ConditionTrue, twv1.ReasonAgentConnected, "The agent reaches the browser")
 		p.Status.TabCount = int32(len(pages))
@@ -191,7 +191,7 @@ func (pl *profileLoop) watchSessions(ctx context.Context) error {
 // may bind, and none elsewhere. It writes only what changed. While the browser is
 // unreachable (ready false) the tabs are unknown: lists are removed where no
 // session remains, and the others wait for the browser.
-func (pl *profileLoop) publishTabs(ctx context.Context, namespaces map[string]bool, pages []browser.Page, ready bool) error {
+func (pl *profileLoop) publishTabs(ctx context.Context, namespaces map[string]bool, pages []bindablePage, ready bool) error {
 	a := pl.agent
 	if pl.published == nil || time.Since(pl.resynced) > tabListResync {
 		if err := pl.resyncTabLists(ctx); err != nil {
@@ -279,26 +279,42 @@ func setProfileCondition(p *twv1.BrowserProfile, typ string, status metav1.Condi
 	p.Status.Conditions = conds
 }
 
+// bindablePage is a page a session may bind, with the namespace of the session
+// whose window opened, adopted or bound it (empty for the user's own pages).
+type bindablePage struct {
+	browser.Page
+	ownerNamespace string
+}
+
 // bindablePages lists the pages a session may bind, by id: never browser or
 // extension pages.
-func bindablePages(a *Agent) []browser.Page {
-	var pages []browser.Page
+func bindablePages(ctx context.Context, a *Agent) []bindablePage {
+	var pages []bindablePage
 	for _, p := range a.model.all() {
-		if Bindable(p.URL) {
-			pages = append(pages, p)
+		if !Bindable(p.URL) {
+			continue
 		}
+		bp := bindablePage{Page: p}
+		if o, _, ok := a.ownerOf(ctx, p.ID); ok {
+			bp.ownerNamespace = o.Namespace
+		}
+		pages = append(pages, bp)
 	}
 	sort.Slice(pages, func(i, j int) bool { return pages[i].ID < pages[j].ID })
 	return pages
 }
 
-// tabsVisibleIn is the tab list of namespace ns: the bindable pages of the
-// default browser context, and on a pool profile those of the contexts of ns's
-// own sessions (named <namespace>/<session>), never another namespace's; at most
+// tabsVisibleIn is the tab list of namespace ns: the user's bindable pages and
+// those of ns's own sessions, never a page another namespace's session opened,
+// adopted or bound; on a pool profile only pages of the default browser context
+// and of ns's sessions' contexts (named <namespace>/<session>). At most
 // twv1.MaxBindableTabs of them, with the full count.
-func tabsVisibleIn(ns string, pages []browser.Page) tabListContent {
+func tabsVisibleIn(ns string, pages []bindablePage) tabListContent {
 	var c tabListContent
 	for _, p := range pages {
+		if p.ownerNamespace != "" && p.ownerNamespace != ns {
+			continue
+		}
 		if p.Context != "" && !strings.HasPrefix(p.Context, ns+"/") {
 			continue
 		}

@@ -16,22 +16,24 @@ func ids(c tabListContent) []string {
 	return out
 }
 
-// TestTabsVisibleIn: a namespace sees the default context's pages and, on a pool
-// profile, its own sessions' contexts, never another namespace's; at most 500
-// tabs with the full count.
+// TestTabsVisibleIn: a namespace sees the user's pages and its own sessions'
+// pages (and, on a pool profile, its own sessions' contexts), never a page of
+// another namespace's session; at most 500 tabs with the full count.
 func TestTabsVisibleIn(t *testing.T) {
-	pages := []browser.Page{
-		{ID: "a", URL: "https://user.example/"},
-		{ID: "b", URL: "https://a.example/", Context: "team-a/s1"},
-		{ID: "c", URL: "https://b.example/", Context: "team-b/s1"},
-		{ID: "d", URL: "https://ab.example/", Context: "team-ab/s1"},
+	pages := []bindablePage{
+		{Page: browser.Page{ID: "a", URL: "https://user.example/"}},
+		{Page: browser.Page{ID: "b", URL: "https://a.example/", Context: "team-a/s1"}, ownerNamespace: "team-a"},
+		{Page: browser.Page{ID: "c", URL: "https://b.example/", Context: "team-b/s1"}, ownerNamespace: "team-b"},
+		{Page: browser.Page{ID: "d", URL: "https://ab.example/", Context: "team-ab/s1"}, ownerNamespace: "team-ab"},
+		{Page: browser.Page{ID: "e", URL: "https://opened-by-b.example/"}, ownerNamespace: "team-b"},
+		{Page: browser.Page{ID: "f", URL: "https://user.example/bound-by-a"}, ownerNamespace: "team-a"},
 	}
 	for _, tc := range []struct {
 		ns   string
 		want []string
 	}{
-		{"team-a", []string{"a", "b"}},
-		{"team-b", []string{"a", "c"}},
+		{"team-a", []string{"a", "b", "f"}},
+		{"team-b", []string{"a", "c", "e"}},
 		{"team-ab", []string{"a", "d"}},
 		{"other", []string{"a"}},
 	} {
@@ -41,9 +43,9 @@ func TestTabsVisibleIn(t *testing.T) {
 		}
 	}
 
-	var many []browser.Page
+	var many []bindablePage
 	for i := range 600 {
-		many = append(many, browser.Page{ID: fmt.Sprintf("t%03d", i), URL: "https://x.example/"})
+		many = append(many, bindablePage{Page: browser.Page{ID: fmt.Sprintf("t%03d", i), URL: "https://x.example/"}})
 	}
 	got := tabsVisibleIn("any", many)
 	if len(got.tabs) != 500 || got.count != 600 || got.tabs[499].ID != "t499" {
