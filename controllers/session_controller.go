@@ -328,11 +328,11 @@ func NotAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitting
 	if admitErr != nil {
 		fmt.Fprintf(&b, " The selector is invalid: %v.", admitErr)
 	}
-	fmt.Fprintf(&b, " An admin of the profile admits the namespace: %s", AdmitHint(p, s.Namespace))
+	fmt.Fprintf(&b, " An admin of the profile admits the namespace with: %s ; or create the session again pinned to another profile (spec.profileName is immutable)", AdmitHint(p, s.Namespace))
 	if len(admitting) > 0 {
-		fmt.Fprintf(&b, " Or create the session again pinned to a profile that admits %q (spec.profileName is immutable): %s.", s.Namespace, strings.Join(admitting, ", "))
+		fmt.Fprintf(&b, ", one that admits %q: %s.", s.Namespace, strings.Join(admitting, ", "))
 	} else {
-		fmt.Fprintf(&b, " Or create the session again pinned to another profile (spec.profileName is immutable); no profile admits %q yet: kubectl get browserprofiles -o wide.", s.Namespace)
+		fmt.Fprintf(&b, "; no profile admits %q yet (kubectl get browserprofiles -o wide).", s.Namespace)
 	}
 	return b.String()
 }
