@@ -58,6 +58,7 @@ func StartAgent(t testing.TB, cfg *rest.Config, opts agent.Options) *Role {
 	if opts.Heartbeat == 0 {
 		opts.Heartbeat = time.Second
 	}
+	ensureProfile(t, cfg, opts.Profile, opts.Driver)
 	return RunRole(t, func(ctx context.Context) error {
 		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: opts})
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/chromium"
 	"github.com/tabwarden/tabwarden/internal/fixture"
 	"github.com/tabwarden/tabwarden/internal/run"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 const benchNS = "bench"
@@ -98,6 +99,9 @@ func startLab(ctx context.Context, cfg config, restCfg *rest.Config) (*lab, erro
 		return nil, err
 	}
 	if err := l.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}); client.IgnoreAlreadyExists(err) != nil {
+		return nil, err
+	}
+	if err := testenv.EnsureProfile(ctx, l.k8s, "bench", twv1.DriverCDP); err != nil {
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)

@@ -22,6 +22,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/run"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // procUsage is one process's resource use over a phase.
@@ -426,6 +427,9 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, restPath stri
 	}
 	// A fresh profile for a fresh agent.
 	_ = c.Delete(ctx, &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "scale"}})
+	if err := testenv.EnsureProfile(ctx, c, "scale", twv1.DriverFake); err != nil {
+		return err
+	}
 	tag := fmt.Sprintf("S%d", S)
 	ctl, err := startChild(cfg, "controller", restPath, tag)
 	if err != nil {
