@@ -8,8 +8,9 @@
 //
 // Authority over a page comes from what the driver observed itself, never from
 // what a caller claims. Every driver keeps a ledger of Records, one per page at
-// most: pages it opened (the intent is recorded before the browser creates the
-// page), pages it saw spawned from a recorded page (or attributed to a running
+// most: pages it opened (recorded as soon as the browser answers the create, before
+// Open returns; the create is marked beforehand so that the new page is never
+// mistaken for a spawn or attributed to an action), pages it saw spawned from a recorded page (or attributed to a running
 // Act) and adopted, and tabs bound for use (never closed). Close, Act and Adopt
 // check the ledger, so a bug or a forged object above the seam still cannot close
 // or drive a page tabwarden does not own. The ledger survives the agent's restart

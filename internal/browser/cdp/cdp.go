@@ -996,7 +996,7 @@ func (b *Browser) Close(ctx context.Context, req browser.CloseRequest) error {
 	w, err := windowFor(ctx, c, req.ID)
 	if err != nil {
 		if isGone(err) {
-			return nil
+			return b.ledger.Closed(req.Key, req.ID)
 		}
 		return err
 	}
@@ -1004,7 +1004,7 @@ func (b *Browser) Close(ctx context.Context, req browser.CloseRequest) error {
 	l.Lock()
 	defer l.Unlock()
 	if !b.has(req.ID) {
-		return nil
+		return b.ledger.Closed(req.Key, req.ID)
 	}
 	if err := b.resolveAll(ctx, c); err != nil {
 		return err

@@ -2,6 +2,7 @@ package cdp
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +14,7 @@ import (
 
 func TestSnapshotSeesPages(t *testing.T) {
 	b, r := newDriver(t, Options{})
-	p := openWindow(t, b, r, "/quiet", fixture.TitleQuiet)
+	p := openWindow(t, b, r, "quiet", "/quiet", fixture.TitleQuiet)
 	s, err := b.Snapshot(tctx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +35,9 @@ func TestSnapshotSeesPages(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("window %s not in %+v", got.WindowID, s.Windows)
+	}
+	if rec, ok := s.RecordOf(p.ID); !ok || rec != (browser.Record{Key: "quiet", Page: p.ID, Kind: browser.RecordOpened}) {
+		t.Errorf("record of the opened page: %+v %v", rec, ok)
 	}
 	for _, pg := range s.Pages {
 		if strings.HasPrefix(pg.URL, "devtools://") || strings.HasPrefix(pg.URL, "chrome-extension://") {
@@ -56,7 +60,9 @@ func TestOpenBackgroundTabAndNewWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: w.ID, OwnsWindow: true}) })
+	t.Cleanup(func() {
+		_ = b.Close(context.Background(), browser.CloseRequest{Key: "win-1", ID: w.ID, OwnsWindow: true})
+	})
 	if w.WindowID == "" || w.Popup {
 		t.Errorf("new window page %+v", w)
 	}
@@ -74,7 +80,7 @@ func TestOpenBackgroundTabAndNewWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: tab.ID}) })
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: "tab-1", ID: tab.ID}) })
 	if tab.WindowID == "" || tab.WindowID == w.WindowID {
 		t.Errorf("background tab in window %q (new window is %s)", tab.WindowID, w.WindowID)
 	}
@@ -97,35 +103,41 @@ func TestOpenBackgroundTabAndNewWindow(t *testing.T) {
 	}
 	// The new window does not take the browser's "last active" place either: a
 	// background tab opened after it still lands in the old window.
-	tab2, err := b.Open(ctx, browser.OpenRequest{URL: "about:blank"})
+	tab2, err := b.Open(ctx, browser.OpenRequest{Key: "tab-2", URL: "about:blank"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: tab2.ID}) })
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: "tab-2", ID: tab2.ID}) })
 	if tab2.WindowID != tab.WindowID {
 		t.Errorf("second background tab in %s, first in %s", tab2.WindowID, tab.WindowID)
 	}
 
-	// Opening into a window that does not exist fails.
-	if _, err := b.Open(ctx, browser.OpenRequest{URL: "about:blank", WindowID: "424242"}); err == nil {
-		t.Error("open into a missing window succeeded")
+	// Opening into a window that does not exist fails, and records nothing.
+	if _, err := b.Open(ctx, browser.OpenRequest{Key: "tab-3", URL: "about:blank", WindowID: "424242"}); !errors.Is(err, browser.ErrNotFound) {
+		t.Errorf("open into a missing window: %v, want ErrNotFound", err)
+	}
+	if _, ok := b.ledger.PageOf("tab-3"); ok {
+		t.Error("a failed open left a record")
 	}
 	// After the page is closed, the key opens a new one.
-	if err := b.Close(ctx, browser.CloseRequest{ID: w.ID, OwnsWindow: true}); err != nil {
+	if err := b.Close(ctx, browser.CloseRequest{Key: "win-1", ID: w.ID, OwnsWindow: true}); err != nil {
 		t.Fatal(err)
 	}
 	w2, err := b.Open(ctx, browser.OpenRequest{Key: "win-1", URL: site.Path("/landing"), NewWindow: true})
 	if err != nil || w2.ID == w.ID {
 		t.Fatalf("reopen after close: %+v %v", w2, err)
 	}
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: w2.ID, OwnsWindow: true}) })
+	t.Cleanup(func() {
+		_ = b.Close(context.Background(), browser.CloseRequest{Key: "win-1", ID: w2.ID, OwnsWindow: true})
+	})
 }
 
-// act clicks and returns when the click returns, with the time it was sent.
-func act(t *testing.T, b *Browser, key, page, sel string) time.Time {
+// act clicks in page, which is recorded under owner, as the operation key, and
+// returns when the click returns, with the time it was sent.
+func act(t *testing.T, b *Browser, key, owner, page, sel string) time.Time {
 	t.Helper()
 	start := time.Now()
-	if err := b.Act(tctx(t), browser.ActRequest{Key: key, Page: page, ClickSelector: sel}); err != nil {
+	if err := b.Act(tctx(t), browser.ActRequest{Key: key, Owner: owner, Page: page, ClickSelector: sel}); err != nil {
 		t.Fatalf("click %s: %v", sel, err)
 	}
 	return start
@@ -135,17 +147,27 @@ func created(opener string) func(browser.Event) bool {
 	return func(e browser.Event) bool { return e.Type == browser.PageCreated && e.Page.OpenerID == opener }
 }
 
+// adopt records a spawned page under key, attributed to parent, or fails.
+func adopt(t *testing.T, b *Browser, key, id, parent string) {
+	t.Helper()
+	if err := b.Adopt(tctx(t), browser.AdoptRequest{Key: key, ID: id, Parent: parent}); err != nil {
+		t.Fatalf("adopt %s under %s from %s: %v", id, key, parent, err)
+	}
+}
+
 func TestSpawnComposePopup(t *testing.T) {
 	b, r := newDriver(t, Options{})
-	contacts := openWindow(t, b, r, "/contacts", fixture.TitleContacts)
+	contacts := openWindow(t, b, r, "contacts", "/contacts", fixture.TitleContacts)
 	for i := range 3 {
-		start := act(t, b, "act-compose", contacts.ID, "#contact-"+string(rune('0'+i)))
+		start := act(t, b, "act-compose", "contacts", contacts.ID, "#contact-"+string(rune('0'+i)))
 		e := r.wait(t, 5*time.Second, "compose created", func(e browser.Event) bool {
 			return created(contacts.ID)(e) && e.Time.After(start)
 		})
 		t.Logf("click → PageCreated (popup): %v", e.Time.Sub(start))
 		id := e.Page.ID
-		t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: id, OwnsWindow: true}) })
+		key := "compose-" + string(rune('0'+i))
+		adopt(t, b, key, id, "contacts")
+		t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: key, ID: id, OwnsWindow: true}) })
 		if e.Page.Attributed != "" {
 			t.Errorf("a page with an opener was attributed: %+v", e.Page)
 		}
@@ -187,12 +209,13 @@ func TestSpawnTabsCarryOpener(t *testing.T) {
 		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
 			b, r := newDriver(t, Options{})
 			title := map[string]string{"/blank-link": fixture.TitleBlankLink, "/noopener": fixture.TitleNoopener}[path]
-			opener := openWindow(t, b, r, path, title)
-			start := act(t, b, "act-link", opener.ID, "#open-landing")
+			opener := openWindow(t, b, r, "opener", path, title)
+			start := act(t, b, "act-link", "opener", opener.ID, "#open-landing")
 			e := r.wait(t, 5*time.Second, "landing created", created(opener.ID))
 			t.Logf("click → PageCreated (tab): %v", e.Time.Sub(start))
 			id := e.Page.ID
-			t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: id}) })
+			adopt(t, b, "landing", id, "opener")
+			t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: "landing", ID: id}) })
 			u := r.wait(t, 5*time.Second, "landing window known", func(e browser.Event) bool {
 				return e.Page.ID == id && e.Type == browser.PageUpdated && e.Page.WindowID != ""
 			})
@@ -206,17 +229,23 @@ func TestSpawnTabsCarryOpener(t *testing.T) {
 
 func TestOAuthPopupOpensPopup(t *testing.T) {
 	b, r := newDriver(t, Options{})
-	oauth := openWindow(t, b, r, "/oauth", fixture.TitleOAuth)
-	act(t, b, "act-oauth", oauth.ID, "#signin")
+	oauth := openWindow(t, b, r, "oauth", "/oauth", fixture.TitleOAuth)
+	act(t, b, "act-oauth", "oauth", oauth.ID, "#signin")
 	e := r.wait(t, 5*time.Second, "authorize created", created(oauth.ID))
 	auth := e.Page.ID
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: auth, OwnsWindow: true}) })
+	adopt(t, b, "auth", auth, "oauth")
+	t.Cleanup(func() {
+		_ = b.Close(context.Background(), browser.CloseRequest{Key: "auth", ID: auth, OwnsWindow: true})
+	})
 	waitTitle(t, b, auth, fixture.TitleAuthorize)
 
-	act(t, b, "act-oauth", auth, "#consent")
+	act(t, b, "act-oauth", "auth", auth, "#consent")
 	e = r.wait(t, 5*time.Second, "consent created", created(auth))
 	consent := e.Page.ID
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: consent, OwnsWindow: true}) })
+	adopt(t, b, "consent", consent, "auth")
+	t.Cleanup(func() {
+		_ = b.Close(context.Background(), browser.CloseRequest{Key: "consent", ID: consent, OwnsWindow: true})
+	})
 	u := waitTitle(t, b, consent, fixture.TitleConsent)
 	s, err := b.Snapshot(tctx(t))
 	if err != nil {
@@ -231,20 +260,21 @@ func TestOAuthPopupOpensPopup(t *testing.T) {
 
 func TestAttributionOfOpenerlessPages(t *testing.T) {
 	b, r := newDriver(t, Options{})
-	other, _ := newDriver(t, Options{}) // someone else opening a page meanwhile
-	slow := openWindow(t, b, r, "/slow?ms=800", fixture.TitleSlow)
+	// The user's hand, a second driver: someone else opening a page meanwhile.
+	other, _ := newDriver(t, Options{})
+	slow := openWindow(t, b, r, "slow", "/slow?ms=800", fixture.TitleSlow)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		act(t, b, "act-slow", slow.ID, "#busy")
+		act(t, b, "act-slow", "slow", slow.ID, "#busy")
 	}()
 	time.Sleep(250 * time.Millisecond)
-	p, err := other.Open(tctx(t), browser.OpenRequest{URL: "about:blank#during-act"})
+	p, err := other.Open(tctx(t), browser.OpenRequest{Key: "user-page", URL: "about:blank#during-act"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = other.Close(context.Background(), browser.CloseRequest{ID: p.ID}) })
+	t.Cleanup(func() { _ = other.Close(context.Background(), browser.CloseRequest{Key: "user-page", ID: p.ID}) })
 	wg.Wait()
 	e := r.wait(t, 5*time.Second, "page created during act", func(e browser.Event) bool {
 		return e.Type == browser.PageCreated && e.Page.ID == p.ID
@@ -256,14 +286,14 @@ func TestAttributionOfOpenerlessPages(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		act(t, b, "act-slow-2", slow.ID, "#busy")
+		act(t, b, "act-slow-2", "slow", slow.ID, "#busy")
 	}()
 	time.Sleep(250 * time.Millisecond)
-	mine, err := b.Open(tctx(t), browser.OpenRequest{URL: site.Path("/landing")})
+	mine, err := b.Open(tctx(t), browser.OpenRequest{Key: "mine", URL: site.Path("/landing")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: mine.ID}) })
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: "mine", ID: mine.ID}) })
 	wg.Wait()
 	e = r.wait(t, 5*time.Second, "own page created", func(e browser.Event) bool {
 		return e.Type == browser.PageCreated && e.Page.ID == mine.ID
@@ -277,12 +307,13 @@ func TestCloseWaitsUntilGone(t *testing.T) {
 	b, r := newDriver(t, Options{})
 	ctx := tctx(t)
 	for i := range 3 {
-		p, err := b.Open(ctx, browser.OpenRequest{URL: site.Path("/landing"), NewWindow: i == 0})
+		key := "page-" + string(rune('0'+i))
+		p, err := b.Open(ctx, browser.OpenRequest{Key: key, URL: site.Path("/landing"), NewWindow: i == 0})
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if err := b.Close(ctx, browser.CloseRequest{ID: p.ID, OwnsWindow: true}); err != nil {
+		if err := b.Close(ctx, browser.CloseRequest{Key: key, ID: p.ID, OwnsWindow: true}); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("Close → destroyed (newWindow=%v): %v", i == 0, time.Since(start))
@@ -294,38 +325,67 @@ func TestCloseWaitsUntilGone(t *testing.T) {
 			t.Errorf("page %s still in the snapshot after Close", p.ID)
 		}
 		r.wait(t, time.Second, "removed", func(e browser.Event) bool { return e.Type == browser.PageRemoved && e.Page.ID == p.ID })
-		// Already gone: not an error, twice.
-		if err := b.Close(ctx, browser.CloseRequest{ID: p.ID}); err != nil {
-			t.Errorf("closing a closed page: %v", err)
+		if _, ok := b.ledger.Get(p.ID); ok {
+			t.Errorf("page %s still recorded after Close", p.ID)
+		}
+		// Already gone: not an error, twice, whatever the key.
+		for _, k := range []string{key, "", "another"} {
+			if err := b.Close(ctx, browser.CloseRequest{Key: k, ID: p.ID}); err != nil {
+				t.Errorf("closing a closed page under %q: %v", k, err)
+			}
 		}
 	}
-	if err := b.Close(ctx, browser.CloseRequest{ID: "NOSUCHTARGET"}); err != nil {
-		t.Errorf("closing an unknown page: %v", err)
+	for _, k := range []string{"", "page-0"} {
+		if err := b.Close(ctx, browser.CloseRequest{Key: k, ID: "NOSUCHTARGET"}); err != nil {
+			t.Errorf("closing an unknown page under %q: %v", k, err)
+		}
 	}
 }
 
-// userWindowWithTabs opens a window with a /blank-link page and, by clicking,
-// n-1 more tabs in it (CDP cannot open a tab in a given window).
-func userWindowWithTabs(t *testing.T, b *Browser, r *recorder, n int) (string, []string) {
+// userWindowWithOwnedTabs makes a user's window holding n tabs the driver owns,
+// and nothing else. The user's hand (a second driver) opens the window with a
+// /blank-link page; the driver binds that tab (uses it without owning it), clicks
+// its link n times and adopts each tab spawned into the window (CDP cannot open a
+// tab in a given window); then the user closes their own tab. It returns the
+// window, the owned tabs and their keys.
+func userWindowWithOwnedTabs(t *testing.T, b *Browser, r *recorder, n int) (string, []string, []string) {
 	t.Helper()
-	first := openWindow(t, b, r, "/blank-link", fixture.TitleBlankLink)
-	ids := []string{first.ID}
+	hand, hr := newDriver(t, Options{})
+	user := openWindow(t, hand, hr, "user-window", "/blank-link", fixture.TitleBlankLink)
+	seen(t, r, user.ID)
+	if err := b.Bind(tctx(t), browser.BindRequest{Key: "bind-user", ID: user.ID}); err != nil {
+		t.Fatalf("bind the user's tab: %v", err)
+	}
+	var ids, keys []string
 	for len(ids) < n {
 		before := time.Now()
-		act(t, b, "", first.ID, "#open-landing")
+		act(t, b, "", "bind-user", user.ID, "#open-landing")
 		e := r.wait(t, 5*time.Second, "tab", func(e browser.Event) bool {
-			return created(first.ID)(e) && e.Time.After(before) && !contains(ids, e.Page.ID)
+			return created(user.ID)(e) && e.Time.After(before) && !contains(ids, e.Page.ID)
 		})
-		ids = append(ids, e.Page.ID)
+		key := "tab-" + string(rune('0'+len(ids)))
+		adopt(t, b, key, e.Page.ID, "bind-user")
+		ids, keys = append(ids, e.Page.ID), append(keys, key)
 	}
+	waitWindowPages(t, b, user.WindowID, n+1)
+	if err := b.Release(tctx(t), browser.ReleaseRequest{Key: "bind-user", ID: user.ID}); err != nil {
+		t.Fatal(err)
+	}
+	userCloses(t, user.ID)
+	waitWindowPages(t, b, user.WindowID, n)
+	return user.WindowID, ids, keys
+}
+
+// waitWindowPages waits until the driver sees n pages in window w.
+func waitWindowPages(t *testing.T, b *Browser, w string, n int) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for len(windowPages(t, b, first.WindowID)) != n {
+	for len(windowPages(t, b, w)) != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("window %s: %+v, want %d pages", first.WindowID, windowPages(t, b, first.WindowID), n)
+			t.Fatalf("window %s: %+v, want %d pages", w, windowPages(t, b, w), n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return first.WindowID, ids
 }
 
 func contains(s []string, x string) bool {
@@ -347,39 +407,43 @@ func checkBlankOnly(t *testing.T, b *Browser, w string, closed []string) {
 	if contains(closed, p.ID) || (p.URL != "about:blank" && p.URL != "") || p.OpenerID != "" || p.Attributed != "" {
 		t.Errorf("window %s keeps %+v, want a fresh about:blank tab", w, p)
 	}
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: p.ID, OwnsWindow: true}) })
+	if !isOpen(t, p.ID) {
+		t.Errorf("Chromium does not list the placeholder %s", p.ID)
+	}
+	// The placeholder is the user's: the user closes it, and with it the window.
+	t.Cleanup(func() { userCloses(t, p.ID) })
 }
 
 func TestCloseLastTabLeavesBlank(t *testing.T) {
 	b, r := newDriver(t, Options{})
-	w, ids := userWindowWithTabs(t, b, r, 1)
+	w, ids, keys := userWindowWithOwnedTabs(t, b, r, 1)
 	start := time.Now()
-	if err := b.Close(tctx(t), browser.CloseRequest{Key: "k", ID: ids[0]}); err != nil {
+	if err := b.Close(tctx(t), browser.CloseRequest{Key: keys[0], ID: ids[0]}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Close last tab (placeholder + close): %v", time.Since(start))
 	checkBlankOnly(t, b, w, ids)
 
 	// A window's last tab closed with OwnsWindow goes with its window.
-	w2, ids2 := userWindowWithTabs(t, b, r, 1)
-	if err := b.Close(tctx(t), browser.CloseRequest{ID: ids2[0], OwnsWindow: true}); err != nil {
+	own := openWindow(t, b, r, "own-window", "/blank-link", fixture.TitleBlankLink)
+	if err := b.Close(tctx(t), browser.CloseRequest{Key: "own-window", ID: own.ID, OwnsWindow: true}); err != nil {
 		t.Fatal(err)
 	}
-	if ps := windowPages(t, b, w2); len(ps) != 0 {
-		t.Errorf("owned window %s still has %+v", w2, ps)
+	if ps := windowPages(t, b, own.WindowID); len(ps) != 0 {
+		t.Errorf("owned window %s still has %+v", own.WindowID, ps)
 	}
 }
 
 func TestConcurrentCloseOfLastTwoTabs(t *testing.T) {
 	b, r := newDriver(t, Options{})
-	w, ids := userWindowWithTabs(t, b, r, 2)
+	w, ids, keys := userWindowWithOwnedTabs(t, b, r, 2)
 	var wg sync.WaitGroup
 	errs := make([]error, len(ids))
 	for i, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = b.Close(tctx(t), browser.CloseRequest{ID: id})
+			errs[i] = b.Close(tctx(t), browser.CloseRequest{Key: keys[i], ID: id})
 		}()
 	}
 	wg.Wait()
@@ -418,16 +482,18 @@ func TestPoolContextsIsolateCookies(t *testing.T) {
 		t.Errorf("windows: A %s/%s, B %s", setA.WindowID, cookA.WindowID, cookB.WindowID)
 	}
 	// The default context does not see A's cookie either.
-	def, err := b.Open(ctx, browser.OpenRequest{URL: site.Path("/cookies"), NewWindow: true})
+	def, err := b.Open(ctx, browser.OpenRequest{Key: "def", URL: site.Path("/cookies"), NewWindow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: def.ID, OwnsWindow: true}) })
+	t.Cleanup(func() {
+		_ = b.Close(context.Background(), browser.CloseRequest{Key: "def", ID: def.ID, OwnsWindow: true})
+	})
 	waitTitle(t, b, def.ID, "Cookies: none")
 
 	// Closing A's pages leaves B's.
-	for _, id := range []string{setA.ID, cookA.ID} {
-		if err := b.Close(ctx, browser.CloseRequest{ID: id, OwnsWindow: true}); err != nil {
+	for key, id := range map[string]string{"a1": setA.ID, "a2": cookA.ID} {
+		if err := b.Close(ctx, browser.CloseRequest{Key: key, ID: id, OwnsWindow: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -445,8 +511,8 @@ func TestPoolContextsIsolateCookies(t *testing.T) {
 	}
 	// Without Pool a context is refused rather than silently shared.
 	plain, _ := newDriver(t, Options{})
-	if _, err := plain.Open(ctx, browser.OpenRequest{URL: "about:blank", Context: "A"}); err == nil {
-		t.Error("open with a context on a driver without Pool succeeded")
+	if _, err := plain.Open(ctx, browser.OpenRequest{Key: "plain", URL: "about:blank", Context: "A"}); err == nil || !strings.Contains(err.Error(), "Pool") {
+		t.Errorf("open with a context on a driver without Pool: %v", err)
 	}
 }
 
@@ -454,7 +520,7 @@ func TestDisconnectAndReconnect(t *testing.T) {
 	host := strings.TrimPrefix(chrome.HTTPURL, "http://")
 	px := newProxy(t, host)
 	b, r := newDriverAt(t, "http://"+px.addr(), Options{MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
-	p := openWindow(t, b, r, "/quiet", fixture.TitleQuiet)
+	p := openWindow(t, b, r, "quiet", "/quiet", fixture.TitleQuiet)
 	before, err := b.Snapshot(tctx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -470,13 +536,13 @@ func TestDisconnectAndReconnect(t *testing.T) {
 	if _, err := b.Snapshot(tctx(t)); !isNotConnected(err) {
 		t.Errorf("Snapshot while disconnected: %v", err)
 	}
-	if _, err := b.Open(tctx(t), browser.OpenRequest{URL: "about:blank"}); !isNotConnected(err) {
+	if _, err := b.Open(tctx(t), browser.OpenRequest{Key: "other", URL: "about:blank"}); !isNotConnected(err) {
 		t.Errorf("Open while disconnected: %v", err)
 	}
-	if err := b.Close(tctx(t), browser.CloseRequest{ID: p.ID}); !isNotConnected(err) {
+	if err := b.Close(tctx(t), browser.CloseRequest{Key: "quiet", ID: p.ID}); !isNotConnected(err) {
 		t.Errorf("Close while disconnected: %v", err)
 	}
-	if err := b.Act(tctx(t), browser.ActRequest{Page: p.ID, ClickSelector: "#noop"}); !isNotConnected(err) {
+	if err := b.Act(tctx(t), browser.ActRequest{Key: "act", Owner: "quiet", Page: p.ID, ClickSelector: "#noop"}); !isNotConnected(err) {
 		t.Errorf("Act while disconnected: %v", err)
 	}
 	time.Sleep(300 * time.Millisecond) // a few refused reconnects
@@ -509,7 +575,7 @@ func TestDisconnectAndReconnect(t *testing.T) {
 		}
 	}
 	// The driver works again: events flow and pages close.
-	if err := b.Close(tctx(t), browser.CloseRequest{ID: p.ID, OwnsWindow: true}); err != nil {
+	if err := b.Close(tctx(t), browser.CloseRequest{Key: "quiet", ID: p.ID, OwnsWindow: true}); err != nil {
 		t.Fatal(err)
 	}
 	r.wait(t, 5*time.Second, "removed after reconnect", func(e browser.Event) bool {
@@ -519,14 +585,14 @@ func TestDisconnectAndReconnect(t *testing.T) {
 
 func TestActErrors(t *testing.T) {
 	b, r := newDriver(t, Options{})
-	q := openWindow(t, b, r, "/quiet", fixture.TitleQuiet)
-	if err := b.Act(tctx(t), browser.ActRequest{Key: "k", Page: q.ID, ClickSelector: "#missing"}); err == nil {
-		t.Error("click on a missing element succeeded")
+	q := openWindow(t, b, r, "quiet", "/quiet", fixture.TitleQuiet)
+	if err := b.Act(tctx(t), browser.ActRequest{Key: "k", Owner: "quiet", Page: q.ID, ClickSelector: "#missing"}); err == nil || errors.Is(err, browser.ErrNotOwned) {
+		t.Errorf("click on a missing element: %v", err)
 	}
-	if err := b.Act(tctx(t), browser.ActRequest{Key: "k", Page: "NOSUCH", ClickSelector: "#noop"}); err == nil {
-		t.Error("click on a missing page succeeded")
+	if err := b.Act(tctx(t), browser.ActRequest{Key: "k", Owner: "quiet", Page: "NOSUCH", ClickSelector: "#noop"}); !errors.Is(err, browser.ErrNotFound) {
+		t.Errorf("click on a missing page: %v, want ErrNotFound", err)
 	}
-	act(t, b, "k", q.ID, "#noop")
+	act(t, b, "k", "quiet", q.ID, "#noop")
 	if v := evaluate(t, b, q.ID, "document.getElementById('noop').textContent"); v != "clicked" {
 		t.Errorf("button text %v after the click", v)
 	}

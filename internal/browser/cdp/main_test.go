@@ -2,10 +2,12 @@ package cdp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -141,17 +143,112 @@ func tctx(t *testing.T) context.Context {
 	return ctx
 }
 
-// openWindow opens url in a new window as the "user" would have, waits until it
-// has loaded (its title is title) and closes it when the test ends.
-func openWindow(t *testing.T, b *Browser, r *recorder, path, title string) browser.Page {
+// openWindow has b open path in a new window under key, waits until it has
+// loaded (its title is title) and closes it under key when the test ends. With b
+// the driver under test the page is the driver's own; with a second driver (the
+// user's hand) it is the user's window, which the driver under test did not open.
+func openWindow(t *testing.T, b *Browser, r *recorder, key, path, title string) browser.Page {
 	t.Helper()
-	p, err := b.Open(tctx(t), browser.OpenRequest{URL: site.Path(path), NewWindow: true})
+	p, err := b.Open(tctx(t), browser.OpenRequest{Key: key, URL: site.Path(path), NewWindow: true})
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
-	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{ID: p.ID, OwnsWindow: true}) })
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: key, ID: p.ID, OwnsWindow: true}) })
 	waitTitle(t, b, p.ID, title)
 	return p
+}
+
+// chromiumPage is a page as Chromium itself lists it (/json/list over HTTP),
+// seen by no driver: what a user would check.
+type chromiumPage struct {
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	URL   string `json:"url"`
+	Title string `json:"title"`
+}
+
+func chromiumPages(t *testing.T) map[string]chromiumPage {
+	t.Helper()
+	var list []chromiumPage
+	devtoolsHTTP(t, "/json/list", &list)
+	out := map[string]chromiumPage{}
+	for _, p := range list {
+		if p.Type == "page" {
+			out[p.ID] = p
+		}
+	}
+	return out
+}
+
+func devtoolsHTTP(t *testing.T, path string, out any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(tctx(t), http.MethodGet, chrome.HTTPURL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %s", path, resp.Status, body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			t.Fatalf("GET %s: %v: %s", path, err, body)
+		}
+	}
+}
+
+// isOpen reports whether Chromium still lists the page.
+func isOpen(t *testing.T, id string) bool {
+	t.Helper()
+	_, ok := chromiumPages(t)[id]
+	return ok
+}
+
+// mustBeOpen fails unless Chromium still lists every page.
+func mustBeOpen(t *testing.T, what string, ids ...string) {
+	t.Helper()
+	ps := chromiumPages(t)
+	for _, id := range ids {
+		if _, ok := ps[id]; !ok {
+			t.Fatalf("%s: page %s is gone from Chromium's page list", what, id)
+		}
+	}
+}
+
+// waitGone waits until Chromium no longer lists the page.
+func waitGone(t *testing.T, what, id string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for isOpen(t, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: page %s still in Chromium's page list", what, id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// userCloses closes a page the way the user does, through Chromium itself and
+// no driver's ledger (the tab's close button), and waits until it is gone.
+func userCloses(t *testing.T, id string) {
+	t.Helper()
+	if !isOpen(t, id) {
+		return
+	}
+	devtoolsHTTP(t, "/json/close/"+id, nil)
+	waitGone(t, "user closes", id)
+}
+
+// seen waits until the driver reported page id.
+func seen(t *testing.T, r *recorder, id string) {
+	t.Helper()
+	r.wait(t, 5*time.Second, "page "+id+" seen", func(e browser.Event) bool {
+		return e.Page.ID == id && (e.Type == browser.PageCreated || e.Type == browser.PageUpdated)
+	})
 }
 
 // waitTitle polls snapshots (which re-read target infos) until page id has the

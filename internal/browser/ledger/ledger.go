@@ -99,6 +99,11 @@ func (l *Ledger) saveLocked() error {
 }
 
 func (l *Ledger) putLocked(r browser.Record) error {
+	// A record without a key would let an Act without an Owner through (and is
+	// dropped on load anyway).
+	if r.Key == "" || r.Page == "" {
+		return fmt.Errorf("ledger: a record needs a key and a page (key %q, page %q)", r.Key, r.Page)
+	}
 	if old, ok := l.keys[r.Key]; ok && old != r.Page {
 		return fmt.Errorf("key %s already has page %s, not %s: %w", r.Key, old, r.Page, browser.ErrInUse)
 	}
