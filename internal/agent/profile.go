@@ -16,8 +16,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
-
 // profileLoop registers the agent's BrowserProfile and keeps it current: the
 // Connected condition, browser version, the bindable tabs and a heartbeat Lease.
 type profileLoop struct {
