@@ -60,6 +60,13 @@ const (
 	ReasonWaitingForUser = "waiting_for_user"
 	// ReasonSessionFinished: the session is finished; nothing new opens in it.
 	ReasonSessionFinished = "session_finished"
+	// ReasonSpawnNotObserved: a Spawned window whose page the agent did not see
+	// spawned from a page of the window's session (a forged or mistaken object);
+	// the page is never touched.
+	ReasonSpawnNotObserved = "spawn_not_observed"
+	// ReasonTabInUse: a Bind window names a tab that another window already owns
+	// or binds; a tab is bound by at most one window.
+	ReasonTabInUse = "tab_in_use"
 
 	// ReasonRegistered: the object is registered.
 	ReasonRegistered = "Registered"

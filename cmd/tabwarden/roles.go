@@ -97,7 +97,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&driver, "driver", "cdp", "how to talk to the browser: cdp or extension")
 	fs.StringVar(&cdpEndpoint, "cdp-endpoint", "", "DevTools endpoint of the Chrome to drive (cdp): ws://host:port/devtools/browser/<id> or http://host:port")
 	fs.StringVar(&extensionAddr, "extension-addr", extension.DefaultAddr, "loopback address the extension connects to (extension)")
-	fs.StringVar(&stateDir, "state-dir", defaultStateDir(), "directory of the extension pairing and the socket tabwarden pair asks for codes (extension)")
+	fs.StringVar(&stateDir, "state-dir", defaultStateDir(), "directory of the agent's state: the ownership ledger of the pages it opened, adopted or bound (cdp), the extension pairing and the socket tabwarden pair asks for codes (extension)")
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", up.Namespace, `namespace of the profile's heartbeat Lease; "" disables the heartbeat`)
 	fs.StringVar(&o.Identity, "identity", "", "name of this agent in the profile's status (default agent-<profile>)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 10*time.Second, "how often the Lease is renewed and the profile published")
@@ -139,7 +139,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 			!strings.HasPrefix(cdpEndpoint, "http://") && !strings.HasPrefix(cdpEndpoint, "https://") {
 			return fmt.Errorf("--cdp-endpoint %q: want ws://host:port/devtools/browser/<id> or http://host:port", cdpEndpoint)
 		}
-		cb, err := dialCDP(ctx, log, cdpEndpoint)
+		cb, err := dialCDP(ctx, log, cdpEndpoint, cdp.LedgerFile(stateDir, o.Profile))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -172,10 +172,10 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 
 // dialCDP connects to Chrome, retrying with backoff until it answers or ctx
 // ends: in a pod the browser container may start after the agent.
-func dialCDP(ctx context.Context, log logr.Logger, endpoint string) (*cdp.Browser, error) {
+func dialCDP(ctx context.Context, log logr.Logger, endpoint, ledgerPath string) (*cdp.Browser, error) {
 	backoff := 500 * time.Millisecond
 	for {
-		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp")})
+		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: ledgerPath})
 		if err == nil {
 			return b, nil
 		}

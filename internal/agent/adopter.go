@@ -7,8 +7,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-
 	"github.com/tabwarden/tabwarden/internal/browser"
 )
 
@@ -94,39 +92,40 @@ func (ad *adopter) resync(ctx context.Context) error {
 			}
 		}
 	}
-	// Re-record every adopted page in the browser (the extension's records may
-	// have missed one), then wake every window to observe the new snapshot.
-	var list twv1.BrowserWindowList
-	if err := a.client.List(ctx, &list); err == nil {
-		for i := range list.Items {
-			if _, ok := a.model.page(list.Items[i].PageID()); ok {
-				a.recordAdoption(ctx, &list.Items[i])
-			}
-		}
-	}
+	// Every window reconciles against the new snapshot; a Spawned window whose
+	// record is missing (the agent stopped between its create and its record)
+	// asks the driver again there.
 	a.markProfileDirty()
 	a.wakeAll(ctx)
 	return nil
 }
 
-// maybeAdopt adopts p when its opener, or the action running when it appeared,
-// belongs to a session. It reports whether it adopted p now.
+// maybeAdopt adopts p when the driver recorded its opener under a window of a
+// session, or when it appeared without an opener while a session's action ran.
+// It reports whether it adopted p now.
 func (ad *adopter) maybeAdopt(ctx context.Context, p browser.Page) bool {
 	a := ad.agent
-	if _, owned := a.ownerOf(ctx, p.ID); owned {
+	if _, recorded := a.model.record(p.ID); recorded {
 		a.wakePage(ctx, p.ID)
 		return false
 	}
-	var o owner
-	var reason string
-	if opener, ok := a.ownerOf(ctx, p.OpenerID); ok {
-		o, reason = opener, "opener"
-	} else if act, ok := parseActionKey(p.Attributed); ok && p.OpenerID == "" {
-		o, reason = act, "during_action"
-	} else {
+	var (
+		o              owner
+		parent, reason string
+		ok             bool
+	)
+	switch {
+	case p.OpenerID != "":
+		o, parent, ok = a.ownerOf(ctx, p.OpenerID)
+		reason = ReasonOpener
+	case p.Attributed != "":
+		o, ok = parseActionKey(p.Attributed)
+		parent, reason = p.Attributed, ReasonDuringAction
+	}
+	if !ok {
 		return false
 	}
-	if err := a.adopt(ctx, p, o, reason); err != nil {
+	if err := a.adopt(ctx, p, o, parent, reason); err != nil {
 		// The next snapshot (every reconnect, or the periodic one) retries.
 		ctrl.LoggerFrom(ctx).Error(err, "Adopting spawned page failed; retrying", "page", p.ID)
 		ad.retry = true

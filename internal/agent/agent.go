@@ -28,8 +28,10 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser"
 )
 
-// WindowPageIndex indexes BrowserWindows by the browser id of their page.
-const WindowPageIndex = "tabwarden.page"
+// WindowUIDIndex indexes BrowserWindows by uid: the driver's records name a
+// window by the uid it was created with, so a record never follows a name that
+// was deleted and made again.
+const WindowUIDIndex = "metadata.uid"
 
 // Options configure an agent.
 type Options struct {
@@ -89,11 +91,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 		wake:         make(chan event.GenericEvent, 1024),
 		profileDirty: make(chan struct{}, 1),
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, WindowPageIndex, func(o client.Object) []string {
-		if id := o.(*twv1.BrowserWindow).PageID(); id != "" {
-			return []string{id}
-		}
-		return nil
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, WindowUIDIndex, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
 	}); err != nil {
 		return nil, err
 	}
@@ -114,21 +113,57 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	return a, nil
 }
 
-// ownerOf finds the window a page belongs to: one the agent remembers opening or
-// adopting, or one in the cache indexed by the page id.
-func (a *Agent) ownerOf(ctx context.Context, pageID string) (owner, bool) {
+// ownerOf finds the window a page belongs to from the driver's records: never
+// from a tab id that someone wrote into an object. It returns the window and the
+// key the page is recorded under.
+func (a *Agent) ownerOf(ctx context.Context, pageID string) (owner, string, bool) {
 	if pageID == "" {
-		return owner{}, false
+		return owner{}, "", false
 	}
-	if o, ok := a.model.knownOwner(pageID); ok {
+	r, ok := a.model.record(pageID)
+	if !ok {
+		return owner{}, "", false
+	}
+	o, ok := a.windowOfKey(ctx, r.Key)
+	return o, r.Key, ok
+}
+
+// windowOfKey names the window a record's key (its uid) belongs to.
+func (a *Agent) windowOfKey(ctx context.Context, key string) (owner, bool) {
+	if o, ok := a.model.knownOwner(key); ok {
 		return o, true
 	}
 	var list twv1.BrowserWindowList
-	if err := a.client.List(ctx, &list, client.MatchingFields{WindowPageIndex: pageID}); err != nil || len(list.Items) == 0 {
+	if err := a.client.List(ctx, &list, client.MatchingFields{WindowUIDIndex: key}); err != nil || len(list.Items) == 0 {
 		return owner{}, false
 	}
 	w := &list.Items[0]
-	return owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}, true
+	o := owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}
+	a.model.rememberOwner(key, o)
+	return o, true
+}
+
+// pageOf is the page a window has authority over, from the driver's records:
+// the page opened for it, the spawned page adopted under it, or the tab bound
+// to it. The tab ids in its spec or status are claims; this is the proof.
+func (a *Agent) pageOf(w *twv1.BrowserWindow) (browser.Record, bool) {
+	page, ok := a.model.pageOfKey(string(w.UID))
+	if !ok {
+		return browser.Record{}, false
+	}
+	r, ok := a.model.record(page)
+	if !ok || r.Key != string(w.UID) {
+		return browser.Record{}, false
+	}
+	switch w.Spec.Source {
+	case twv1.SourceOpen:
+		ok = r.Kind == browser.RecordOpened
+	case twv1.SourceSpawned:
+		ok = r.Kind == browser.RecordSpawned && w.Spec.Spawn != nil && w.Spec.Spawn.TabID == page
+	case twv1.SourceBind:
+		ok = r.Kind == browser.RecordBound && w.Spec.BindTabID == page
+	}
+	return r, ok
 }
 
 // SpawnedWindowName is the deterministic name of the window adopting a spawned
@@ -158,12 +193,17 @@ func parseActionKey(k string) (owner, bool) {
 }
 
 // adopt makes page p, spawned by a page of o's session, a Spawned BrowserWindow
-// owned by that session. Idempotent: the name is derived from the page.
-func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, reason string) error {
+// owned by that session, and records it in the driver under the window's uid;
+// parent is the key the driver saw the spawn come from. Idempotent: the name is
+// derived from the page.
+func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reason string) error {
 	log := ctrl.LoggerFrom(ctx)
 	s := &twv1.BrowserSession{}
 	if err := a.client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Session}, s); err != nil {
 		return fmt.Errorf("getting session %s/%s of spawned page %s: %w", o.Namespace, o.Session, p.ID, err)
+	}
+	if s.Status.ProfileName != a.opts.Profile {
+		return fmt.Errorf("session %s/%s of spawned page %s is placed on profile %q, not %q", o.Namespace, o.Session, p.ID, s.Status.ProfileName, a.opts.Profile)
 	}
 	w := &twv1.BrowserWindow{}
 	w.Namespace, w.Name = o.Namespace, SpawnedWindowName(o.Session, a.opts.Profile, p.ID)
@@ -183,43 +223,71 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, reason strin
 	if err := controllerutil.SetControllerReference(s, w, a.client.Scheme()); err != nil {
 		return err
 	}
-	// Remember first: the page may spawn again before the cache shows this object.
-	a.model.rememberOwner(p.ID, owner{Namespace: o.Namespace, Session: o.Session, Window: w.Name})
 	err := a.client.Create(ctx, w)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// Adopted before (a restart, or a snapshot racing an event). Its record in
-		// the browser may not have been written then: write it again (idempotent).
+		// the driver may not have been written then: write it again (idempotent),
+		// but only into the object this agent would have made.
 		if err := a.client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		a.recordAdoption(ctx, w)
-		return nil
+		if w.Spec.Source != twv1.SourceSpawned || w.Spec.Spawn == nil || w.Spec.Spawn.TabID != p.ID || w.Spec.SessionRef.Name != o.Session {
+			return fmt.Errorf("adopting spawned page %s: %s/%s exists and is not its window", p.ID, w.Namespace, w.Name)
+		}
+		return a.recordAdoption(ctx, w, parent)
 	case err != nil:
 		return fmt.Errorf("adopting spawned page %s into session %s/%s: %w", p.ID, o.Namespace, o.Session, err)
+	}
+	if err := a.recordAdoption(ctx, w, parent); err != nil {
+		// The window's own reconcile retries and, if the driver still refuses,
+		// says so in its conditions; the page is never touched meanwhile.
+		log.Error(err, "Recording the adopted page in the driver failed", "page", p.ID, "window", w.Name)
 	}
 	log.Info("Adopted spawned page", "session", o.Session, "window", w.Name, "page", p.ID, "opener", p.OpenerID, "reason", reason)
 	a.recorder.Eventf(s, w, corev1.EventTypeNormal, twv1.EventSpawnAdopted, "Adopt",
 		"Page %s spawned by %s adopted as BrowserWindow %s; acknowledge it: %s", p.ID, o.Window, w.Name,
 		fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"Close"}}'`, w.Name, w.Namespace))
-	a.recordAdoption(ctx, w)
 	a.wakeWindow(w.Namespace, w.Name)
 	return nil
 }
 
-// recordAdoption records a spawned page under its window's uid in drivers that
-// keep ownership records (the extension), so that it can be closed later, also
-// after the extension's worker restarts. Every resync repeats it, so a record
-// that failed to be written (the worker died at that moment) is written later.
-func (a *Agent) recordAdoption(ctx context.Context, w *twv1.BrowserWindow) {
-	if w.Spec.Source != twv1.SourceSpawned || w.Spec.Spawn == nil || !w.DeletionTimestamp.IsZero() {
-		return
+// recordAdoption asks the driver to record a Spawned window's page under the
+// window's uid; the driver checks that it saw the spawn come from parent.
+func (a *Agent) recordAdoption(ctx context.Context, w *twv1.BrowserWindow, parent string) error {
+	key, page := string(w.UID), w.Spec.Spawn.TabID
+	a.model.rememberOwner(key, owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name})
+	if err := a.opts.Browser.Adopt(ctx, browser.AdoptRequest{Key: key, ID: page, Parent: parent}); err != nil {
+		return err
 	}
-	err := a.opts.Browser.Adopt(ctx, browser.AdoptRequest{Key: string(w.UID), ID: w.Spec.Spawn.TabID})
-	if err != nil && !errors.Is(err, browser.ErrNotFound) {
-		ctrl.LoggerFrom(ctx).Error(err, "Recording adopted page in the browser failed; the next resync retries", "page", w.Spec.Spawn.TabID, "window", w.Name)
-	}
+	a.model.putRecord(browser.Record{Key: key, Page: page, Kind: browser.RecordSpawned, Parent: parent})
+	return nil
 }
+
+// spawnParent is the key a Spawned window's page was spawned from, as its spec
+// says: the uid of the window named in spec.spawn.spawnedBy (same namespace and
+// session), or the action key for a spawn attributed to a running action. The
+// driver checks the claim against what it observed.
+func (a *Agent) spawnParent(ctx context.Context, w *twv1.BrowserWindow) (string, error) {
+	sp := w.Spec.Spawn
+	if sp.Reason == ReasonDuringAction {
+		return ActionKey(w.Namespace, w.Spec.SessionRef.Name, sp.SpawnedBy), nil
+	}
+	parent := &twv1.BrowserWindow{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: sp.SpawnedBy}, parent); err != nil {
+		return "", fmt.Errorf("spawnedBy window %q: %w", sp.SpawnedBy, err)
+	}
+	if parent.Spec.SessionRef.Name != w.Spec.SessionRef.Name {
+		return "", fmt.Errorf("spawnedBy window %q belongs to session %q, not %q", sp.SpawnedBy, parent.Spec.SessionRef.Name, w.Spec.SessionRef.Name)
+	}
+	return string(parent.UID), nil
+}
+
+// Spawn reasons recorded in spec.spawn.reason.
+const (
+	ReasonOpener       = "opener"
+	ReasonDuringAction = "during_action"
+)
 
 func (a *Agent) wakeWindow(namespace, name string) {
 	w := &twv1.BrowserWindow{}
@@ -229,7 +297,7 @@ func (a *Agent) wakeWindow(namespace, name string) {
 
 // wakePage wakes the window that owns a page, if any.
 func (a *Agent) wakePage(ctx context.Context, id string) {
-	if o, ok := a.ownerOf(ctx, id); ok {
+	if o, _, ok := a.ownerOf(ctx, id); ok {
 		a.wakeWindow(o.Namespace, o.Window)
 	}
 }

@@ -21,13 +21,18 @@ type model struct {
 	epoch     int64
 	version   string
 	pages     map[string]browser.Page
-	// owners remembers pages the agent opened or adopted before the cache shows
-	// their BrowserWindow, so that a spawn's own spawn is never missed.
+	// records mirrors the driver's ledger (page → record): the only source of
+	// authority over a page. keys maps a record's key to its page.
+	records map[string]browser.Record
+	keys    map[string]string
+	// owners names the window behind a record's key (a window uid) for windows the
+	// agent opened, adopted or bound before the cache shows them, so that a
+	// spawn's own spawn is never missed.
 	owners map[string]owner
 }
 
 func newModel() *model {
-	return &model{pages: map[string]browser.Page{}, owners: map[string]owner{}}
+	return &model{pages: map[string]browser.Page{}, records: map[string]browser.Record{}, keys: map[string]string{}, owners: map[string]owner{}}
 }
 
 func (m *model) replace(s browser.Snapshot) {
@@ -36,6 +41,11 @@ func (m *model) replace(s browser.Snapshot) {
 	m.pages = make(map[string]browser.Page, len(s.Pages))
 	for _, p := range s.Pages {
 		m.pages[p.ID] = p
+	}
+	m.records = make(map[string]browser.Record, len(s.Records))
+	m.keys = make(map[string]string, len(s.Records))
+	for _, r := range s.Records {
+		m.records[r.Page], m.keys[r.Key] = r, r.Page
 	}
 	m.epoch, m.version, m.connected, m.synced = s.Epoch, s.Version, true, true
 }
@@ -66,8 +76,41 @@ func (m *model) remove(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.pages, id)
-	// A closed page spawns nothing more; its record has served.
-	delete(m.owners, id)
+}
+
+// putRecord mirrors a record the driver just accepted.
+func (m *model) putRecord(r browser.Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.records[r.Page], m.keys[r.Key] = r, r.Page
+}
+
+// dropRecord mirrors a record the driver just dropped (closed or released).
+func (m *model) dropRecord(key, page string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.records[page]; ok && r.Key == key {
+		delete(m.records, page)
+	}
+	if m.keys[key] == page {
+		delete(m.keys, key)
+	}
+}
+
+// record returns the ledger's record of a page.
+func (m *model) record(page string) (browser.Record, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	r, ok := m.records[page]
+	return r, ok
+}
+
+// pageOfKey returns the page recorded under a key.
+func (m *model) pageOfKey(key string) (string, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.keys[key]
+	return p, ok
 }
 
 func (m *model) disconnect() {
@@ -100,15 +143,23 @@ func (m *model) all() []browser.Page {
 	return out
 }
 
-func (m *model) rememberOwner(id string, o owner) {
+// rememberOwner names the window behind a key (a window uid).
+func (m *model) rememberOwner(key string, o owner) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.owners[id] = o
+	m.owners[key] = o
 }
 
-func (m *model) knownOwner(id string) (owner, bool) {
+func (m *model) knownOwner(key string) (owner, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	o, ok := m.owners[id]
+	o, ok := m.owners[key]
 	return o, ok
+}
+
+// forgetOwner drops the name of a key whose window is gone.
+func (m *model) forgetOwner(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.owners, key)
 }

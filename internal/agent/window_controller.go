@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -88,22 +89,31 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	if !w.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, w)
 	}
+	s := &twv1.BrowserSession{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s); err != nil {
+		// Registered windows name an existing session; its deletion deletes them.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// The label only selects what this agent caches; what it serves is decided
+	// by where the controller placed the session.
+	if s.Status.ProfileName != a.opts.Profile {
+		setWindowCondition(w, twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonProfileMismatch,
+			fmt.Sprintf("The window is labelled for profile %q but its session %q is placed on %q; the agent of %q serves only windows of sessions placed on it, so nothing of this window is opened or touched here",
+				a.opts.Profile, s.Name, s.Status.ProfileName, a.opts.Profile))
+		return ctrl.Result{}, nil
+	}
 	if controllerutil.AddFinalizer(w, twv1.PageFinalizer) {
 		// The finalizer must be stored before a page exists that it would close.
 		if err := helper.Patch(ctx, w); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	s := &twv1.BrowserSession{}
-	if err := a.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s); err != nil {
-		// Registered windows name an existing session; its deletion deletes them.
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
 	w.Status.ProfileName = a.opts.Profile
 	setWindowCondition(w, twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered,
 		fmt.Sprintf("Window of session %q (thread %q): %s", s.Name, s.Spec.Thread, s.Spec.Purpose))
 
 	for _, sub := range []func(context.Context, *twv1.BrowserSession, *twv1.BrowserWindow) (ctrl.Result, error){
+		r.reconcileProvenance,
 		r.reconcileOpen,
 		r.reconcileDisposition,
 		r.reconcileObserve,
@@ -116,12 +126,90 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	return ctrl.Result{}, nil
 }
 
+// reconcileProvenance establishes the window's authority over its page from
+// the driver's records, never from the tab ids written in the object. An Open
+// window whose status names a page the driver never opened for it forgets that
+// claim (and opens its own page). A Spawned window is recorded only when the
+// driver saw its page spawned from a page of the window's session; otherwise
+// Opened=False with reason spawn_not_observed. A Bind window is recorded only
+// when no other window owns or binds the tab; otherwise Bound=False with reason
+// tab_in_use. A refused window's page is never observed, closed or driven.
+func (r *WindowReconciler) reconcileProvenance(ctx context.Context, s *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
+	a := r.agent
+	if _, ok := a.pageOf(w); ok || ended(w) {
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	switch w.Spec.Source {
+	case twv1.SourceOpen:
+		if w.Status.TabID != "" {
+			log.Info("Status names a page the driver never opened for this window; ignoring it", "claimed", w.Status.TabID)
+			r.agent.recorder.Eventf(w, nil, corev1.EventTypeWarning, twv1.ReasonSpawnNotObserved, "Verify",
+				"status.tabId %s is not a page tabwarden opened for this window; it is ignored and never touched", w.Status.TabID)
+			w.Status.TabID, w.Status.WindowID, w.Status.URL, w.Status.Title, w.Status.OpenedTime = "", "", "", "", nil
+			w.Status.Phase = twv1.WindowPending
+		}
+	case twv1.SourceSpawned:
+		if ready, _ := a.model.state(); !ready {
+			return ctrl.Result{}, nil
+		}
+		parent, err := a.spawnParent(ctx, w)
+		if err == nil {
+			err = a.recordAdoption(ctx, w, parent)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, browser.ErrNotConnected):
+		case errors.Is(err, browser.ErrNotFound) && w.Status.Phase != "" && w.Status.Phase != twv1.WindowPending:
+			// Adopted before and gone since (its record went with a restart of a
+			// driver without a state file): nothing to close.
+		default:
+			if !apimeta.IsStatusConditionFalse(w.Status.Conditions, twv1.OpenedCondition) {
+				a.recorder.Eventf(s, w, corev1.EventTypeWarning, twv1.ReasonSpawnNotObserved, "Verify",
+					"Spawned window %s names page %s, which tabwarden did not see spawned from a page of session %s; the page is never touched", w.Name, w.Spec.Spawn.TabID, s.Name)
+			}
+			w.Status.Phase = twv1.WindowPending
+			w.Status.TabID, w.Status.WindowID, w.Status.URL, w.Status.Title = "", "", "", ""
+			setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonSpawnNotObserved,
+				fmt.Sprintf("tabwarden did not see page %q spawned from a page of session %q (%v). Spawned windows are created by the agent when it sees a session's page spawn one; this one is refused and its page is never observed, closed or driven. Delete it: kubectl delete browserwindow %s -n %s",
+					w.Spec.Spawn.TabID, s.Name, err, w.Name, w.Namespace))
+		}
+	case twv1.SourceBind:
+		if ready, _ := a.model.state(); !ready {
+			return ctrl.Result{}, nil
+		}
+		if _, ok := a.model.page(w.Spec.BindTabID); !ok {
+			return ctrl.Result{}, nil // reconcileObserve says bound_tab_not_found
+		}
+		key := string(w.UID)
+		a.model.rememberOwner(key, owner{Namespace: w.Namespace, Session: s.Name, Window: w.Name})
+		err := a.opts.Browser.Bind(ctx, browser.BindRequest{Key: key, ID: w.Spec.BindTabID})
+		switch {
+		case err == nil:
+			a.model.putRecord(browser.Record{Key: key, Page: w.Spec.BindTabID, Kind: browser.RecordBound})
+		case errors.Is(err, browser.ErrNotConnected), errors.Is(err, browser.ErrNotFound):
+		case errors.Is(err, browser.ErrInUse):
+			if !apimeta.IsStatusConditionFalse(w.Status.Conditions, twv1.BoundCondition) {
+				a.recorder.Eventf(s, w, corev1.EventTypeWarning, twv1.ReasonTabInUse, "Bind",
+					"Tab %s is already owned or bound by another window; it is not bound to %s", w.Spec.BindTabID, w.Name)
+			}
+			w.Status.Phase = twv1.WindowPending
+			setWindowCondition(w, twv1.BoundCondition, metav1.ConditionFalse, twv1.ReasonTabInUse,
+				fmt.Sprintf("Tab %q is already owned or bound by another window: a tab is bound by at most one window, and a page a session owns is never bound by another. Bind another tab (kubectl get browserprofile %s -o jsonpath='{.status.tabs}') or delete this window: kubectl delete browserwindow %s -n %s",
+					w.Spec.BindTabID, a.opts.Profile, w.Name, w.Namespace))
+		default:
+			return ctrl.Result{}, fmt.Errorf("binding tab %s: %w", w.Spec.BindTabID, err)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
 // reconcileOpen opens an Open window's page once, in the background, never
 // focused. Sets Opened=False with reason unacknowledged_spawns (held),
 // waiting_for_user, BrowserUnreachable or OpenFailed; Opened=True once open.
 func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
 	a := r.agent
-	if w.Spec.Source != twv1.SourceOpen || w.Status.TabID != "" || s.Ended() {
+	if w.Spec.Source != twv1.SourceOpen || w.Status.TabID != "" || ended(w) || s.Ended() {
 		return ctrl.Result{}, nil
 	}
 	w.Status.Phase = twv1.WindowPending
@@ -164,10 +252,11 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonOpenFailed, err.Error())
 		return ctrl.Result{}, fmt.Errorf("opening %s: %w", w.Spec.URL, err)
 	}
-	// Into the model and the owner records before anything else: the page may
-	// spawn before its status is written and before the event is consumed.
+	// Into the model and the records before anything else: the page may spawn
+	// before its status is written and before the event is consumed.
 	a.model.put(page)
-	a.model.rememberOwner(page.ID, owner{Namespace: w.Namespace, Session: s.Name, Window: w.Name})
+	a.model.rememberOwner(string(w.UID), owner{Namespace: w.Namespace, Session: s.Name, Window: w.Name})
+	a.model.putRecord(browser.Record{Key: string(w.UID), Page: page.ID, Kind: browser.RecordOpened})
 	now := metav1.Now()
 	w.Status.TabID, w.Status.WindowID, w.Status.OwnsWindow = page.ID, page.WindowID, req.NewWindow
 	w.Status.OpenedTime = &now
@@ -181,15 +270,17 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 // reconcileDisposition closes an owned page whose disposition is Close. Sets
 // Opened=False reason Closed.
 func (r *WindowReconciler) reconcileDisposition(ctx context.Context, _ *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
-	if w.Spec.Disposition != twv1.DispositionClose || !w.Owned() || w.Status.Phase == twv1.WindowClosed || w.Status.Phase == twv1.WindowGone {
+	if w.Spec.Disposition != twv1.DispositionClose || !w.Owned() || ended(w) {
 		return ctrl.Result{}, nil
 	}
-	if w.PageID() == "" {
-		// Never opened: nothing to close.
+	rec, ok := r.agent.pageOf(w)
+	if !ok {
+		// No page was ever recorded for it (never opened, or a spawn the agent
+		// did not see): nothing of ours to close.
 		w.Status.Phase = twv1.WindowClosed
 		return ctrl.Result{}, nil
 	}
-	if err := r.closePage(ctx, w); err != nil {
+	if err := r.closePage(ctx, w, rec); err != nil {
 		return ctrl.Result{}, err
 	}
 	now := metav1.Now()
@@ -204,9 +295,24 @@ func (r *WindowReconciler) reconcileDisposition(ctx context.Context, _ *twv1.Bro
 // Sets Opened (or Bound).
 func (r *WindowReconciler) reconcileObserve(_ context.Context, _ *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
 	a := r.agent
-	id := w.PageID()
-	if id == "" || w.Status.Phase == twv1.WindowClosed || w.Status.Phase == twv1.WindowGone {
+	if ended(w) {
 		return ctrl.Result{}, nil
+	}
+	rec, recorded := a.pageOf(w)
+	id := rec.Page
+	if !recorded {
+		if w.Spec.Source != twv1.SourceBind || w.Spec.BindTabID == "" {
+			// Nothing this window has authority over yet: nothing to observe.
+			return ctrl.Result{}, nil
+		}
+		// A Bind the driver has not recorded: observe the claimed tab only to say
+		// that it is missing (its refusal, if any, is already in the conditions).
+		id = w.Spec.BindTabID
+		if ready, _ := a.model.state(); ready {
+			if _, ok := a.model.page(id); ok {
+				return ctrl.Result{}, nil
+			}
+		}
 	}
 	cond := twv1.OpenedCondition
 	if w.Spec.Source == twv1.SourceBind {
@@ -226,7 +332,7 @@ func (r *WindowReconciler) reconcileObserve(_ context.Context, _ *twv1.BrowserSe
 		now := metav1.Now()
 		w.Status.Phase, w.Status.ClosedTime = twv1.WindowGone, &now
 		switch {
-		case w.Spec.Source == twv1.SourceBind && w.Status.TabID == "":
+		case w.Spec.Source == twv1.SourceBind && !recorded:
 			setWindowCondition(w, cond, metav1.ConditionFalse, twv1.ReasonBoundTabNotFound,
 				fmt.Sprintf("No tab %q in profile %q; nothing is bound in its place. Pick a tab from: kubectl get browserprofile %s -o jsonpath='{.status.tabs}'", id, a.opts.Profile, a.opts.Profile))
 		case w.Spec.Source == twv1.SourceBind:
@@ -267,38 +373,67 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 	if err := a.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s); err != nil {
 		s = nil
 	}
-	live := w.PageID() != "" && w.Status.Phase != twv1.WindowClosed && w.Status.Phase != twv1.WindowGone
+	// Only a page the driver recorded under this window is closed, released or
+	// detached; a window with no record (never opened, a spawn the agent did not
+	// see, a bind it refused) lets go without touching any page.
+	rec, recorded := a.pageOf(w)
+	live := recorded && !ended(w)
 	switch {
-	case !live:
-	case w.Spec.Source == twv1.SourceBind:
-		r.event(s, w, twv1.EventTabDetached, "Detached the user's tab %s; it stays open", w.PageID())
-	case w.Spec.Disposition == twv1.DispositionKeep:
-		r.event(s, w, twv1.EventPageReleased, "Released Keep page %s (%s); it stays open as a deliverable", w.PageID(), w.Status.URL)
+	case !recorded:
+	case !live || !rec.Owned() || w.Spec.Disposition == twv1.DispositionKeep:
+		if err := r.releasePage(ctx, w, rec); err != nil {
+			return ctrl.Result{}, err
+		}
+		switch {
+		case !live:
+		case w.Spec.Source == twv1.SourceBind:
+			r.event(s, w, twv1.EventTabDetached, "Detached the user's tab %s; it stays open", rec.Page)
+		default:
+			r.event(s, w, twv1.EventPageReleased, "Released Keep page %s (%s); it stays open as a deliverable", rec.Page, w.Status.URL)
+		}
 	default:
-		if err := r.closePage(ctx, w); err != nil {
+		if err := r.closePage(ctx, w, rec); err != nil {
 			return ctrl.Result{}, err
 		}
 		w.Status.Phase = twv1.WindowClosed
-		r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", w.PageID(), w.Status.URL, w.Name)
+		r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", rec.Page, w.Status.URL, w.Name)
 	}
 	controllerutil.RemoveFinalizer(w, twv1.PageFinalizer)
+	a.model.forgetOwner(string(w.UID))
 	return ctrl.Result{}, nil
 }
 
-// closePage closes the window's page; an unreachable browser is a transient error.
-func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow) error {
+// ended reports whether the window's page is closed or gone for good.
+func ended(w *twv1.BrowserWindow) bool {
+	return w.Status.Phase == twv1.WindowClosed || w.Status.Phase == twv1.WindowGone
+}
+
+// closePage closes the window's recorded page; an unreachable browser is a
+// transient error. The driver checks the record again (ErrNotOwned).
+func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) error {
 	a := r.agent
 	if ready, _ := a.model.state(); !ready {
 		w.Status.Phase = twv1.WindowUnknown
-		return fmt.Errorf("closing page %s: %w", w.PageID(), browser.ErrNotConnected)
+		return fmt.Errorf("closing page %s: %w", rec.Page, browser.ErrNotConnected)
 	}
 	w.Status.Phase = twv1.WindowClosing
-	err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: string(w.UID), ID: w.PageID(), OwnsWindow: w.Status.OwnsWindow})
+	err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: w.Status.OwnsWindow})
 	if err != nil {
-		return fmt.Errorf("closing page %s: %w", w.PageID(), err)
+		return fmt.Errorf("closing page %s: %w", rec.Page, err)
 	}
-	a.model.remove(w.PageID())
-	ctrl.LoggerFrom(ctx).Info("Closed page", "page", w.PageID())
+	a.model.remove(rec.Page)
+	a.model.dropRecord(rec.Key, rec.Page)
+	ctrl.LoggerFrom(ctx).Info("Closed page", "page", rec.Page)
+	return nil
+}
+
+// releasePage drops the window's record and leaves the page open.
+func (r *WindowReconciler) releasePage(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) error {
+	a := r.agent
+	if err := a.opts.Browser.Release(ctx, browser.ReleaseRequest{Key: rec.Key, ID: rec.Page}); err != nil {
+		return fmt.Errorf("releasing page %s of window %s: %w", rec.Page, w.Name, err)
+	}
+	a.model.dropRecord(rec.Key, rec.Page)
 	return nil
 }
 

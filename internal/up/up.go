@@ -415,7 +415,7 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	}
 
 	dialCtx, cancelDial := context.WithTimeout(ctx, time.Minute)
-	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp")})
+	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile)})
 	cancelDial()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -51,6 +51,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,7 +61,14 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/ledger"
 )
+
+// LedgerFile is where an agent keeps the ledger of one profile's CDP driver in
+// its state directory.
+func LedgerFile(stateDir, profile string) string {
+	return filepath.Join(stateDir, "cdp-ledger-"+profile+".json")
+}
 
 // Options configures the driver.
 type Options struct {
@@ -75,6 +83,10 @@ type Options struct {
 	// RefreshInterval is how often target infos are re-read (Target.getTargets) to
 	// catch title changes, which Chrome does not push (default 1 s; negative: never).
 	RefreshInterval time.Duration
+	// LedgerPath is the file the driver keeps its ownership records in, so that a
+	// restarted agent can still close the pages it opened or adopted (and only
+	// those). Empty: in memory only, lost with the process.
+	LedgerPath string
 }
 
 // target is one page target in the model.
@@ -117,7 +129,7 @@ type Browser struct {
 	version   string
 	targets   map[string]*target
 	seq       int64
-	keys      map[string]string // open key → target id
+	ledger    *ledger.Ledger
 	contexts  map[string]string // context name → browserContextId
 	ctxNames  map[string]string // browserContextId → name (or id when not ours)
 	acts      []actEntry
@@ -164,7 +176,6 @@ func New(ctx context.Context, endpoint string, opts Options) (*Browser, error) {
 		log:       opts.Logger,
 		events:    newEventQueue(),
 		targets:   map[string]*target{},
-		keys:      map[string]string{},
 		contexts:  map[string]string{},
 		ctxNames:  map[string]string{},
 		ownCreate: map[string]int{},
@@ -174,6 +185,11 @@ func New(ctx context.Context, endpoint string, opts Options) (*Browser, error) {
 		stop:      make(chan struct{}),
 		loopDone:  make(chan struct{}),
 	}
+	l, err := ledger.New(opts.LedgerPath)
+	if err != nil {
+		return nil, err
+	}
+	b.ledger = l
 	c, err := b.connect(ctx)
 	if err != nil {
 		b.events.close()
@@ -761,7 +777,7 @@ func (b *Browser) Snapshot(ctx context.Context) (browser.Snapshot, error) {
 		}
 	}
 	slices.SortFunc(ts, func(x, y *target) int { return int(x.seq - y.seq) })
-	s := browser.Snapshot{Epoch: b.epoch, Version: b.version}
+	s := browser.Snapshot{Epoch: b.epoch, Version: b.version, Records: b.ledger.Records()}
 	seen := map[string]int{}
 	for _, t := range ts {
 		s.Pages = append(s.Pages, b.pageLocked(t))
@@ -842,20 +858,24 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 	if err != nil {
 		return browser.Page{}, err
 	}
-	if req.Key != "" {
-		l := lockFor(b.keyLocks, &b.mu, req.Key)
-		l.Lock()
-		defer l.Unlock()
+	if req.Key == "" {
+		return browser.Page{}, errors.New("open: a key is required: the page is recorded under it")
+	}
+	l := lockFor(b.keyLocks, &b.mu, req.Key)
+	l.Lock()
+	defer l.Unlock()
+	if id, ok := b.ledger.PageOf(req.Key); ok {
 		b.mu.Lock()
-		if id, ok := b.keys[req.Key]; ok {
-			if t, ok := b.targets[id]; ok {
-				p := b.pageLocked(t)
-				b.mu.Unlock()
-				return b.withWindow(ctx, c, p)
-			}
-			delete(b.keys, req.Key)
+		if t, ok := b.targets[id]; ok {
+			p := b.pageLocked(t)
+			b.mu.Unlock()
+			return b.withWindow(ctx, c, p)
 		}
 		b.mu.Unlock()
+		// The page the key opened is gone: the record has served.
+		if err := b.ledger.Closed(req.Key, id); err != nil {
+			return browser.Page{}, err
+		}
 	}
 	if req.WindowID != "" && !req.NewWindow {
 		if err := b.resolveAll(ctx, c); err != nil {
@@ -889,10 +909,10 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 	if err != nil {
 		return browser.Page{}, err
 	}
-	b.mu.Lock()
-	if req.Key != "" {
-		b.keys[req.Key] = id
+	if err := b.ledger.Opened(req.Key, id); err != nil {
+		return browser.Page{}, err
 	}
+	b.mu.Lock()
 	t, ok := b.targets[id]
 	var p browser.Page
 	if ok {
@@ -965,10 +985,13 @@ func (b *Browser) Close(ctx context.Context, req browser.CloseRequest) error {
 		return err
 	}
 	if !b.has(req.ID) {
-		return nil
+		return b.ledger.Closed(req.Key, req.ID)
+	}
+	if err := b.ledger.MayClose(req.Key, req.ID); err != nil {
+		return err
 	}
 	if req.OwnsWindow {
-		return b.closeTarget(ctx, c, req.ID)
+		return b.closeOwned(ctx, c, req)
 	}
 	w, err := windowFor(ctx, c, req.ID)
 	if err != nil {
@@ -1006,7 +1029,15 @@ func (b *Browser) Close(ctx context.Context, req browser.CloseRequest) error {
 			return fmt.Errorf("close %s: last tab of window %s: %w", req.ID, w, err)
 		}
 	}
-	return b.closeTarget(ctx, c, req.ID)
+	return b.closeOwned(ctx, c, req)
+}
+
+// closeOwned closes a page whose ownership was checked and drops its record.
+func (b *Browser) closeOwned(ctx context.Context, c *conn, req browser.CloseRequest) error {
+	if err := b.closeTarget(ctx, c, req.ID); err != nil {
+		return err
+	}
+	return b.ledger.Closed(req.Key, req.ID)
 }
 
 func (b *Browser) has(id string) bool {
@@ -1169,14 +1200,44 @@ func click(ctx context.Context, c *conn, sess string, x, y float64, button strin
 	return call(ctx, c, sess, "Input.dispatchMouseEvent", map[string]any{"type": "mouseReleased", "x": x, "y": y, "button": button, "buttons": 0, "clickCount": 1}, nil)
 }
 
-// Adopt implements browser.Browser: the CDP driver keeps no ownership records.
-func (b *Browser) Adopt(context.Context, browser.AdoptRequest) error { return nil }
+// Adopt implements browser.Browser: the page's opener, as Chrome reported it in
+// targetCreated, must be recorded under req.Parent, or the page must have
+// appeared without an opener while an Act keyed req.Parent ran.
+func (b *Browser) Adopt(_ context.Context, req browser.AdoptRequest) error {
+	if _, err := b.current(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	t, ok := b.targets[req.ID]
+	var opener, attributed string
+	if ok {
+		opener, attributed = t.info.OpenerID, t.attributed
+	}
+	b.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("adopt page %s: %w", req.ID, browser.ErrNotFound)
+	}
+	return b.ledger.Adopt(req, opener, attributed)
+}
 
 // Bind implements browser.Browser.
-func (b *Browser) Bind(context.Context, browser.BindRequest) error { return nil }
+func (b *Browser) Bind(_ context.Context, req browser.BindRequest) error {
+	if _, err := b.current(); err != nil {
+		return err
+	}
+	if !b.has(req.ID) {
+		return fmt.Errorf("bind tab %s: %w", req.ID, browser.ErrNotFound)
+	}
+	return b.ledger.Bind(req)
+}
 
 // Release implements browser.Browser.
-func (b *Browser) Release(context.Context, browser.ReleaseRequest) error { return nil }
+func (b *Browser) Release(_ context.Context, req browser.ReleaseRequest) error {
+	return b.ledger.Release(req.Key, req.ID)
+}
+
+// Records returns the driver's ledger.
+func (b *Browser) Records() []browser.Record { return b.ledger.Records() }
 
 // Act implements browser.Browser: a real mouse click on the centre of the first
 // element matching req.ClickSelector. Pages that appear without an opener while
@@ -1188,6 +1249,9 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) error {
 	}
 	if !b.has(req.Page) {
 		return fmt.Errorf("page %s: %w", req.Page, browser.ErrNotFound)
+	}
+	if err := b.ledger.MayAct(req.Owner, req.Page); err != nil {
+		return err
 	}
 	if req.ClickSelector == "" {
 		return errors.New("act: nothing to do (ClickSelector is empty)")

@@ -261,6 +261,25 @@ func (b *Browser) Act(_ context.Context, req browser.ActRequest) error {
 	return b.ledger.MayAct(req.Owner, req.Page)
 }
 
+// ActSpawn runs an Act on req.Page during which the page makes a new page appear
+// in its window without an opener (a noopener link, a download or a viewer the
+// browser opens on its own). It returns the new page's id; the page is attributed
+// to req.Key, as a real driver attributes opener-less pages during an Act.
+func (b *Browser) ActSpawn(_ context.Context, req browser.ActRequest, url string) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.tabs[req.Page]
+	if !ok {
+		return "", browser.ErrNotFound
+	}
+	if err := b.ledger.MayAct(req.Owner, req.Page); err != nil {
+		return "", err
+	}
+	b.actKey = req.Key
+	defer func() { b.actKey = "" }()
+	return b.newTabLocked(t.window, url, "").id, nil
+}
+
 // Events implements browser.Browser.
 func (b *Browser) Events() <-chan browser.Event { return b.events }
 

@@ -39,7 +39,7 @@ func userWindow(t *testing.T, h interface {
 	Open(context.Context, browser.OpenRequest) (browser.Page, error)
 }, url string) browser.Page {
 	t.Helper()
-	p, err := h.Open(context.Background(), browser.OpenRequest{URL: url, NewWindow: true})
+	p, err := h.Open(context.Background(), browser.OpenRequest{Key: fmt.Sprintf("user-%d", time.Now().UnixNano()), URL: url, NewWindow: true})
 	if err != nil {
 		t.Fatalf("opening the user's window: %v", err)
 	}
@@ -68,7 +68,7 @@ func TestIncidentOnChromium(t *testing.T) {
 
 	// A real click on an e-mail address spawns a standalone compose window.
 	clicked := time.Now()
-	g.Expect(h.Act(ctx, browser.ActRequest{Page: contactsTab, ClickSelector: "#contact-0"})).To(Succeed())
+	g.Expect(click(ctx, h, contactsTab, "#contact-0")).To(Succeed())
 	var compose *twv1.BrowserWindow
 	g.Eventually(func() *twv1.BrowserWindow { compose = spawnedOf(ns, "contacts-form", contactsTab); return compose }).ShouldNot(BeNil())
 	t.Logf("click → Spawned BrowserWindow listed: %v", time.Since(clicked))
@@ -141,7 +141,7 @@ func TestEverySpawnKindIsAdopted(t *testing.T) {
 		g.Expect(k8s.Create(ctx, w)).To(Succeed())
 		tab := waitOpen(t, g, w)
 		// Each click comes after the previous spawn was acknowledged (Keep), as the gate demands.
-		g.Expect(h.Act(ctx, browser.ActRequest{Page: tab, ClickSelector: tc.click})).To(Succeed())
+		g.Expect(click(ctx, h, tab, tc.click)).To(Succeed())
 		var sw *twv1.BrowserWindow
 		g.Eventually(func(g Gomega) {
 			sw = spawnedOf(ns, "kinds", tab)
@@ -153,7 +153,7 @@ func TestEverySpawnKindIsAdopted(t *testing.T) {
 		}).Should(Succeed())
 		if tc.page == "/oauth" {
 			// The authorize popup opens the consent popup: adopted transitively.
-			g.Expect(h.Act(ctx, browser.ActRequest{Page: sw.Status.TabID, ClickSelector: "#consent"})).To(Succeed())
+			g.Expect(click(ctx, h, sw.Status.TabID, "#consent")).To(Succeed())
 			g.Eventually(func(g Gomega) {
 				consent := spawnedOf(ns, "kinds", sw.Status.TabID)
 				g.Expect(consent).NotTo(BeNil())
@@ -243,7 +243,7 @@ func TestReconnectDeclaresNothingClosed(t *testing.T) {
 	// While cut: the page is still open in Chromium, and a spawn happens that
 	// the agent cannot see yet.
 	g.Expect(pages(t, h)).To(HaveKey(tab))
-	g.Expect(h.Act(ctx, browser.ActRequest{Page: tab, ClickSelector: "#contact-2"})).To(Succeed())
+	g.Expect(click(ctx, h, tab, "#contact-2")).To(Succeed())
 	g.Consistently(func() twv1.WindowPhase { return get(t, w).Status.Phase }, "1s").Should(Equal(twv1.WindowUnknown))
 
 	px.cut(false)
@@ -331,4 +331,64 @@ func TestTabPlacement(t *testing.T) {
 	waitOpen(t, g, second)
 	g.Expect(second.Status.WindowID).To(Equal(first.Status.WindowID), "pinned to the window of the first tab")
 	g.Expect(pages(t, h)).To(HaveKey(second.Status.TabID))
+}
+
+// TestForgedObjectsNeverCloseUserTabs: on real Chromium, a Spawned window that
+// names the user's tab and an Open window whose status is patched to another
+// user tab never give tabwarden authority over those tabs: the forged spawn is
+// refused (spawn_not_observed), and ending the session closes only the page
+// the agent opened; the user's windows keep the same tab ids.
+func TestForgedObjectsNeverCloseUserTabs(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	h := hand(t)
+	mail := userWindow(t, h, site.Path("/quiet?user=mail"))
+	bank := userWindow(t, h, site.Path("/quiet?user=bank"))
+	byWindow := func() map[string][]string {
+		out := map[string][]string{}
+		for id, p := range pages(t, h) {
+			if p.WindowID == mail.WindowID || p.WindowID == bank.WindowID {
+				out[p.WindowID] = append(out[p.WindowID], id)
+			}
+		}
+		return out
+	}
+	userBefore := byWindow()
+	g.Expect(userBefore).To(HaveLen(2))
+	ns := newNamespace(t)
+	startController(t)
+	startAgent(t, "forged", chrome.WebSocketURL, false)
+	s := session(ns, "taxes", "forged")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	form := openWindow(ns, "form", "taxes", site.Path("/contacts?forged=1"))
+	g.Expect(k8s.Create(ctx, form)).To(Succeed())
+	mine := waitOpen(t, g, form)
+
+	spawn := &twv1.BrowserWindow{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-a-spawn"},
+		Spec: twv1.BrowserWindowSpec{
+			SessionRef: twv1.SessionReference{Name: "taxes"}, Source: twv1.SourceSpawned,
+			Spawn: &twv1.SpawnInfo{TabID: mail.ID, SpawnedBy: "form", Reason: "opener"},
+		},
+	}
+	g.Expect(k8s.Create(ctx, spawn)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		get(t, spawn)
+		c := apimeta.FindStatusCondition(spawn.Status.Conditions, twv1.OpenedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(twv1.ReasonSpawnNotObserved))
+		g.Expect(spawn.Status.URL).To(BeEmpty(), "the user's url is never read into the forged object")
+	}).Should(Succeed())
+	ack(t, spawn, twv1.DispositionClose)
+
+	forged := fmt.Sprintf(`{"status":{"tabId":%q,"windowId":%q,"ownsWindow":true}}`, bank.ID, bank.WindowID)
+	g.Expect(k8s.Status().Patch(ctx, form, client.RawPatch("application/merge-patch+json", []byte(forged)))).To(Succeed())
+	g.Eventually(func() string { return get(t, form).Status.TabID }).Should(Equal(mine))
+	g.Expect(k8s.Status().Patch(ctx, form, client.RawPatch("application/merge-patch+json", []byte(forged)))).To(Succeed())
+
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	g.Expect(pages(t, h)).NotTo(HaveKey(mine), "the page the agent opened is closed")
+	g.Expect(byWindow()).To(Equal(userBefore), "the user's windows keep the same tabs")
 }

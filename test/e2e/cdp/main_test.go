@@ -38,6 +38,9 @@ var (
 	k8s    client.Client
 	chrome *chromium.Process
 	site   *fixture.Server
+	// stateDir holds the agents' ledgers: an agent restarted in a test finds
+	// the records of the one before it, as `tabwarden agent --state-dir` does.
+	stateDir string
 )
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
@@ -54,6 +57,13 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
+	dir, err := os.MkdirTemp("", "tabwarden-e2e-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	stateDir = dir
 	env, c, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -84,7 +94,8 @@ func startController(t *testing.T) *testenv.Role { return testenv.StartControlle
 func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role {
 	t.Helper()
 	return testenv.RunRole(t, func(ctx context.Context) error {
-		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: pool, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond})
+		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: pool, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
+			LedgerPath: cdp.LedgerFile(stateDir, profile)})
 		if err != nil {
 			return err
 		}
@@ -123,6 +134,18 @@ func pages(t *testing.T, b *cdp.Browser) map[string]browser.Page {
 		out[p.ID] = p
 	}
 	return out
+}
+
+// click is the user's (or the test agent's) real mouse click in a page through
+// the hand's own connection. The hand owns none of tabwarden's pages: like any
+// driver it may drive only a page recorded under its own key, so it binds the
+// page for the click (a binding in the hand's ledger, not the agent's).
+func click(ctx context.Context, h *cdp.Browser, page, selector string) error {
+	if err := h.Bind(ctx, browser.BindRequest{Key: "hand-" + page, ID: page}); err != nil {
+		return err
+	}
+	defer func() { _ = h.Release(ctx, browser.ReleaseRequest{Key: "hand-" + page, ID: page}) }()
+	return h.Act(ctx, browser.ActRequest{Owner: "hand-" + page, Page: page, ClickSelector: selector})
 }
 
 // pagesAt counts the pages whose url starts with prefix.
