@@ -187,3 +187,26 @@ func MustConfig(t testing.TB) func(*rest.Config, error) *rest.Config {
 		return cfg
 	}
 }
+
+// ControllerClient is a client under the controller's identity, for tests that
+// write what only the controller may (as a bug in it would).
+func ControllerClient(t testing.TB, admin *rest.Config) client.Client {
+	t.Helper()
+	return newClient(t, MustConfig(t)(ControllerConfig(admin)))
+}
+
+// AgentClient is a client under the identity of the agent of profile, for tests
+// that write what only that agent may (as a stolen agent credential would).
+func AgentClient(t testing.TB, admin *rest.Config, profile string) client.Client {
+	t.Helper()
+	return newClient(t, MustConfig(t)(AgentConfig(admin, profile)))
+}
+
+func newClient(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: run.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

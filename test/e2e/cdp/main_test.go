@@ -93,6 +93,8 @@ func startController(t *testing.T) *testenv.Role { return testenv.StartControlle
 // connection to endpoint (Chromium's, or a proxy in front of it).
 func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role {
 	t.Helper()
+	// The agent's own identity, with the shipped RBAC and admission policies.
+	agentCfg := testenv.MustConfig(t)(testenv.AgentConfig(cfg, profile))
 	return testenv.RunRole(t, func(ctx context.Context) error {
 		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: pool, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
 			LedgerPath: cdp.LedgerFile(stateDir, profile)})
@@ -100,7 +102,7 @@ func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role
 			return err
 		}
 		defer b.Shutdown()
-		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
+		return run.Agent(ctx, agentCfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
 			Profile: profile, Driver: twv1.DriverCDP, Browser: b, Heartbeat: time.Second,
 		}})
 	})
