@@ -2,12 +2,15 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,10 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -50,7 +55,10 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// counts move); coalesce them into one session reconcile and status write.
 		// Gating does not wait on this: the agent decides from its own cache.
 		Watches(&twv1.BrowserWindow{}, handlers.Coalescing(sessionDelay, windowToSession)).
-		Watches(&twv1.BrowserProfile{}, handler.EnqueueRequestsFromMapFunc(r.profileToPendingSessions)).
+		// A profile's connection, capacity or tenancy changes where sessions may be placed.
+		Watches(&twv1.BrowserProfile{}, r.profileHandler()).
+		// A namespace's labels change which profiles' selectors admit it.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToSessions), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Named("browsersession").
 		Complete(r)
 }
@@ -106,48 +114,169 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	return ctrl.Result{}, nil
 }
 
-// reconcilePlacement binds the session to a profile: the pinned one, or a
-// connected profile with capacity matching the selector. Sets Registered.
+// reconcilePlacement binds the session to a profile that admits its namespace:
+// the pinned one, or a connected profile with capacity matching the selector.
+// Sets Registered and Admitted. A session whose pinned profile is missing or does
+// not admit its namespace stays unplaced (status.profileName empty), so no agent
+// serves it and none of its windows opens. A placed session is never evicted: if
+// its profile stops admitting its namespace it keeps its placement until it ends
+// (its pages stay owned and are cleaned up) and Admitted turns False.
 func (r *SessionReconciler) reconcilePlacement(ctx context.Context, s *twv1.BrowserSession, _ []twv1.BrowserWindow) (ctrl.Result, error) {
 	if s.Status.ProfileName != "" {
 		setCondition(s, twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered,
 			fmt.Sprintf("Thread %q drives profile %q for: %s", s.Spec.Thread, s.Status.ProfileName, s.Spec.Purpose))
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.reconcileStillAdmitted(ctx, s)
 	}
 	if s.Spec.ProfileName != "" {
-		s.Status.ProfileName = s.Spec.ProfileName
-		setCondition(s, twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered,
-			fmt.Sprintf("Thread %q drives profile %q for: %s", s.Spec.Thread, s.Status.ProfileName, s.Spec.Purpose))
+		p := &twv1.BrowserProfile{}
+		err := r.Get(ctx, client.ObjectKey{Name: s.Spec.ProfileName}, p)
+		if apierrors.IsNotFound(err) {
+			apimeta.RemoveStatusCondition(&s.Status.Conditions, twv1.AdmittedCondition)
+			r.refuse(s, twv1.ReasonNoProfile, MissingProfileMessage(s),
+				fmt.Sprintf("BrowserProfile %q does not exist; the session waits unplaced (see its Registered condition)", s.Spec.ProfileName))
+			// The profile watch brings the session back when the profile appears.
+			return ctrl.Result{}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		ok, err := r.admits(ctx, p, s.Namespace)
+		if !ok {
+			r.refuseNotAllowed(ctx, s, p, err)
+			// The profile and namespace watches bring the session back when either changes.
+			return ctrl.Result{}, nil
+		}
+		r.place(s, p.Name)
 		return ctrl.Result{}, nil
 	}
-	profile, err := r.schedule(ctx, s)
+	profile, notAdmitting, err := r.schedule(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if profile == "" {
+		if len(notAdmitting) > 0 {
+			r.refuse(s, twv1.ReasonProfileNotAllowed, SelectorNotAllowedMessage(s, notAdmitting),
+				fmt.Sprintf("No profile matching spec.profileSelector admits namespace %q; admit it: %s", s.Namespace, AdmitHint(notAdmitting[0], s.Namespace)))
+			return ctrl.Result{}, nil
+		}
 		setCondition(s, twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonNoProfile,
-			"No connected BrowserProfile with free capacity matches spec.profileSelector; see `kubectl get browserprofiles --show-labels`, or pin one with spec.profileName")
+			fmt.Sprintf("No connected BrowserProfile with free capacity that admits namespace %q matches spec.profileSelector; see `kubectl get browserprofiles --show-labels -o wide`, or pin one with spec.profileName", s.Namespace))
 		// Profiles coming and going re-trigger this through the profile watch.
 		return ctrl.Result{}, nil
 	}
-	s.Status.ProfileName = profile
-	setCondition(s, twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered,
-		fmt.Sprintf("Thread %q drives profile %q for: %s", s.Spec.Thread, profile, s.Spec.Purpose))
+	r.place(s, profile)
 	return ctrl.Result{}, nil
 }
 
-// schedule picks the connected profile matching the selector with the most free capacity.
-func (r *SessionReconciler) schedule(ctx context.Context, s *twv1.BrowserSession) (string, error) {
+// place binds the session to an admitting profile.
+func (r *SessionReconciler) place(s *twv1.BrowserSession, profile string) {
+	s.Status.ProfileName = profile
+	setCondition(s, twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered,
+		fmt.Sprintf("Thread %q drives profile %q for: %s", s.Spec.Thread, profile, s.Spec.Purpose))
+	setCondition(s, twv1.AdmittedCondition, metav1.ConditionTrue, twv1.ReasonAdmitted,
+		fmt.Sprintf("BrowserProfile %q admits namespace %q", profile, s.Namespace))
+}
+
+// refuse leaves the session unplaced: Registered=False with the reason and the
+// message, and a Warning Event when it was not refused for that reason already.
+func (r *SessionReconciler) refuse(s *twv1.BrowserSession, reason, msg, note string) {
+	c := apimeta.FindStatusCondition(s.Status.Conditions, twv1.RegisteredCondition)
+	again := c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason
+	setCondition(s, twv1.RegisteredCondition, metav1.ConditionFalse, reason, msg)
+	if !again {
+		// Event notes are limited to 1 KiB: the full hint lives in the condition.
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "Place", "%s", truncate(note, 1000))
+	}
+}
+
+// refuseNotAllowed refuses a session whose pinned profile does not admit its namespace.
+func (r *SessionReconciler) refuseNotAllowed(ctx context.Context, s *twv1.BrowserSession, p *twv1.BrowserProfile, admitErr error) {
+	msg := NotAllowedMessage(s, p, r.admittingProfiles(ctx, s.Namespace), admitErr)
+	setCondition(s, twv1.AdmittedCondition, metav1.ConditionFalse, twv1.ReasonProfileNotAllowed, msg)
+	r.refuse(s, twv1.ReasonProfileNotAllowed, msg,
+		fmt.Sprintf("BrowserProfile %q does not admit namespace %q; the session is not placed. Admit it: %s", p.Name, s.Namespace, AdmitHint(p, s.Namespace)))
+}
+
+// reconcileStillAdmitted re-evaluates a placed session's admission after its
+// profile's tenancy or its namespace's labels changed: it is not evicted, but
+// Admitted says so, with a Warning Event when it turns False.
+func (r *SessionReconciler) reconcileStillAdmitted(ctx context.Context, s *twv1.BrowserSession) error {
+	if s.Ended() {
+		return nil
+	}
+	p := &twv1.BrowserProfile{}
+	if err := r.Get(ctx, client.ObjectKey{Name: s.Status.ProfileName}, p); err != nil {
+		// A deleted profile is its agent's to register again; nothing to say here.
+		return client.IgnoreNotFound(err)
+	}
+	ok, err := r.admits(ctx, p, s.Namespace)
+	if ok {
+		setCondition(s, twv1.AdmittedCondition, metav1.ConditionTrue, twv1.ReasonAdmitted,
+			fmt.Sprintf("BrowserProfile %q admits namespace %q", p.Name, s.Namespace))
+		return nil
+	}
+	was := !apimeta.IsStatusConditionFalse(s.Status.Conditions, twv1.AdmittedCondition)
+	setCondition(s, twv1.AdmittedCondition, metav1.ConditionFalse, twv1.ReasonProfileNotAllowed, NoLongerAllowedMessage(s, p, err))
+	if was {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, twv1.ReasonProfileNotAllowed, "Place",
+			"BrowserProfile %q no longer admits namespace %q; the session keeps its placement until it ends (not evicted). End it: kubectl delete browsersession %s -n %s",
+			p.Name, s.Namespace, s.Name, s.Namespace)
+	}
+	return nil
+}
+
+// admits reports whether profile p admits namespace ns, reading the namespace's
+// labels from the cache when the profile has a selector. A namespace the cache
+// does not hold yet has no labels; the namespace watch re-evaluates it.
+func (r *SessionReconciler) admits(ctx context.Context, p *twv1.BrowserProfile, ns string) (bool, error) {
+	var nsLabels map[string]string
+	if p.Spec.NamespaceSelector != nil && !slices.Contains(p.Spec.Namespaces, ns) {
+		n := &corev1.Namespace{}
+		if err := r.Get(ctx, client.ObjectKey{Name: ns}, n); err == nil {
+			nsLabels = n.Labels
+		} else if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+	}
+	return p.Admits(ns, nsLabels)
+}
+
+// admittingProfiles names up to five profiles that admit namespace ns, for hints.
+func (r *SessionReconciler) admittingProfiles(ctx context.Context, ns string) []string {
+	var profiles twv1.BrowserProfileList
+	if err := r.List(ctx, &profiles); err != nil {
+		return nil
+	}
+	var names []string
+	for i := range profiles.Items {
+		if ok, _ := r.admits(ctx, &profiles.Items[i], ns); ok {
+			names = append(names, profiles.Items[i].Name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) > 5 {
+		names = names[:5]
+	}
+	return names
+}
+
+// schedule picks, among the connected profiles matching the selector that admit
+// the session's namespace, the one with the most free capacity. When none does
+// but some connected ones with capacity only fail to admit the namespace, it
+// returns those, so that the refusal can say which profile to open up.
+func (r *SessionReconciler) schedule(ctx context.Context, s *twv1.BrowserSession) (string, []*twv1.BrowserProfile, error) {
 	sel, err := metav1.LabelSelectorAsSelector(s.Spec.ProfileSelector)
 	if err != nil {
-		return "", reconcile.TerminalError(fmt.Errorf("spec.profileSelector: %w", err))
+		return "", nil, reconcile.TerminalError(fmt.Errorf("spec.profileSelector: %w", err))
 	}
 	var profiles twv1.BrowserProfileList
 	if err := r.List(ctx, &profiles, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	best, bestFree := "", int32(-1)
-	for _, p := range profiles.Items {
+	var notAdmitting []*twv1.BrowserProfile
+	for i := range profiles.Items {
+		p := &profiles.Items[i]
 		if !apimeta.IsStatusConditionTrue(p.Status.Conditions, twv1.ConnectedCondition) {
 			continue
 		}
@@ -155,11 +284,92 @@ func (r *SessionReconciler) schedule(ctx context.Context, s *twv1.BrowserSession
 		if p.Spec.MaxSessions > 0 {
 			free = p.Spec.MaxSessions - p.Status.Sessions
 		}
-		if free > 0 && free > bestFree {
+		if free <= 0 {
+			continue
+		}
+		if ok, _ := r.admits(ctx, p, s.Namespace); !ok {
+			notAdmitting = append(notAdmitting, p)
+			continue
+		}
+		if free > bestFree {
 			best, bestFree = p.Name, free
 		}
 	}
-	return best, nil
+	slices.SortFunc(notAdmitting, func(a, b *twv1.BrowserProfile) int { return strings.Compare(a.Name, b.Name) })
+	return best, notAdmitting, nil
+}
+
+// AdmitHint is the admin's command that makes profile p admit namespace ns, on
+// top of the namespaces it already lists (a merge patch replaces the list).
+func AdmitHint(p *twv1.BrowserProfile, ns string) string {
+	list := append(slices.Clone(p.Spec.Namespaces), ns)
+	slices.Sort(list)
+	list = slices.Compact(list)
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"namespaces": list}})
+	return fmt.Sprintf("kubectl patch browserprofile %s --type=merge -p '%s'", p.Name, b)
+}
+
+// NotAllowedMessage teaches why a session pinned to profile p is refused and the
+// two ways out: the admin admits the namespace, or the session pins another profile.
+func NotAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitting []string, admitErr error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "BrowserProfile %q does not admit namespace %q: it is neither in the profile's spec.namespaces (%s) nor matched by its spec.namespaceSelector (%s). Session %q is not placed and none of its pages opens.",
+		p.Name, s.Namespace, listOrNone(p.Spec.Namespaces), selectorString(p.Spec.NamespaceSelector), s.Name)
+	if admitErr != nil {
+		fmt.Fprintf(&b, " The selector is invalid: %v.", admitErr)
+	}
+	fmt.Fprintf(&b, " An admin of the profile admits the namespace with: %s ; or create the session again pinned to another profile (spec.profileName is immutable)", AdmitHint(p, s.Namespace))
+	if len(admitting) > 0 {
+		fmt.Fprintf(&b, ", one that admits %q: %s.", s.Namespace, strings.Join(admitting, ", "))
+	} else {
+		fmt.Fprintf(&b, "; no profile admits %q yet (kubectl get browserprofiles -o wide).", s.Namespace)
+	}
+	return b.String()
+}
+
+// NoLongerAllowedMessage says that a placed session's profile stopped admitting
+// its namespace, that it is not evicted, and how to end it or admit it again.
+func NoLongerAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitErr error) string {
+	msg := fmt.Sprintf("BrowserProfile %q no longer admits namespace %q (spec.namespaces: %s; spec.namespaceSelector: %s). The session keeps its placement until it ends: a placed session is not evicted, so its pages stay owned and are cleaned up; new sessions in %q are refused. End it: kubectl delete browsersession %s -n %s. Or admit the namespace again: %s",
+		p.Name, s.Namespace, listOrNone(p.Spec.Namespaces), selectorString(p.Spec.NamespaceSelector), s.Namespace, s.Name, s.Namespace, AdmitHint(p, s.Namespace))
+	if admitErr != nil {
+		msg += fmt.Sprintf(" (the selector is invalid: %v)", admitErr)
+	}
+	return msg
+}
+
+// MissingProfileMessage teaches what to do about a session pinned to a profile that does not exist.
+func MissingProfileMessage(s *twv1.BrowserSession) string {
+	p := s.Spec.ProfileName
+	return fmt.Sprintf("BrowserProfile %q does not exist, so session %q is not placed and none of its pages opens; it is placed when the profile appears and admits namespace %q. "+
+		"An admin creates it admitting the namespace: kubectl apply -f - <<<'{\"apiVersion\":\"tabwarden.dev/v1alpha1\",\"kind\":\"BrowserProfile\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"namespaces\":[\"%s\"]}}' "+
+		"and runs its agent: tabwarden agent --profile %s. Or create the session again pinned to an existing profile: kubectl get browserprofiles -o wide",
+		p, s.Name, s.Namespace, p, s.Namespace, p)
+}
+
+// SelectorNotAllowedMessage teaches why no profile matching a session's selector was picked.
+func SelectorNotAllowedMessage(s *twv1.BrowserSession, notAdmitting []*twv1.BrowserProfile) string {
+	names := make([]string, 0, len(notAdmitting))
+	for _, p := range notAdmitting {
+		names = append(names, p.Name)
+	}
+	return fmt.Sprintf("Connected BrowserProfiles with free capacity match spec.profileSelector (%s) but none admits namespace %q, so session %q is not placed and none of its pages opens. An admin admits it: %s",
+		strings.Join(names, ", "), s.Namespace, s.Name, AdmitHint(notAdmitting[0], s.Namespace))
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+func selectorString(sel *metav1.LabelSelector) string {
+	if sel == nil {
+		return "unset"
+	}
+	b, _ := json.Marshal(sel)
+	return string(b)
 }
 
 // reconcileSpawns counts the session's windows and gates it on spawned windows
@@ -311,16 +521,62 @@ func windowToSession(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}}}
 }
 
-// profileToPendingSessions maps a profile change to sessions still waiting for placement.
-func (r *SessionReconciler) profileToPendingSessions(ctx context.Context, _ client.Object) []reconcile.Request {
+// profileHandler maps a profile event to the sessions it may concern: unplaced
+// sessions whose selector may match it or that are pinned to it, and, when its
+// tenancy changed, the sessions placed on it (Admitted is re-evaluated).
+func (r *SessionReconciler) profileHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, p *twv1.BrowserProfile, placed bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.profileToSessions(ctx, p, placed) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object.(*twv1.BrowserProfile), true, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, n := e.ObjectOld.(*twv1.BrowserProfile), e.ObjectNew.(*twv1.BrowserProfile)
+			tenancy := !equality.Semantic.DeepEqual(o.Spec.Namespaces, n.Spec.Namespaces) ||
+				!equality.Semantic.DeepEqual(o.Spec.NamespaceSelector, n.Spec.NamespaceSelector)
+			enqueue(ctx, n, tenancy, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if p, ok := e.Object.(*twv1.BrowserProfile); ok {
+				enqueue(ctx, p, false, q)
+			}
+		},
+	}
+}
+
+// profileToSessions lists the sessions a change of profile p may concern: those
+// still waiting for placement (by selector, or pinned to p) and, with placed,
+// the running sessions placed on p.
+func (r *SessionReconciler) profileToSessions(ctx context.Context, p *twv1.BrowserProfile, placed bool) []reconcile.Request {
 	var sessions twv1.BrowserSessionList
 	if err := r.List(ctx, &sessions); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
-	for _, s := range sessions.Items {
-		if s.Status.ProfileName == "" && s.Spec.ProfileSelector != nil {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+	for i := range sessions.Items {
+		s := &sessions.Items[i]
+		pending := s.Status.ProfileName == "" && (s.Spec.ProfileSelector != nil || s.Spec.ProfileName == p.Name)
+		if pending || (placed && s.Status.ProfileName == p.Name && !s.Ended()) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+		}
+	}
+	return reqs
+}
+
+// namespaceToSessions maps a namespace whose labels changed to its running sessions.
+func (r *SessionReconciler) namespaceToSessions(ctx context.Context, o client.Object) []reconcile.Request {
+	var sessions twv1.BrowserSessionList
+	if err := r.List(ctx, &sessions, client.InNamespace(o.GetName())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range sessions.Items {
+		if s := &sessions.Items[i]; !s.Ended() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
 		}
 	}
 	return reqs

@@ -3,11 +3,15 @@
 // The agent's `extension` driver is a loopback server (the *host*); this worker is its only
 // client. The wire contract is docs/extension-protocol.md. In short:
 //
+//   * prove itself to the host and make the host prove itself first (a challenge-response
+//     keyed by the pairing secret, both ways): the secret never crosses the socket, and a
+//     peer that cannot prove it knows the secret is never obeyed,
 //   * report tabs and windows (filtered: never incognito, never browser-internal pages),
-//   * run a small set of curated commands (observe, open, adopt, close, cleanup, records,
-//     sessions): no evaluation, no CDP,
-//   * remember which tabs it created for which owner in chrome.storage.session, so cleanup
-//     still works after Chrome suspends and restarts this worker,
+//   * run a small set of curated commands (observe, open, adopt, bind, release, close,
+//     cleanup, records, sessions): no evaluation, no CDP,
+//   * keep the ownership ledger in chrome.storage.session (which tabs it opened for which
+//     owner, which spawns it saw and adopted, which tabs are bound for use and never closed),
+//     so cleanup still works after Chrome suspends and restarts this worker,
 //   * serialize every ownership-changing operation through ONE promise chain, so the
 //     "never close the user's last tab" check cannot be raced by a concurrent cleanup.
 //
@@ -31,6 +35,9 @@ const ALARM_PERIOD_MINUTES = 0.5;
 // A pending-open marker older than this is stale (its open died with a worker) and must not
 // claim a tab the user creates later.
 export const PENDING_TTL_MS = 60_000;
+// A host that has not completed the handshake within this long is dropped (and retried with
+// backoff): a squatter that just holds the socket open cannot keep the extension waiting.
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
 // Frames are capped at 1 MiB by the host; keep individual strings bounded so one huge data:
 // URL cannot push an observe snapshot over the limit.
 const MAX_URL_CHARS = 8192;
@@ -47,11 +54,79 @@ const HIDDEN_URL_PREFIXES = [
 ];
 const WINDOW_TYPES = new Set(["normal", "popup", "app", "panel"]);
 
-// Storage layout. storage.session: rec:<tabId>, pending:<owner>, born:<windowId>, conn,
-// sessions. storage.local: token, port (and pairedAt, so the popup never reads the token).
+// Storage layout. storage.session: rec:<tabId>, pending:<owner>, born:<windowId>,
+// opener:<tabId>, conn, sessions. storage.local: key (the pairing key, base64url), port, and
+// pairedAt, so the popup never reads the key. (An older build stored the raw token as `token`;
+// it is turned into the key and dropped on the next connect.)
 const recKey = (tabId) => `rec:${tabId}`;
 const pendingKey = (owner) => `pending:${owner}`;
 const bornKey = (windowId) => `born:${windowId}`;
+const openerKey = (tabId) => `opener:${tabId}`;
+
+// Record kinds (docs/extension-protocol.md "Ownership"): opened and spawned tabs are owned
+// (closeable by their owner); a bound tab is only used, never closed.
+export const KIND_OPENED = "opened";
+export const KIND_SPAWNED = "spawned";
+export const KIND_BOUND = "bound";
+const OWNED_KINDS = new Set([KIND_OPENED, KIND_SPAWNED]);
+
+/** The kind of a stored record; records of an older build carry `via` instead. */
+function kindOf(rec) {
+  if (rec?.kind) return rec.kind;
+  return rec?.via === "adopt" ? KIND_SPAWNED : KIND_OPENED;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The handshake's cryptography (docs/extension-protocol.md "Handshake"). WebCrypto only.
+
+const utf8 = new TextEncoder();
+
+export function b64url(bytes) {
+  let bin = "";
+  for (const b of new Uint8Array(bytes)) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function fromB64url(s) {
+  if (typeof s !== "string" || !/^[A-Za-z0-9_-]*$/.test(s)) throw new Error("not base64url");
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (s.length % 4)) % 4));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+/** k = SHA-256("tabwarden-key-v1\n" + token): what both sides keep instead of the token. */
+export async function deriveKey(token, cryptoImpl = globalThis.crypto) {
+  return new Uint8Array(await cryptoImpl.subtle.digest("SHA-256", utf8.encode(`tabwarden-key-v1\n${token}`)));
+}
+
+export const hostProofMessage = (nonceE, nonceH, epoch) => `tabwarden-host-v1\n${nonceE}\n${nonceH}\n${epoch}`;
+export const extProofMessage = (nonceH, nonceE) => `tabwarden-ext-v1\n${nonceH}\n${nonceE}`;
+const KEY_ID_MESSAGE = "tabwarden-key-id-v1";
+const NONCE_RE = /^[A-Za-z0-9_-]{43}$/; // 32 bytes, base64url without padding
+
+function hmacKey(raw, cryptoImpl) {
+  return cryptoImpl.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+}
+
+async function hmac(raw, message, cryptoImpl) {
+  return new Uint8Array(await cryptoImpl.subtle.sign("HMAC", await hmacKey(raw, cryptoImpl), utf8.encode(message)));
+}
+
+/** The key id the hello names, so a host paired with another key answers 4401 at once. */
+export async function keyId(raw, cryptoImpl = globalThis.crypto) {
+  return b64url((await hmac(raw, KEY_ID_MESSAGE, cryptoImpl)).slice(0, 16));
+}
+
+/** Constant-time check of the host's proof (WebCrypto's verify). */
+async function verifyHostProof(raw, proof, nonceE, nonceH, epoch, cryptoImpl) {
+  let sig;
+  try {
+    sig = fromB64url(proof);
+  } catch {
+    return false;
+  }
+  if (sig.length !== 32) return false;
+  return cryptoImpl.subtle.verify("HMAC", await hmacKey(raw, cryptoImpl), sig, utf8.encode(hostProofMessage(nonceE, nonceH, epoch)));
+}
 
 /** A refusal with a stable snake_case reason, sent back as {ok:false,error:{reason,message}}. */
 export class CommandError extends Error {
@@ -103,9 +178,11 @@ export function windowShape(win) {
   return { id: win.id, type: win.type ?? "normal", focused: !!win.focused };
 }
 
-/** Record = {owner, tabId, windowId, createdWindow}; internal fields are not sent. */
+/** Record = {owner, tabId, windowId, createdWindow, kind, parent?}; internal fields are not sent. */
 function recordShape(rec) {
-  return { owner: rec.owner, tabId: rec.tabId, windowId: rec.windowId, createdWindow: !!rec.createdWindow };
+  const out = { owner: rec.owner, tabId: rec.tabId, windowId: rec.windowId, createdWindow: !!rec.createdWindow, kind: kindOf(rec) };
+  if (out.kind === KIND_SPAWNED && typeof rec.parent === "string" && rec.parent !== "") out.parent = rec.parent;
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -117,6 +194,14 @@ function requireOwner(args) {
     throw new CommandError("owner_required", "an owner is required; tabwarden closes only what an owner created");
   }
   return owner;
+}
+
+function requireParent(args) {
+  const parent = args?.parent;
+  if (typeof parent !== "string" || parent === "") {
+    throw new CommandError("invalid_args", "adopt needs the parent: the owner of the page that spawned the tab");
+  }
+  return parent;
 }
 
 // Chrome ids are integers on the wire; tolerate decimal strings (the Go side's representation).
@@ -187,6 +272,7 @@ export function createWorker(chrome, deps = {}) {
   const clearTimer = deps.clearTimeout ?? ((id) => globalThis.clearTimeout(id));
   const now = deps.now ?? (() => Date.now());
   const log = deps.console ?? globalThis.console;
+  const cryptoImpl = deps.crypto ?? globalThis.crypto;
 
   const session = chrome.storage.session;
   const local = chrome.storage.local;
@@ -197,6 +283,8 @@ export function createWorker(chrome, deps = {}) {
   let connecting = null; // promise while a connect attempt reads storage and dials
   let pingTimer = null;
   let retryTimer = null;
+  let handshakeTimer = null;
+  let hsChain = Promise.resolve(); // frames of the current socket, handled in order
   let queue = Promise.resolve(); // tail of the ownership queue
   let connChain = Promise.resolve(); // orders writes of the "conn" status record
 
@@ -245,8 +333,18 @@ export function createWorker(chrome, deps = {}) {
   // ---- socket ----------------------------------------------------------------------------------
 
   function send(frame) {
-    if (!ws || ws !== welcomed || ws.readyState !== 1 /* OPEN */) return false;
-    ws.send(JSON.stringify(frame));
+    return sendOn(ws, frame);
+  }
+
+  /**
+   * Sends on one socket only if it is still the live, welcomed one. A reply to a command goes
+   * out on the socket that carried the command or nowhere: after a reconnect (maybe to a
+   * restarted agent whose command ids start over) an old command's reply must not reach the
+   * new peer, where it could be matched to a different command.
+   */
+  function sendOn(sock, frame) {
+    if (!sock || sock !== ws || sock !== welcomed || sock.readyState !== 1 /* OPEN */) return false;
+    sock.send(JSON.stringify(frame));
     return true;
   }
 
@@ -257,6 +355,11 @@ export function createWorker(chrome, deps = {}) {
   function stopPing() {
     if (pingTimer !== null) clearTimer(pingTimer);
     pingTimer = null;
+  }
+
+  function stopHandshakeTimer() {
+    if (handshakeTimer !== null) clearTimer(handshakeTimer);
+    handshakeTimer = null;
   }
 
   // Chrome keeps a service worker alive while its WebSocket carries traffic at least every 30 s
@@ -283,6 +386,28 @@ export function createWorker(chrome, deps = {}) {
     }, delay);
   }
 
+  /** The pairing key from storage; an older build's raw token is turned into the key here. */
+  async function loadKey() {
+    const { key, token } = await local.get(["key", "token"]);
+    if (typeof key === "string" && key !== "") {
+      try {
+        const raw = fromB64url(key);
+        if (raw.length === 32) return raw;
+      } catch {
+        /* fall through: unusable */
+      }
+      log.warn("tabwarden: the stored pairing key is unusable; pair again");
+      return null;
+    }
+    if (typeof token === "string" && token !== "") {
+      const raw = await deriveKey(token, cryptoImpl);
+      await local.set({ key: b64url(raw) });
+      await local.remove("token");
+      return raw;
+    }
+    return null;
+  }
+
   /**
    * Dials the host if paired and not already connected or dialing. Safe to call from any
    * trigger (start, alarm, retry timer, onStartup); concurrent calls share one attempt.
@@ -291,21 +416,24 @@ export function createWorker(chrome, deps = {}) {
     if (ws || connecting) return connecting ?? Promise.resolve();
     connecting = (async () => {
       try {
-        const { token, port } = await local.get(["token", "port"]);
+        await connChain;
+        const key = await loadKey();
+        const { port } = await local.get("port");
         const conn = (await getOne(session, "conn")) ?? {};
-        if (!token) {
+        if (!key) {
           await setConn({ state: "unpaired" });
           return;
         }
-        // 4401: the host does not know this token (revoked by a newer pairing). Retrying would
-        // only hammer it; wait for the user to pair again.
-        if (conn.state === "unauthorized") return;
+        // 4401: the host does not know this key (revoked by a newer pairing or `tabwarden
+        // unpair`). A host that failed to prove itself is not ours. Retrying would only hammer
+        // it (or feed an impostor): wait for the user to press Reconnect or pair again.
+        if (conn.state === "unauthorized" || conn.state === "host_unverified") return;
         if (ws) return;
         if (retryTimer !== null) {
           clearTimer(retryTimer);
           retryTimer = null;
         }
-        dial(token, Number.isInteger(port) ? port : DEFAULT_PORT);
+        dial(key, Number.isInteger(port) ? port : DEFAULT_PORT);
       } catch (e) {
         log.warn("tabwarden: connect failed:", e?.message);
       } finally {
@@ -315,7 +443,7 @@ export function createWorker(chrome, deps = {}) {
     return connecting;
   }
 
-  function dial(token, port) {
+  function dial(key, port) {
     const url = `ws://127.0.0.1:${port}/v1/connect`;
     let sock;
     try {
@@ -326,28 +454,55 @@ export function createWorker(chrome, deps = {}) {
       return;
     }
     ws = sock;
+    welcomed = null;
     setConn({ state: "connecting", port });
+    // The handshake of this socket: hello → challenge (the host proves itself) → auth (we
+    // prove ourselves) → welcome. Frames are handled one at a time, in order, on this chain,
+    // because verifying a proof is asynchronous.
+    const hs = { phase: "opening", nonceE: null, nonceH: null, epoch: null };
+    let chain = Promise.resolve();
+    const enqueue = (fn) => {
+      chain = chain.then(fn).catch((e) => log.warn("tabwarden: frame:", e?.message));
+      hsChain = chain;
+    };
+    stopHandshakeTimer();
+    handshakeTimer = setTimer(() => {
+      handshakeTimer = null;
+      if (ws !== sock || welcomed === sock) return;
+      dropSocket(sock, 1000, "handshake timeout");
+      setConn({ state: "disconnected", epoch: null, lastError: "the host did not complete the handshake in time" });
+      scheduleReconnect();
+    }, HANDSHAKE_TIMEOUT_MS);
 
     sock.onopen = () => {
-      if (ws !== sock) return;
-      const version = chrome.runtime.getManifest?.().version ?? "0";
-      // The token is sent only here, inside the socket, and never logged.
-      sock.send(JSON.stringify({ type: "hello", token, version }));
+      enqueue(async () => {
+        if (ws !== sock) return;
+        const version = chrome.runtime.getManifest?.().version ?? "0";
+        hs.nonceE = b64url(cryptoImpl.getRandomValues(new Uint8Array(32)));
+        const kid = await keyId(key, cryptoImpl);
+        if (ws !== sock || sock.readyState !== 1) return;
+        // No secret here: a fresh nonce, and the key's id (a one-way function of the key).
+        sock.send(JSON.stringify({ type: "hello", version, nonce: hs.nonceE, kid }));
+        hs.phase = "challenge";
+      });
     };
     sock.onmessage = (ev) => {
       if (ws !== sock) return;
-      onFrame(sock, ev.data);
+      const data = ev.data;
+      enqueue(() => onFrame(sock, hs, key, data));
     };
     sock.onerror = () => {
       // A close event always follows; it carries the useful information.
     };
     sock.onclose = (ev) => {
-      if (ws !== sock) return; // an old socket we replaced on purpose
+      if (ws !== sock) return; // an old socket we replaced or dropped on purpose
       ws = null;
+      welcomed = null;
       stopPing();
+      stopHandshakeTimer();
       const code = ev?.code ?? 1006;
       if (code === 4401) {
-        setConn({ state: "unauthorized", epoch: null, lastError: "host refused the token (4401): pair again" });
+        setConn({ state: "unauthorized", epoch: null, lastError: "the host does not know this pairing (4401): pair again" });
         return;
       }
       const why = code === 4409 ? "another connection is active (4409)" : `closed (${code}${ev?.reason ? ` ${ev.reason}` : ""})`;
@@ -356,37 +511,94 @@ export function createWorker(chrome, deps = {}) {
     };
   }
 
-  function onFrame(sock, data) {
+  /** Detaches and closes a socket; its close event is then ignored. */
+  function dropSocket(sock, code, reason) {
+    if (ws === sock) ws = null;
+    if (welcomed === sock) welcomed = null;
+    stopPing();
+    stopHandshakeTimer();
+    try {
+      sock.close(code, reason);
+    } catch {
+      /* already closed */
+    }
+  }
+
+  /**
+   * The peer on this port did not prove that it knows the pairing key: it is not our host
+   * (maybe another local user who bound the port while the agent was down). Close, obey
+   * nothing, tell the user, and do not retry by ourselves.
+   */
+  function hostFailed(sock, why) {
+    dropSocket(sock, 4403, "host failed to prove itself");
+    log.warn(`tabwarden: host failed to prove itself (${why}); not retrying`);
+    return setConn({
+      state: "host_unverified",
+      epoch: null,
+      lastError: `host failed to prove itself (${why}); not retrying: press Reconnect once the real agent runs, or pair again`,
+      nextRetryAt: null,
+    });
+  }
+
+  async function onFrame(sock, hs, key, data) {
+    if (ws !== sock) return;
     let msg;
     try {
       msg = JSON.parse(typeof data === "string" ? data : String(data));
     } catch {
-      return; // not ours to guess at
+      msg = null;
     }
-    switch (msg?.type) {
-      case "welcome":
+    if (hs.phase !== "welcomed") {
+      // Until the host has proven itself and welcomed us, exactly the handshake's frames in
+      // their order; anything else (a bare welcome, a command) is an impostor's.
+      if (hs.phase === "challenge" && msg?.type === "challenge") {
+        const { nonce, epoch, proof } = msg;
+        if (typeof nonce !== "string" || !NONCE_RE.test(nonce) || !Number.isSafeInteger(epoch) || epoch < 1 || typeof proof !== "string") {
+          return hostFailed(sock, "malformed challenge");
+        }
+        if (!(await verifyHostProof(key, proof, hs.nonceE, nonce, epoch, cryptoImpl))) {
+          return hostFailed(sock, "wrong proof");
+        }
+        if (ws !== sock || sock.readyState !== 1) return;
+        hs.nonceH = nonce;
+        hs.epoch = epoch;
+        sock.send(JSON.stringify({ type: "auth", proof: b64url(await hmac(key, extProofMessage(nonce, hs.nonceE), cryptoImpl)) }));
+        hs.phase = "welcome";
+        return;
+      }
+      if (hs.phase === "welcome" && msg?.type === "welcome" && msg.epoch === hs.epoch) {
+        hs.phase = "welcomed";
         welcomed = sock;
-        setConn({ state: "connected", epoch: msg.epoch ?? null, lastError: null, attempt: 0, nextRetryAt: null, connectedAt: now() });
+        stopHandshakeTimer();
+        setConn({ state: "connected", epoch: hs.epoch, lastError: null, attempt: 0, nextRetryAt: null, connectedAt: now() });
         schedulePing();
         return;
+      }
+      return hostFailed(sock, msg?.type ? `unexpected ${String(msg.type).slice(0, 32)} frame before the proof` : "unexpected frame");
+    }
+    switch (msg?.type) {
       case "pong":
+      case "welcome":
         return;
       case "command":
         if (typeof msg.id !== "string") return; // cannot reply without an id
-        execute(msg).then((reply) => send(reply));
+        // The reply goes back on this socket only (see sendOn).
+        execute(msg).then((reply) => sendOn(sock, reply));
         return;
       default:
         return;
     }
   }
 
-  function closeSocket() {
+  function closeSocket(code = 1000, reason = "re-pairing") {
     const sock = ws;
     ws = null; // detach first so its close event is ignored
+    welcomed = null;
     stopPing();
+    stopHandshakeTimer();
     if (sock) {
       try {
-        sock.close(1000, "re-pairing");
+        sock.close(code, reason);
       } catch {
         /* already closed */
       }
@@ -419,6 +631,10 @@ export function createWorker(chrome, deps = {}) {
         return serial(() => open(args));
       case "adopt":
         return serial(() => adopt(args));
+      case "bind":
+        return serial(() => bind(args));
+      case "release":
+        return serial(() => release(args));
       case "close": {
         const owner = requireOwner(args); // refuse before queueing
         const tabId = requireId(args.tabId, "tabId");
@@ -464,13 +680,14 @@ export function createWorker(chrome, deps = {}) {
     const windowId = newWindow ? null : requireId(args.windowId, "windowId");
 
     // Idempotent by owner: a retried open (the host lost our reply, or the worker restarted)
-    // returns the tab it already has. Records made by open win over adopted ones.
-    const mine = (await allWithPrefix("rec:"))
-      .filter((r) => r.owner === owner)
-      .sort((a, b) => (a.via === "open" ? 0 : 1) - (b.via === "open" ? 0 : 1) || a.tabId - b.tabId);
-    for (const rec of mine) {
-      const tab = await tryGetTab(rec.tabId);
-      if (tab) return { tabId: tab.id, windowId: tab.windowId, createdWindow: !!rec.createdWindow };
+    // returns the tab it already has. An owner holds one live tab at most: one it adopted or
+    // bound is not "opened", and open refuses instead of creating a second.
+    const live = await liveRecordOf(owner);
+    if (live) {
+      if (kindOf(live.rec) !== KIND_OPENED) {
+        throw new CommandError("in_use", `owner ${owner} already has tab ${live.rec.tabId} (${kindOf(live.rec)})`);
+      }
+      return { tabId: live.tab.id, windowId: live.tab.windowId, createdWindow: !!live.rec.createdWindow };
     }
 
     if (!newWindow) {
@@ -497,7 +714,7 @@ export function createWorker(chrome, deps = {}) {
       }
       // Record before replying: once the host has a tabId, the tab is closeable forever.
       await session.set({
-        [recKey(tab.id)]: { owner, tabId: tab.id, windowId: tab.windowId, createdWindow: newWindow, via: "open" },
+        [recKey(tab.id)]: { owner, tabId: tab.id, windowId: tab.windowId, createdWindow: newWindow, kind: KIND_OPENED },
       });
       return { tabId: tab.id, windowId: tab.windowId, createdWindow: newWindow };
     } finally {
@@ -505,27 +722,87 @@ export function createWorker(chrome, deps = {}) {
     }
   }
 
+  /** The owner's record whose tab is still open (an owner holds one live tab at most). */
+  async function liveRecordOf(owner, exceptTabId) {
+    const mine = (await allWithPrefix("rec:")).filter((r) => r.owner === owner && r.tabId !== exceptTabId).sort((a, b) => a.tabId - b.tabId);
+    for (const rec of mine) {
+      const tab = await tryGetTab(rec.tabId);
+      if (tab) return { rec, tab };
+    }
+    return null;
+  }
+
+  /**
+   * adopt: records a spawned tab under its owner, only if this extension saw the spawn itself:
+   * the tab's opener (as Chrome reported it when the tab was created) is recorded under
+   * `parent`. A forged claim ("this tab of the user's was spawned by my page") finds no such
+   * opener and is refused, so it can never make the user's tab closeable.
+   */
   async function adopt(args) {
+    const owner = requireOwner(args);
+    const tabId = requireId(args.tabId, "tabId");
+    const parent = requireParent(args);
+    const tab = await tryGetTab(tabId);
+    if (!tab || !isReportableTab(tab)) throw new CommandError("not_found", `tab ${tabId} not found`);
+    const existing = await getOne(session, recKey(tabId));
+    if (existing) {
+      if (existing.owner === owner && kindOf(existing) === KIND_SPAWNED) {
+        return { tabId, windowId: tab.windowId, createdWindow: !!existing.createdWindow };
+      }
+      throw new CommandError("in_use", `tab ${tabId} is recorded under another owner or as ${kindOf(existing)}`);
+    }
+    const other = await liveRecordOf(owner, tabId);
+    if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
+    // Chrome may stop reporting openerTabId later (e.g. after the opener navigates or closes):
+    // the opener seen at tabs.onCreated wins.
+    const remembered = await getOne(session, openerKey(tabId));
+    const opener = Number.isInteger(remembered) ? remembered : tab.openerTabId;
+    const openerRec = Number.isInteger(opener) ? await getOne(session, recKey(opener)) : undefined;
+    if (!openerRec || openerRec.owner !== parent) {
+      throw new CommandError(
+        "not_observed",
+        Number.isInteger(opener)
+          ? `tab ${tabId} was opened by tab ${opener}, which is not recorded under ${parent}`
+          : `tab ${tabId} has no opener this extension saw; it was not spawned by ${parent}`,
+      );
+    }
+    // A spawn that came with its own window (a compose popup, a window.open with features)
+    // may take that window with it on cleanup. Otherwise the last-tab rule applies: we never
+    // guess that a window the user might be using belongs to the agent.
+    const born = await getOne(session, bornKey(tab.windowId));
+    const siblings = await chrome.tabs.query({ windowId: tab.windowId });
+    const createdWindow = born?.firstTabId === tab.id && siblings.length === 1;
+    await session.set({
+      [recKey(tabId)]: { owner, tabId, windowId: tab.windowId, createdWindow, kind: KIND_SPAWNED, parent },
+    });
+    return { tabId, windowId: tab.windowId, createdWindow };
+  }
+
+  /** bind: records an existing tab for use under owner. A bound tab is never closed. */
+  async function bind(args) {
     const owner = requireOwner(args);
     const tabId = requireId(args.tabId, "tabId");
     const tab = await tryGetTab(tabId);
     if (!tab || !isReportableTab(tab)) throw new CommandError("not_found", `tab ${tabId} not found`);
     const existing = await getOne(session, recKey(tabId));
-    if (existing && existing.owner !== owner) {
-      throw new CommandError("not_owned", `tab ${tabId} is recorded under another owner`);
+    if (existing) {
+      if (existing.owner === owner && kindOf(existing) === KIND_BOUND) return { tabId, windowId: tab.windowId };
+      throw new CommandError("in_use", `tab ${tabId} is recorded under another owner or as ${kindOf(existing)}`);
     }
-    if (!existing) {
-      // A spawn that came with its own window (a compose popup, a window.open with features)
-      // may take that window with it on cleanup. Otherwise the last-tab rule applies: we never
-      // guess that a window the user might be using belongs to the agent.
-      const born = await getOne(session, bornKey(tab.windowId));
-      const siblings = await chrome.tabs.query({ windowId: tab.windowId });
-      const createdWindow = born?.firstTabId === tab.id && siblings.length === 1;
-      await session.set({
-        [recKey(tabId)]: { owner, tabId, windowId: tab.windowId, createdWindow, via: "adopt" },
-      });
-    }
+    const other = await liveRecordOf(owner, tabId);
+    if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
+    await session.set({ [recKey(tabId)]: { owner, tabId, windowId: tab.windowId, createdWindow: false, kind: KIND_BOUND } });
     return { tabId, windowId: tab.windowId };
+  }
+
+  /** release: drops owner's record of the tab and leaves the tab open. Idempotent. */
+  async function release(args) {
+    const owner = requireOwner(args);
+    const tabId = requireId(args.tabId, "tabId");
+    const rec = await getOne(session, recKey(tabId));
+    if (!rec || rec.owner !== owner) return { released: false }; // another owner's record stays
+    await session.remove(recKey(tabId));
+    return { released: true };
   }
 
   /**
@@ -568,11 +845,17 @@ export function createWorker(chrome, deps = {}) {
     if (!rec || rec.owner !== owner) {
       throw new CommandError("not_owned", `tab ${tabId} is not recorded under owner ${owner}; nothing was closed`);
     }
+    if (!OWNED_KINDS.has(kindOf(rec))) {
+      throw new CommandError("not_owned", `tab ${tabId} is bound to ${owner}: used, never closed; release it instead`);
+    }
     return { closed: await closeRecorded(rec) };
   }
 
   async function cleanup(owner) {
-    const mine = (await allWithPrefix("rec:")).filter((r) => r.owner === owner).sort((a, b) => a.tabId - b.tabId);
+    // Bound tabs are never closed; their records stay until release.
+    const mine = (await allWithPrefix("rec:"))
+      .filter((r) => r.owner === owner && OWNED_KINDS.has(kindOf(r)))
+      .sort((a, b) => a.tabId - b.tabId);
     const closed = [];
     for (const rec of mine) if (await closeRecorded(rec)) closed.push(rec.tabId);
     await session.remove(pendingKey(owner));
@@ -602,7 +885,7 @@ export function createWorker(chrome, deps = {}) {
     if (matches.length !== 1) return undefined;
     const m = matches[0];
     await session.set({
-      [recKey(tab.id)]: { owner: m.owner, tabId: tab.id, windowId: tab.windowId, createdWindow: !!m.newWindow, via: "open" },
+      [recKey(tab.id)]: { owner: m.owner, tabId: tab.id, windowId: tab.windowId, createdWindow: !!m.newWindow, kind: KIND_OPENED },
     });
     await session.remove(pendingKey(m.owner));
     return m.owner;
@@ -610,6 +893,9 @@ export function createWorker(chrome, deps = {}) {
 
   function onTabCreated(tab) {
     serial(async () => {
+      // The opener as Chrome reports it now, at creation: adopt trusts this one, since Chrome
+      // may drop openerTabId from later reports of the tab.
+      if (Number.isInteger(tab?.openerTabId)) await session.set({ [openerKey(tab.id)]: tab.openerTabId });
       if (!isReportableTab(tab)) return;
       let owner = (await getOne(session, recKey(tab.id)))?.owner;
       if (!owner) owner = await claimFromPending(tab);
@@ -628,6 +914,7 @@ export function createWorker(chrome, deps = {}) {
     // The record is kept on purpose: a later close/cleanup answers closed:false and drops it,
     // instead of not_owned, which would read as a refusal. Tab ids are never reused.
     serial(async () => {
+      await session.remove(openerKey(tabId));
       sendEvent("tabRemoved", { tabId, windowId: removeInfo?.windowId });
     }).catch((e) => log.warn("tabwarden: tabRemoved:", e?.message));
   }
@@ -673,10 +960,18 @@ export function createWorker(chrome, deps = {}) {
     }
     if (!resp.ok) {
       const retry = resp.headers?.get?.("Retry-After");
+      // The host explains a burned code ("run `tabwarden pair` again"); show its words.
+      let said = "";
+      try {
+        const body = await resp.json();
+        if (typeof body?.message === "string") said = clip(body.message, 300);
+      } catch {
+        /* no JSON body */
+      }
       const error =
         resp.status === 429
           ? `too many attempts; retry in ${retry ?? "a few"} seconds`
-          : `pairing refused (HTTP ${resp.status}); run \`tabwarden pair\` for a fresh code`;
+          : `pairing refused (HTTP ${resp.status}${said ? `: ${said}` : ""}); run \`tabwarden pair\` for a fresh code`;
       await setConn({ lastError: error });
       return { ok: false, error };
     }
@@ -691,9 +986,13 @@ export function createWorker(chrome, deps = {}) {
       await setConn({ lastError: error });
       return { ok: false, error };
     }
-    await local.set({ token, port, pairedAt: now() });
-    // A new token replaces the old connection, whatever state it was in. A dial already in
-    // flight read the old token: let it finish, then replace its socket.
+    // Only the derived key is kept; the token itself is forgotten right here.
+    const key = b64url(await deriveKey(token, cryptoImpl));
+    token = null;
+    await local.set({ key, port, pairedAt: now() });
+    await local.remove("token");
+    // A new key replaces the old connection, whatever state it was in. A dial already in
+    // flight read the old key: let it finish, then replace its socket.
     if (connecting) await connecting;
     closeSocket();
     if (retryTimer !== null) clearTimer(retryTimer);
@@ -701,6 +1000,22 @@ export function createWorker(chrome, deps = {}) {
     await setConn({ state: "connecting", epoch: null, lastError: null, attempt: 0, nextRetryAt: null, port });
     await ensureConnected();
     return { ok: true };
+  }
+
+  /**
+   * The popup's Forget button: tell the host to forget this pairing (when connected, on the
+   * authenticated socket), close the socket, and drop the key. Pairing again is the way back.
+   */
+  async function forget() {
+    if (connecting) await connecting;
+    const sock = ws;
+    const hostTold = sendOn(sock, { type: "forget" });
+    closeSocket(1000, "pairing forgotten");
+    if (retryTimer !== null) clearTimer(retryTimer);
+    retryTimer = null;
+    await local.remove(["key", "token", "pairedAt"]);
+    await setConn({ state: "unpaired", epoch: null, lastError: null, attempt: 0, nextRetryAt: null });
+    return { ok: true, hostTold };
   }
 
   // Only our own pages (the popup, also when it is opened as a tab at
@@ -717,6 +1032,9 @@ export function createWorker(chrome, deps = {}) {
       case "pair":
         pair(msg.code, msg.port).then(sendResponse, (e) => sendResponse({ ok: false, error: String(e?.message ?? e) }));
         return true; // respond asynchronously
+      case "forget":
+        forget().then(sendResponse, (e) => sendResponse({ ok: false, error: String(e?.message ?? e) }));
+        return true;
       case "reconnect":
         setConn({ state: "connecting", attempt: 0 })
           .then(() => {
@@ -771,8 +1089,9 @@ export function createWorker(chrome, deps = {}) {
     execute,
     pair,
     ensureConnected,
+    forget,
     /** Resolves once everything queued so far has run (tests). */
-    idle: () => queue.then(() => connChain),
+    idle: () => queue.then(() => hsChain).then(() => connChain),
     /** The live socket, if any (tests and debugging). */
     get socket() {
       return ws;

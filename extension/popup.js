@@ -3,7 +3,7 @@
 // Everything shown comes from storage that the service worker maintains
 // (chrome.storage.session: conn, sessions; chrome.storage.local: port, pairedAt), and the view
 // re-renders on storage.onChanged, so the popup never has to ask the worker for state and
-// works even while the worker is asleep. The popup never reads the pairing token.
+// works even while the worker is asleep. The popup never reads the pairing key.
 //
 // All host-supplied strings are inserted with textContent, never as HTML.
 
@@ -19,6 +19,7 @@ export function connView(conn = {}, local = {}) {
     connecting: "connecting…",
     disconnected: "disconnected (retrying)",
     unauthorized: "unauthorized: pair again",
+    host_unverified: "host failed to prove itself (not retrying)",
     unpaired: "not paired",
   };
   return {
@@ -27,7 +28,9 @@ export function connView(conn = {}, local = {}) {
     epoch: conn.state === "connected" && conn.epoch != null ? String(conn.epoch) : "—",
     port: String(conn.port ?? local.port ?? DEFAULT_PORT),
     error: conn.lastError ? String(conn.lastError) : "—",
-    hasError: !!conn.lastError,
+    hasError: !!conn.lastError || state === "host_unverified",
+    // Forget is offered whenever there is a pairing to forget.
+    canForget: state !== "unpaired",
   };
 }
 
@@ -72,6 +75,7 @@ function renderConnection(conn, local) {
   const err = document.getElementById("conn-error");
   err.textContent = v.error;
   err.className = v.hasError ? "error" : "";
+  document.getElementById("forget").disabled = !v.canForget;
 }
 
 function renderSessions(sessions) {
@@ -154,6 +158,22 @@ function wire() {
 
   document.getElementById("reconnect").addEventListener("click", () => {
     chrome.runtime.sendMessage({ type: "reconnect" }).catch(() => {});
+  });
+
+  document.getElementById("forget").addEventListener("click", async () => {
+    const out = document.getElementById("forget-result");
+    try {
+      const r = await chrome.runtime.sendMessage({ type: "forget" });
+      out.textContent = r?.ok
+        ? r.hostTold
+          ? "Pairing forgotten here and by the agent."
+          : "Pairing forgotten here (the agent was not connected: run `tabwarden unpair` there)."
+        : (r?.error ?? "Forget failed.");
+      out.className = r?.ok ? "ok" : "error";
+    } catch (e) {
+      out.textContent = `Forget failed: ${e?.message ?? e}`;
+      out.className = "error";
+    }
   });
 }
 

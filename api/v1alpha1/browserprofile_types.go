@@ -1,7 +1,11 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // DriverType names how an agent talks to its browser.
@@ -35,26 +39,43 @@ type BrowserProfileSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
 	MaxSessions int32 `json:"maxSessions,omitempty"`
+
+	// namespaces are the namespaces whose sessions may use this profile, by name.
+	// A profile admits a namespace listed here or matched by namespaceSelector; with
+	// neither set it admits none, which is how an agent registers a profile it
+	// finds missing. Sessions in other namespaces are refused (profile_not_allowed).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(n, n.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="spec.namespaces holds namespace names: DNS labels of lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters, for example namespaces: [\"default\", \"team-a\"]"
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// namespaceSelector admits the namespaces whose labels match, in addition to
+	// namespaces. An empty selector ({}) admits every namespace; unset admits none.
+	// Every namespace carries the label kubernetes.io/metadata.name=<its name>.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? (has(e.values) && size(e.values) > 0) : (e.operator in ['Exists', 'DoesNotExist'] && (!has(e.values) || size(e.values) == 0)))",message="spec.namespaceSelector.matchExpressions: operator In or NotIn takes a non-empty values list, Exists or DoesNotExist takes none, for example matchExpressions: [{key: team, operator: In, values: [a, b]}]; namespaceSelector: {} admits every namespace"
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
-// ProfileTab is one open tab of a profile that a session may bind.
-type ProfileTab struct {
-	// id is the browser's tab id (a CDP target id or a Chrome tab id).
-	// +required
-	// +kubebuilder:validation:MaxLength=64
-	ID string `json:"id"`
-	// windowId is the browser window holding the tab.
-	// +optional
-	// +kubebuilder:validation:MaxLength=64
-	WindowID string `json:"windowId,omitempty"`
-	// title is the page title.
-	// +optional
-	// +kubebuilder:validation:MaxLength=512
-	Title string `json:"title,omitempty"`
-	// url is the page url.
-	// +optional
-	// +kubebuilder:validation:MaxLength=4096
-	URL string `json:"url,omitempty"`
+// Admits reports whether the profile lets sessions in namespace ns, whose labels
+// are nsLabels, use it: ns is listed in spec.namespaces or its labels match
+// spec.namespaceSelector. With neither set the profile admits no namespace; an
+// empty selector admits every one. A selector that does not parse admits nothing
+// and is returned as the error.
+func (p *BrowserProfile) Admits(ns string, nsLabels map[string]string) (bool, error) {
+	if slices.Contains(p.Spec.Namespaces, ns) {
+		return true, nil
+	}
+	if p.Spec.NamespaceSelector == nil {
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NamespaceSelector)
+	if err != nil {
+		return false, fmt.Errorf("spec.namespaceSelector of BrowserProfile %q: %w", p.Name, err)
+	}
+	return sel.Matches(labels.Set(nsLabels)), nil
 }
 
 // BrowserProfileStatus is what the agent observes of its browser.
@@ -84,11 +105,12 @@ type BrowserProfileStatus struct {
 	// +optional
 	Sessions int32 `json:"sessions,omitempty"`
 
-	// tabs are the open tabs a session may bind: never incognito, chrome:// or extension pages.
+	// tabCount is how many open tabs a session may bind. Their urls and titles are
+	// not here, where anyone who reads profiles would see them: the agent lists them
+	// in a BrowserTabList named after the profile, only in namespaces with a session
+	// placed on it.
 	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=500
-	Tabs []ProfileTab `json:"tabs,omitempty"`
+	TabCount int32 `json:"tabCount,omitempty"`
 }
 
 // BrowserProfile is one connected browser profile, written by its agent (like a Node).
@@ -99,6 +121,9 @@ type BrowserProfileStatus struct {
 // +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
 // +kubebuilder:printcolumn:name="Browser",type=string,JSONPath=`.status.browserVersion`
 // +kubebuilder:printcolumn:name="Sessions",type=integer,JSONPath=`.status.sessions`
+// +kubebuilder:printcolumn:name="Tabs",type=integer,JSONPath=`.status.tabCount`
+// +kubebuilder:printcolumn:name="Namespaces",type=string,JSONPath=`.spec.namespaces`,priority=1
+// +kubebuilder:printcolumn:name="Namespace-Selector",type=string,JSONPath=`.spec.namespaceSelector`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BrowserProfile struct {
 	metav1.TypeMeta   `json:",inline"`

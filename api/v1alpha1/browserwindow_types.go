@@ -86,7 +86,7 @@ type SpawnInfo struct {
 // BrowserWindowSpec is one page a session owns or uses.
 // +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source",message="spec.source is immutable; delete the window and create another"
 // +kubebuilder:validation:XValidation:rule="self.sessionRef == oldSelf.sessionRef",message="spec.sessionRef is immutable: a page belongs to one session for its whole life"
-// +kubebuilder:validation:XValidation:rule="self.source == 'Bind' ? has(self.bindTabId) : !has(self.bindTabId)",message="spec.bindTabId goes with source: Bind and only with it; pick the id from `kubectl get browserprofile <profile> -o jsonpath='{.status.tabs}'`"
+// +kubebuilder:validation:XValidation:rule="self.source == 'Bind' ? has(self.bindTabId) : !has(self.bindTabId)",message="spec.bindTabId goes with source: Bind and only with it; pick the id from the tabs your namespace may bind: `kubectl get browsertablist <profile> -n <namespace> -o jsonpath='{.tabs}'`"
 // +kubebuilder:validation:XValidation:rule="self.source != 'Open' || has(self.url)",message="an Open window needs spec.url, for example url: https://example.com/"
 // +kubebuilder:validation:XValidation:rule="self.source == 'Spawned' ? has(self.spawn) : !has(self.spawn)",message="spec.spawn is written by the agent for Spawned windows, and only for them"
 // +kubebuilder:validation:XValidation:rule="self.source != 'Bind' || !has(self.disposition) || self.disposition != 'Close'",message="a bound tab is the user's: it is never closed; delete the window to detach it"
@@ -112,7 +112,8 @@ type BrowserWindowSpec struct {
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
 
-	// bindTabId is the user tab to bind (Bind only), from the profile's status.tabs.
+	// bindTabId is the user tab to bind (Bind only): an id from the BrowserTabList
+	// named after the profile in the session's namespace.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64

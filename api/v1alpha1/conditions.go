@@ -119,3 +119,19 @@ const (
 	EventPageGone       = "PageGone"
 	EventSessionCleaned = "SessionCleaned"
 )
+
+// Tenancy: which namespaces may use a profile (spec.namespaces, spec.namespaceSelector).
+const (
+	// AdmittedCondition says whether the session's profile admits the session's
+	// namespace. False with reason profile_not_allowed on a session that is not
+	// placed (Registered=False too), and on a placed session whose profile stopped
+	// admitting its namespace: a placed session is not evicted, it keeps its
+	// profile until it ends, so that its pages stay owned and are cleaned up.
+	AdmittedCondition = "Admitted"
+	// ReasonProfileNotAllowed: the session's profile does not admit its namespace
+	// (neither listed in spec.namespaces nor matched by spec.namespaceSelector); the
+	// hint is the admin's kubectl patch that admits it, or another profile to pin.
+	ReasonProfileNotAllowed = "profile_not_allowed"
+	// ReasonAdmitted: the session's profile admits its namespace.
+	ReasonAdmitted = "Admitted"
+)

@@ -33,6 +33,7 @@ Commands:
   controller  run the controller role (sessions, window registration, cleanup)
   agent       run an agent for one browser profile (drivers: cdp, extension)
   pair        print a code to pair the tabwarden Chrome extension with a running agent
+  unpair      make a running agent forget its pairing with the Chrome extension
   version     print the version
 
 Run 'tabwarden <command> -h' for a command's flags.
@@ -46,6 +47,7 @@ var commands = map[string]command{
 	"controller": runController,
 	"agent":      runAgent,
 	"pair":       runPair,
+	"unpair":     runUnpair,
 	"version":    runVersion,
 }
 

@@ -92,12 +92,14 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 		cdpEndpoint   string
 		extensionAddr string
 		stateDir      string
+		extensionID   string
 	)
 	fs.StringVar(&o.Profile, "profile", "", "name of the BrowserProfile this agent serves (required)")
 	fs.StringVar(&driver, "driver", "cdp", "how to talk to the browser: cdp or extension")
 	fs.StringVar(&cdpEndpoint, "cdp-endpoint", "", "DevTools endpoint of the Chrome to drive (cdp): ws://host:port/devtools/browser/<id> or http://host:port")
 	fs.StringVar(&extensionAddr, "extension-addr", extension.DefaultAddr, "loopback address the extension connects to (extension)")
 	fs.StringVar(&stateDir, "state-dir", defaultStateDir(), "directory of the agent's state: the ownership ledger of the pages it opened, adopted or bound (cdp), the extension pairing and the socket tabwarden pair asks for codes (extension)")
+	fs.StringVar(&extensionID, "extension-id", "", "the only Chrome extension id that may pair and connect (extension; default $"+extension.ExtensionIDEnv+", else tabwarden's pinned id "+extension.DefaultExtensionID+")")
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", up.Namespace, `namespace of the profile's heartbeat Lease; "" disables the heartbeat`)
 	fs.StringVar(&o.Identity, "identity", "", "name of this agent in the profile's status (default agent-<profile>)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 10*time.Second, "how often the Lease is renewed and the profile published")
@@ -149,7 +151,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 		defer cb.Shutdown()
 		b = cb
 	case twv1.DriverExtension:
-		host, err := extension.New(extension.Options{Addr: extensionAddr, StateDir: stateDir, Logger: log.WithName("extension")})
+		host, err := extension.New(extension.Options{Addr: extensionAddr, StateDir: stateDir, ExtensionID: extensionID, Logger: log.WithName("extension")})
 		if err != nil {
 			return err
 		}
@@ -213,7 +215,7 @@ func runPair(name string, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  2. Click the tabwarden icon in the toolbar (pin it from the puzzle-piece menu).\n")
 	fmt.Fprintf(stdout, "  3. Enter the code %s and the agent's port (%d unless you changed --extension-addr), then press Pair.\n", code, defaultPort())
 	fmt.Fprintf(stdout, "  4. Check: kubectl get browserprofiles   (the extension profile shows Connected True)\n")
-	fmt.Fprintf(stdout, "\nPairing again replaces the previous pairing.\n")
+	fmt.Fprintf(stdout, "\nPairing again replaces the previous pairing; `tabwarden unpair` forgets it.\n")
 	return nil
 }
 

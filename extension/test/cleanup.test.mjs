@@ -28,7 +28,7 @@ test("cleaning one owner keeps another owner's tab and a user tab in the same wi
   assert.deepEqual(browser.tabsIn(user.windowId).map((t) => t.id), [user.tabId, b.tabId]);
   // Only uid-b's record remains.
   assert.deepEqual(ok(await env.cmd("records")).records, [
-    { owner: "uid-b", tabId: b.tabId, windowId: user.windowId, createdWindow: false },
+    { owner: "uid-b", tabId: b.tabId, windowId: user.windowId, createdWindow: false, kind: "opened" },
   ]);
 });
 
@@ -62,8 +62,7 @@ test("a fresh worker (re-imported module, same storage) cleans up from retained 
   assert.ok(browser.listenerCount() >= 9, "all listeners registered during the first turn");
   const sock = await host2.waitSocket();
   try {
-    const hello = await host2.handshake(sock, 2);
-    assert.equal(hello.token, env.chrome.storage.local.snapshot().token);
+    await host2.handshake(sock, 2); // the new worker proves it holds the stored key
     await settle(mod.worker);
 
     const recs = ok(await host2.command(sock, "records")).records;
@@ -86,19 +85,21 @@ test("repeating cleanup removes nothing more, and a tab the user already closed 
   const env = await setup();
   const { browser, user } = env;
   const t1 = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/1", windowId: user.windowId }));
-  // A page of uid-a spawns a tab; the host adopts it under the same owner.
+  // A page of uid-a spawns a tab; the host adopts it under its own window's owner, uid-s.
   const spawned = browser.openTab(user.windowId, { url: "https://a.example/spawn", openerTabId: t1.tabId, active: false });
-  ok(await env.cmd("adopt", { owner: "uid-a", tabId: spawned }));
+  ok(await env.cmd("adopt", { owner: "uid-s", tabId: spawned, parent: "uid-a" }));
   const userTab2 = browser.openTab(user.windowId, { url: "https://news.example/" });
 
   browser.closeTab(t1.tabId); // the user closes one owned tab by hand
   await env.settle();
 
-  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [spawned] });
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [] });
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-s" })), { closed: [spawned] });
   const after = browser.tabIds();
   assert.deepEqual(after, [user.tabId, userTab2]);
 
   assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [] });
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-s" })), { closed: [] });
   assert.deepEqual(browser.tabIds(), after, "second cleanup removed nothing");
   assert.deepEqual(ok(await env.cmd("records")).records, []);
 });
@@ -214,17 +215,18 @@ test("adopt records a spawned tab; a spawn that came with its own popup window i
   const env = await setup();
   const { browser, user } = env;
   const opener = ok(await env.cmd("open", { owner: "uid-a", url: "https://contacts.example/", windowId: user.windowId }));
-  // The page spawns a Gmail compose popup window.
-  const compose = browser.openWindow({ url: "https://mail.example.com/compose", type: "popup", focused: false });
+  // The page spawns a Gmail compose popup window (Chrome reports the contacts tab as opener).
+  const compose = browser.openWindow({ url: "https://mail.example.com/compose", type: "popup", focused: false, openerTabId: opener.tabId });
   await env.settle();
-  assert.deepEqual(ok(await env.cmd("adopt", { owner: "uid-compose", tabId: compose.tabId })), {
+  assert.deepEqual(ok(await env.cmd("adopt", { owner: "uid-compose", tabId: compose.tabId, parent: "uid-a" })), {
     tabId: compose.tabId,
     windowId: compose.windowId,
+    createdWindow: true,
   });
   // adopt of a gone tab: not_found
-  refused(await env.cmd("adopt", { owner: "uid-x", tabId: 424242 }), "not_found");
-  // adopt of a tab recorded under another owner: not_owned
-  refused(await env.cmd("adopt", { owner: "uid-x", tabId: opener.tabId }), "not_owned");
+  refused(await env.cmd("adopt", { owner: "uid-x", tabId: 424242, parent: "uid-a" }), "not_found");
+  // adopt of a tab recorded under another owner: in_use
+  refused(await env.cmd("adopt", { owner: "uid-x", tabId: opener.tabId, parent: "uid-a" }), "in_use");
 
   assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-compose" })), { closed: [compose.tabId] });
   assert.equal(browser.window(compose.windowId), undefined, "the compose window is gone, not left blank");
@@ -234,9 +236,17 @@ test("adopt records a spawned tab; a spawn that came with its own popup window i
 test("adopting a tab that is alone in a pre-existing user window never lets cleanup close the window", async () => {
   const env = await setup();
   const { browser, user } = env;
-  // user.windowId existed before the worker: nothing says it was born with a spawn.
-  ok(await env.cmd("adopt", { owner: "uid-a", tabId: user.tabId }));
-  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [user.tabId] });
+  // A page of uid-a spawns a tab into the user's window, which existed before the worker:
+  // nothing says it was born with the spawn.
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const spawned = browser.openTab(user.windowId, { url: "https://a.example/child", openerTabId: a.tabId, active: false });
+  await env.settle();
+  ok(await env.cmd("adopt", { owner: "uid-s", tabId: spawned, parent: "uid-a" }));
+  // Then the user closes the other tabs: the spawn is alone in the user's window.
+  browser.closeTab(user.tabId);
+  assert.deepEqual(ok(await env.cmd("close", { owner: "uid-a", tabId: a.tabId })), { closed: true });
+  assert.deepEqual(browser.tabsIn(user.windowId).map((t) => t.id), [spawned]);
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-s" })), { closed: [spawned] });
   const left = browser.tabsIn(user.windowId);
   assert.equal(left.length, 1);
   assert.equal(left[0].pendingUrl ?? left[0].url, "about:blank");

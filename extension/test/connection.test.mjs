@@ -3,13 +3,14 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { setup, settle, TOKEN, patchGlobalConsole } from "./harness.mjs";
+import { randomBytes } from "node:crypto";
+import { setup, settle, TOKEN, KEY, KEY_B64, deriveKeyNode, keyIdNode, hostProof, extProof, secretForms, patchGlobalConsole } from "./harness.mjs";
 import { ALARM_NAME } from "../background.js";
 
 // The protocol's number, not the implementation's constant: the test must notice a change.
 const PING_INTERVAL_MS = 20_000;
 
-test("hello carries the stored token and the manifest version; nothing else is sent before welcome", async () => {
+test("hello carries a fresh nonce, the key id and the manifest version, never the secret; nothing else before welcome", async () => {
   const env = await setup({ connect: false });
   await env.worker.start();
   const sock = await env.host.waitSocket();
@@ -18,13 +19,52 @@ test("hello carries the stored token and the manifest version; nothing else is s
   await settle(env.worker);
   env.browser.openTab(env.user.windowId, { url: "https://early.example/" }); // before welcome
   await settle(env.worker);
-  assert.deepEqual(sock.sent, [{ type: "hello", token: TOKEN, version: "0.1.0" }]);
+  assert.equal(sock.sent.length, 1);
+  const hello = sock.sent[0];
+  assert.deepEqual(Object.keys(hello).sort(), ["kid", "nonce", "type", "version"]);
+  assert.equal(hello.type, "hello");
+  assert.equal(hello.version, "0.1.0");
+  assert.match(hello.nonce, /^[A-Za-z0-9_-]{43}$/);
+  assert.equal(hello.kid, keyIdNode(KEY));
+  // The host proves itself; the extension answers with its own proof; then welcome.
+  const nonceH = randomBytes(32).toString("base64url");
+  sock.deliver({ type: "challenge", nonce: nonceH, epoch: 7, proof: hostProof(KEY, hello.nonce, nonceH, 7) });
+  const auth = await sock.waitFrame((f) => f.type === "auth", "auth");
+  assert.deepEqual(Object.keys(auth).sort(), ["proof", "type"]);
+  assert.equal(auth.proof, extProof(KEY, nonceH, hello.nonce));
   sock.deliver({ type: "welcome", epoch: 7 });
   await settle(env.worker);
+  assert.deepEqual(sock.sent.map((f) => f.type), ["hello", "auth"], "nothing but the handshake before welcome");
   const conn = env.chrome.storage.session.snapshot().conn;
   assert.equal(conn.state, "connected");
   assert.equal(conn.epoch, 7);
-  assert.ok(!JSON.stringify(env.chrome.storage.session.snapshot()).includes(TOKEN), "token never in session storage");
+  const everything = JSON.stringify(sock.sent) + JSON.stringify(env.chrome.storage.session.snapshot());
+  for (const secret of secretForms()) assert.ok(!everything.includes(secret), "no form of the secret on the socket or in session storage");
+  env.browser.openTab(env.user.windowId, { url: "https://late.example/" });
+  await settle(env.worker);
+  assert.ok(sock.events("tabCreated").some((e) => e.tab.url === "https://late.example/"), "events flow after welcome");
+  assert.ok(!sock.events("tabCreated").some((e) => e.tab.url === "https://early.example/"), "no event before welcome");
+});
+
+test("each hello has a new nonce; a challenge replayed from an earlier handshake is refused", async () => {
+  const env = await setup();
+  const { host, worker, clock } = env;
+  // Record the first handshake's challenge, as a squatter listening in on a previous run could.
+  const first = env.sock.sent.find((f) => f.type === "hello");
+  env.sock.serverClose(1006);
+  await settle(worker);
+  await clock.advance(clock.pending()[0], worker);
+  const s2 = await host.waitSocket();
+  s2.accept();
+  const hello2 = await s2.waitFrame((f) => f.type === "hello", "hello");
+  assert.notEqual(hello2.nonce, first.nonce, "a fresh nonce per connection");
+  // A proof that was valid for the first nonce:
+  const nonceH = "A".repeat(43);
+  s2.deliver({ type: "challenge", nonce: nonceH, epoch: 1, proof: hostProof(KEY, first.nonce, nonceH, 1) });
+  await settle(worker);
+  assert.equal(s2.frames("auth").length, 0, "no auth for a replayed challenge");
+  assert.equal(s2.readyState, 3, "closed");
+  assert.equal(env.chrome.storage.session.snapshot().conn.state, "host_unverified");
 });
 
 test("a ping goes out every 20 s while connected, and stops when disconnected", async () => {
@@ -119,7 +159,7 @@ test("an unpaired worker does not dial; its state says so", async () => {
   assert.equal(env.chrome.storage.session.snapshot().conn.state, "unpaired");
 });
 
-test("pairing from the popup stores the token, connects with it, and never logs it", async () => {
+test("pairing from the popup stores only the derived key, connects with it, and never logs or sends the secret", async () => {
   const fetchCalls = [];
   const PAIRED = "tok_fresh-from-pairing_SECRET_9d1e";
   const env = await setup({
@@ -139,13 +179,13 @@ test("pairing from the popup stores the token, connects with it, and never logs 
     assert.equal(fetchCalls[0].init.method, "POST");
     assert.deepEqual(JSON.parse(fetchCalls[0].init.body), { code: "123-456" });
     const local = env.chrome.storage.local.snapshot();
-    assert.equal(local.token, PAIRED);
+    assert.equal(local.key, deriveKeyNode(PAIRED).toString("base64url"));
+    assert.equal(local.token, undefined, "the token itself is not kept");
     assert.equal(local.port, 5555);
 
     const sock = await env.host.waitSocket();
     assert.equal(sock.url, "ws://127.0.0.1:5555/v1/connect");
-    const hello = await env.host.handshake(sock, 1);
-    assert.equal(hello.token, PAIRED);
+    await env.host.handshake(sock, 1, deriveKeyNode(PAIRED)); // proves the worker holds the right key
     await settle(env.worker);
     assert.equal(env.chrome.storage.session.snapshot().conn.state, "connected");
 
@@ -156,8 +196,11 @@ test("pairing from the popup stores the token, connects with it, and never logs 
     sock.serverClose(1006);
     await settle(env.worker);
     assert.ok(env.out.lines.length > 0, "something was logged");
-    for (const secret of [PAIRED, TOKEN]) assert.ok(!env.out.text().includes(secret), "token leaked to console");
-    assert.ok(!JSON.stringify(env.chrome.storage.session.snapshot()).includes(PAIRED), "token leaked to session storage");
+    for (const secret of [...secretForms(PAIRED), ...secretForms(TOKEN)]) {
+      assert.ok(!env.out.text().includes(secret), "secret leaked to console");
+      assert.ok(!JSON.stringify(sock.sent).includes(secret), "secret sent on the socket");
+      assert.ok(!JSON.stringify(env.chrome.storage.session.snapshot()).includes(secret), "secret leaked to session storage");
+    }
   } finally {
     restore();
   }
@@ -174,7 +217,7 @@ test("pairing again replaces the connection; a refused code stores nothing", asy
   answer = { ok: false, status: 429 };
   const r2 = await env.chrome.runtime.sendMessage({ type: "pair", code: "000-000" });
   assert.match(r2.error, /retry in 30 seconds/);
-  assert.equal(env.chrome.storage.local.snapshot().token, TOKEN, "old token kept after failures");
+  assert.equal(env.chrome.storage.local.snapshot().key, KEY_B64, "old key kept after failures");
   const bad = await env.chrome.runtime.sendMessage({ type: "pair", code: "<script>", port: 80 });
   assert.equal(bad.ok, false);
 
@@ -183,7 +226,8 @@ test("pairing again replaces the connection; a refused code stores nothing", asy
   assert.deepEqual(r3, { ok: true });
   assert.equal(env.sock.readyState, 3, "old socket closed");
   const s2 = await env.host.waitSocket();
-  assert.equal((await env.host.handshake(s2, 2)).token, "tok_NEW");
+  await env.host.handshake(s2, 2, deriveKeyNode("tok_NEW"));
+  assert.equal(env.chrome.storage.local.snapshot().key, deriveKeyNode("tok_NEW").toString("base64url"));
   assert.ok(!env.out.text().includes("tok_NEW"));
 });
 
@@ -210,6 +254,7 @@ test("messages that do not come from our own pages are ignored", async () => {
   assert.deepEqual(fromContentScript, [false]);
   await settle(env.worker);
   assert.equal(env.chrome.storage.local.snapshot().token, undefined);
+  assert.equal(env.chrome.storage.local.snapshot().key, undefined);
 });
 
 test("the popup page opened in a tab may pair (Chrome sets sender.tab for it)", async () => {
@@ -228,6 +273,6 @@ test("the popup page opened in a tab may pair (Chrome sets sender.tab for it)", 
     assert.deepEqual(results, [true], "answered asynchronously");
   });
   assert.deepEqual(reply, { ok: true });
-  assert.equal(env.chrome.storage.local.snapshot().token, "tok_TAB");
+  assert.equal(env.chrome.storage.local.snapshot().key, deriveKeyNode("tok_TAB").toString("base64url"));
   await settle(env.worker);
 });

@@ -186,12 +186,12 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     return t.id;
   }
 
-  function addWindow({ url, type = "normal", focused = true, incognito = false, committed = false } = {}) {
+  function addWindow({ url, type = "normal", focused = true, incognito = false, committed = false, openerTabId } = {}) {
     const w = { id: nextWindowId++, type, focused: false, incognito, tabIds: [] };
     windows.set(w.id, w);
     if (focused) focusWindow(w.id);
     events.windowsCreated.dispatch(windowView(w, false));
-    const tabId = addTab(w.id, { url: url ?? "chrome://newtab/", active: true, committed });
+    const tabId = addTab(w.id, { url: url ?? "chrome://newtab/", active: true, committed, openerTabId });
     return { windowId: w.id, tabId };
   }
 
@@ -351,6 +351,10 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
         events.windowsRemoved.dispatch(from.id);
       }
       return dest.id;
+    },
+    /** Chrome stops reporting a tab's openerTabId (it does, e.g. after the opener navigates). */
+    dropOpener(tabId) {
+      delete tabs.get(tabId).openerTabId;
     },
     /** The user closes a tab. */
     closeTab: (tabId) => removeTab(tabId),

@@ -1,6 +1,7 @@
 // Test harness: a fake host (WebSocket server side), a fake clock for the worker's timers,
 // console capture, and a helper that boots a paired, connected worker against a fake Chrome.
 
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { createFakeChrome, tick } from "./fake-chrome.mjs";
 import { createWorker } from "../background.js";
 
@@ -148,10 +149,20 @@ export function createFakeHost() {
       const n = ++handedOut;
       return until(() => sockets[n - 1], `socket #${n}`);
     },
-    /** Accepts the socket, checks hello, answers welcome. */
-    async handshake(sock, epoch = 1) {
+    /**
+     * Plays the real host's side of the handshake with the pairing key (node:crypto, not the
+     * worker's WebCrypto): accepts, reads hello, proves itself in a challenge, checks the
+     * extension's auth proof, answers welcome. Returns the hello.
+     */
+    async handshake(sock, epoch = 1, key = KEY) {
       sock.accept();
       const hello = await sock.waitFrame((f) => f.type === "hello", "hello");
+      const nonceH = randomBytes(32).toString("base64url");
+      sock.deliver({ type: "challenge", nonce: nonceH, epoch, proof: hostProof(key, hello.nonce, nonceH, epoch) });
+      const auth = await sock.waitFrame((f) => f.type === "auth", "auth");
+      const want = Buffer.from(extProof(key, nonceH, hello.nonce), "base64url");
+      const got = Buffer.from(String(auth.proof), "base64url");
+      if (got.length !== want.length || !timingSafeEqual(got, want)) throw new Error("the extension's auth proof is wrong");
       sock.deliver({ type: "welcome", epoch });
       return hello;
     },
@@ -167,6 +178,20 @@ export function createFakeHost() {
 
 export const TOKEN = "tok_Zx9-SECRET-do-not-log_4f2a";
 
+// The protocol's derivations, written independently of background.js (docs/extension-protocol.md).
+export const deriveKeyNode = (token) => createHash("sha256").update(`tabwarden-key-v1\n${token}`).digest();
+export const KEY = deriveKeyNode(TOKEN);
+export const KEY_B64 = KEY.toString("base64url");
+export const hostProof = (key, nonceE, nonceH, epoch) =>
+  createHmac("sha256", key).update(`tabwarden-host-v1\n${nonceE}\n${nonceH}\n${epoch}`).digest("base64url");
+export const extProof = (key, nonceH, nonceE) => createHmac("sha256", key).update(`tabwarden-ext-v1\n${nonceH}\n${nonceE}`).digest("base64url");
+export const keyIdNode = (key) => createHmac("sha256", key).update("tabwarden-key-id-v1").digest().subarray(0, 16).toString("base64url");
+/** Every form in which the pairing secret could leak. */
+export const secretForms = (token = TOKEN) => {
+  const k = deriveKeyNode(token);
+  return [token, k.toString("base64url"), k.toString("base64"), k.toString("hex")];
+};
+
 /**
  * A fake browser with one user window (one committed user tab, focused), a paired and
  * connected worker, and handles for everything.
@@ -178,7 +203,7 @@ export async function setup({ paired = true, connect = true, fetch } = {}) {
   const clock = new FakeClock();
   const out = captureConsole();
   const user = browser.openWindow({ url: "https://mail.example.com/inbox", focused: true });
-  if (paired) await chrome.storage.local.set({ token: TOKEN, port: 47321 });
+  if (paired) await chrome.storage.local.set({ key: KEY_B64, port: 47321, pairedAt: 1 });
 
   const env = { chrome, browser, host, clock, out, user };
   env.newWorker = () => {

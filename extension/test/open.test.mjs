@@ -206,7 +206,7 @@ test("records and sessions ops", async () => {
   const { user, chrome } = env;
   const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
   assert.deepEqual(ok(await env.cmd("records")), {
-    records: [{ owner: "uid-a", tabId: a.tabId, windowId: user.windowId, createdWindow: false }],
+    records: [{ owner: "uid-a", tabId: a.tabId, windowId: user.windowId, createdWindow: false, kind: "opened" }],
   });
   const sessions = [
     {

@@ -14,6 +14,17 @@ test("connection view: unpaired, connected with epoch, error surfaced", () => {
   assert.match(connView({ state: "unauthorized" }, { pairedAt: 1 }).label, /pair again/);
 });
 
+test("connection view: a host that failed to prove itself is shown as such; Forget only with a pairing", () => {
+  const v = connView({ state: "host_unverified", lastError: "host failed to prove itself (wrong proof); not retrying" }, { pairedAt: 1 });
+  assert.equal(v.state, "host_unverified");
+  assert.match(v.label, /host failed to prove itself/);
+  assert.match(v.error, /host failed to prove itself/);
+  assert.equal(v.hasError, true);
+  assert.equal(v.canForget, true);
+  assert.equal(connView({ state: "unpaired" }, {}).canForget, false);
+  assert.equal(connView({ state: "connected", epoch: 1 }, { pairedAt: 1 }).canForget, true);
+});
+
 test("session monitor view: names, purpose, windows; a window without disposition is unacknowledged", () => {
   const v = sessionsView([
     {

@@ -107,7 +107,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	if err := mgr.Add(&adopter{agent: a}); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(&profileLoop{agent: a}); err != nil {
+	if err := mgr.Add(&profileLoop{agent: a, informers: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -9,18 +11,49 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
 // profileLoop registers the agent's BrowserProfile and keeps it current: the
-// Connected condition, browser version, the bindable tabs and a heartbeat Lease.
+// Connected condition, browser version, the number of bindable tabs and a
+// heartbeat Lease. It lists the bindable tabs themselves (urls and titles) in a
+// BrowserTabList named after the profile in each namespace that has a session
+// placed on the profile and not ended, and deletes it when none remains.
 type profileLoop struct {
 	agent *Agent
+	// informers, when set, wake the loop as soon as a session is placed on the
+	// profile or ends, so that its namespace's tab list follows within a second.
+	informers cache.Informers
+	// published is the content of the tab list per namespace as last written (or
+	// found by a resync); nil until the first resync.
+	published map[string]tabListContent
+	// resynced is when the tab lists were last listed from the API server.
+	resynced time.Time
 }
+
+// tabListContent is what a BrowserTabList says; it is written only when it changes.
+type tabListContent struct {
+	count int32
+	tabs  []twv1.BindableTab
+}
+
+func (c tabListContent) equal(o tabListContent) bool {
+	return c.count == o.count && slices.Equal(c.tabs, o.tabs)
+}
+
+// tabListResync is how often the agent lists its tab lists from the API server,
+// to remove one it no longer wants (left by an earlier run) and to rewrite one
+// that someone changed or deleted.
+const tabListResync = time.Minute
 
 // NeedLeaderElection: every agent heartbeats its own profile.
 func (pl *profileLoop) NeedLeaderElection() bool { return false }
@@ -30,6 +63,11 @@ func (pl *profileLoop) Start(ctx context.Context) error {
 	a := pl.agent
 	log := ctrl.LoggerFrom(ctx).WithName("profile").WithValues("profile", a.opts.Profile)
 	ctx = ctrl.LoggerInto(ctx, log)
+	if pl.informers != nil {
+		if err := pl.watchSessions(ctx); err != nil {
+			return err
+		}
+	}
 	tick := time.NewTicker(a.opts.Heartbeat)
 	defer tick.Stop()
 	for {
@@ -78,10 +116,12 @@ func (pl *profileLoop) publish(ctx context.Context) error {
 	version := a.model.version
 	a.model.mu.RUnlock()
 	p.Status.Agent = a.opts.Identity
+	var pages []bindablePage
 	if ready {
+		pages = bindablePages(ctx, a)
 		p.Status.BrowserVersion, p.Status.Epoch = version, epoch
 		setProfileCondition(p, twv1.ConnectedCondition, metav1.ConditionTrue, twv1.ReasonAgentConnected, "The agent reaches the browser")
-		p.Status.Tabs = bindableTabs(a)
+		p.Status.TabCount = int32(len(pages))
 	} else {
 		setProfileCondition(p, twv1.ConnectedCondition, metav1.ConditionFalse, twv1.ReasonAgentDisconnected, "The agent does not reach the browser; its pages are Unknown, not closed")
 	}
@@ -90,13 +130,144 @@ func (pl *profileLoop) publish(ctx context.Context) error {
 		return err
 	}
 	var n int32
+	namespaces := map[string]bool{}
 	for i := range sessions.Items {
-		if s := &sessions.Items[i]; s.Status.ProfileName == a.opts.Profile && !s.Ended() {
+		if s := &sessions.Items[i]; pl.placedHere(s) {
 			n++
+			namespaces[s.Namespace] = true
 		}
 	}
 	p.Status.Sessions = n
-	return helper.Patch(ctx, p)
+	if err := helper.Patch(ctx, p); err != nil {
+		return err
+	}
+	return pl.publishTabs(ctx, namespaces, pages, ready)
+}
+
+// placedHere reports whether a session is placed on this profile and not ended:
+// its namespace may see the profile's tabs.
+func (pl *profileLoop) placedHere(s *twv1.BrowserSession) bool {
+	return s.Status.ProfileName == pl.agent.opts.Profile && !s.Ended()
+}
+
+// watchSessions wakes the loop when a session is placed on the profile or ends.
+func (pl *profileLoop) watchSessions(ctx context.Context) error {
+	inf, err := pl.informers.GetInformer(ctx, &twv1.BrowserSession{})
+	if err != nil {
+		return err
+	}
+	here := func(o any) bool {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		s, ok := o.(*twv1.BrowserSession)
+		return ok && pl.placedHere(s)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			if here(o) {
+				pl.agent.markProfileDirty()
+			}
+		},
+		UpdateFunc: func(o, n any) {
+			if here(o) != here(n) {
+				pl.agent.markProfileDirty()
+			}
+		},
+		DeleteFunc: func(o any) {
+			if here(o) {
+				pl.agent.markProfileDirty()
+			}
+		},
+	})
+	return err
+}
+
+// publishTabs makes the BrowserTabLists match: one in each of namespaces (the
+// namespaces with a session placed on the profile), with the tabs that namespace
+// may bind, and none elsewhere. It writes only what changed. While the browser is
+// unreachable (ready false) the tabs are unknown: lists are removed where no
+// session remains, and the others wait for the browser.
+func (pl *profileLoop) publishTabs(ctx context.Context, namespaces map[string]bool, pages []bindablePage, ready bool) error {
+	a := pl.agent
+	if pl.published == nil || time.Since(pl.resynced) > tabListResync {
+		if err := pl.resyncTabLists(ctx); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for ns := range pl.published {
+		if namespaces[ns] {
+			continue
+		}
+		tl := &twv1.BrowserTabList{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.opts.Profile}}
+		if err := a.client.Delete(ctx, tl); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(pl.published, ns)
+		ctrl.LoggerFrom(ctx).V(1).Info("Removed the tab list: no session of the namespace is placed on the profile", "namespace", ns)
+	}
+	if !ready {
+		return kerrors.NewAggregate(errs)
+	}
+	for ns := range namespaces {
+		want := tabsVisibleIn(ns, pages)
+		if have, ok := pl.published[ns]; ok && have.equal(want) {
+			continue
+		}
+		if err := pl.writeTabList(ctx, ns, want); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pl.published[ns] = want
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// resyncTabLists reads the profile's tab lists from the API server: what is there
+// is what the next publish compares against.
+func (pl *profileLoop) resyncTabLists(ctx context.Context) error {
+	a := pl.agent
+	var list twv1.BrowserTabListList
+	if err := a.reader.List(ctx, &list, client.MatchingLabels{twv1.ProfileLabel: a.opts.Profile}); err != nil {
+		return err
+	}
+	pl.published = make(map[string]tabListContent, len(list.Items))
+	for i := range list.Items {
+		if tl := &list.Items[i]; tl.Name == a.opts.Profile {
+			pl.published[tl.Namespace] = tabListContent{count: tl.TabCount, tabs: tl.Tabs}
+		}
+	}
+	pl.resynced = time.Now()
+	return nil
+}
+
+// writeTabList writes the namespace's tab list in one request: a merge patch of
+// the whole content, or a create when it does not exist.
+func (pl *profileLoop) writeTabList(ctx context.Context, ns string, c tabListContent) error {
+	a := pl.agent
+	tl := &twv1.BrowserTabList{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: a.opts.Profile, Labels: map[string]string{twv1.ProfileLabel: a.opts.Profile}},
+		ProfileName: a.opts.Profile, TabCount: c.count, Tabs: c.tabs,
+	}
+	body, err := json.Marshal(map[string]any{
+		"metadata":    map[string]any{"labels": tl.Labels},
+		"profileName": tl.ProfileName,
+		"tabCount":    tl.TabCount,
+		"tabs":        tl.Tabs, // null when empty: removes the field
+	})
+	if err != nil {
+		return err
+	}
+	err = a.client.Patch(ctx, tl.DeepCopy(), client.RawPatch(types.MergePatchType, body))
+	if apierrors.IsNotFound(err) {
+		err = a.client.Create(ctx, tl)
+		if err == nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Published the tab list: a session of the namespace is placed on the profile", "namespace", ns)
+		}
+	}
+	return err
 }
 
 func setProfileCondition(p *twv1.BrowserProfile, typ string, status metav1.ConditionStatus, reason, msg string) {
@@ -105,20 +276,51 @@ func setProfileCondition(p *twv1.BrowserProfile, typ string, status metav1.Condi
 	p.Status.Conditions = conds
 }
 
-// bindableTabs lists the pages a session may bind: never browser or extension pages.
-func bindableTabs(a *Agent) []twv1.ProfileTab {
-	var tabs []twv1.ProfileTab
+// bindablePage is a page a session may bind, with the namespace of the session
+// whose window opened, adopted or bound it (empty for the user's own pages).
+type bindablePage struct {
+	browser.Page
+	ownerNamespace string
+}
+
+// bindablePages lists the pages a session may bind, by id: never browser or
+// extension pages.
+func bindablePages(ctx context.Context, a *Agent) []bindablePage {
+	var pages []bindablePage
 	for _, p := range a.model.all() {
 		if !Bindable(p.URL) {
 			continue
 		}
-		tabs = append(tabs, twv1.ProfileTab{ID: p.ID, WindowID: p.WindowID, Title: truncate(p.Title, 512), URL: truncate(p.URL, 4096)})
+		bp := bindablePage{Page: p}
+		if o, _, ok := a.ownerOf(ctx, p.ID); ok {
+			bp.ownerNamespace = o.Namespace
+		}
+		pages = append(pages, bp)
 	}
-	sort.Slice(tabs, func(i, j int) bool { return tabs[i].ID < tabs[j].ID })
-	if len(tabs) > 500 {
-		tabs = tabs[:500]
+	sort.Slice(pages, func(i, j int) bool { return pages[i].ID < pages[j].ID })
+	return pages
+}
+
+// tabsVisibleIn is the tab list of namespace ns: the user's bindable pages and
+// those of ns's own sessions, never a page another namespace's session opened,
+// adopted or bound; on a pool profile only pages of the default browser context
+// and of ns's sessions' contexts (named <namespace>/<session>). At most
+// twv1.MaxBindableTabs of them, with the full count.
+func tabsVisibleIn(ns string, pages []bindablePage) tabListContent {
+	var c tabListContent
+	for _, p := range pages {
+		if p.ownerNamespace != "" && p.ownerNamespace != ns {
+			continue
+		}
+		if p.Context != "" && !strings.HasPrefix(p.Context, ns+"/") {
+			continue
+		}
+		c.count++
+		if len(c.tabs) < twv1.MaxBindableTabs {
+			c.tabs = append(c.tabs, twv1.BindableTab{ID: p.ID, WindowID: p.WindowID, Title: truncate(p.Title, 512), URL: truncate(p.URL, 4096)})
+		}
 	}
-	return tabs
+	return c
 }
 
 // Bindable reports whether a page with this url may be listed for binding.

@@ -27,10 +27,11 @@ package agent
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles/status,verbs=get;update;patch
 
-// TODO(tenancy): the namespaced kind for bindable tabs is not on this branch yet. Once
-// it is, turn this line into its marker (verbs as its writer needs, plus /status if it
-// has one) and add an agent-owns-only-its-profile's rule for it to config/admission:
-// TODO(tenancy): +kubebuilder:rbac:groups=tabwarden.dev,resources=<bindable-tabs kind>,verbs=get;list;watch;create;update;patch;delete
+// Tab lists: in each namespace with a session placed on its profile, the agent
+// publishes the tabs that namespace may bind (BrowserTabList named after the
+// profile; listed cluster-wide to resync), and deletes it when none remains; the
+// admission policy keeps it to its own profile's lists.
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsertablists,verbs=get;list;create;patch;delete
 
 // Events on windows and sessions, in their namespaces.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

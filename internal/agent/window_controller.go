@@ -195,8 +195,8 @@ func (r *WindowReconciler) reconcileProvenance(ctx context.Context, s *twv1.Brow
 			}
 			w.Status.Phase = twv1.WindowPending
 			setWindowCondition(w, twv1.BoundCondition, metav1.ConditionFalse, twv1.ReasonTabInUse,
-				fmt.Sprintf("Tab %q is already owned or bound by another window: a tab is bound by at most one window, and a page a session owns is never bound by another. Bind another tab (kubectl get browserprofile %s -o jsonpath='{.status.tabs}') or delete this window: kubectl delete browserwindow %s -n %s",
-					w.Spec.BindTabID, a.opts.Profile, w.Name, w.Namespace))
+				fmt.Sprintf("Tab %q is already owned or bound by another window: a tab is bound by at most one window, and a page a session owns is never bound by another. Bind another tab (kubectl get browsertablist %s -n %s -o jsonpath='{.tabs}') or delete this window: kubectl delete browserwindow %s -n %s",
+					w.Spec.BindTabID, a.opts.Profile, w.Namespace, w.Name, w.Namespace))
 		default:
 			return ctrl.Result{}, fmt.Errorf("binding tab %s: %w", w.Spec.BindTabID, err)
 		}
@@ -334,7 +334,7 @@ func (r *WindowReconciler) reconcileObserve(_ context.Context, _ *twv1.BrowserSe
 		switch {
 		case w.Spec.Source == twv1.SourceBind && !recorded:
 			setWindowCondition(w, cond, metav1.ConditionFalse, twv1.ReasonBoundTabNotFound,
-				fmt.Sprintf("No tab %q in profile %q; nothing is bound in its place. Pick a tab from: kubectl get browserprofile %s -o jsonpath='{.status.tabs}'", id, a.opts.Profile, a.opts.Profile))
+				fmt.Sprintf("No tab %q in profile %q; nothing is bound in its place. Pick a tab from: kubectl get browsertablist %s -n %s -o jsonpath='{range .tabs[*]}{.id}{\"\\t\"}{.title}{\"\\t\"}{.url}{\"\\n\"}{end}'", id, a.opts.Profile, a.opts.Profile, w.Namespace))
 		case w.Spec.Source == twv1.SourceBind:
 			setWindowCondition(w, cond, metav1.ConditionFalse, twv1.ReasonBoundTabGone,
 				fmt.Sprintf("The bound tab %q was closed; the binding failed and no other tab takes its place", id))

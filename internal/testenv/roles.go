@@ -66,6 +66,8 @@ func StartAgent(t testing.TB, admin *rest.Config, opts agent.Options) *Role {
 	if opts.Heartbeat == 0 {
 		opts.Heartbeat = time.Second
 	}
+	// As an admin would before starting its agent: the profile, admitting every namespace.
+	ensureProfile(t, admin, opts.Profile, opts.Driver)
 	cfg := MustConfig(t)(AgentConfig(admin, opts.Profile))
 	if err := AllowAgentLeases(admin, opts.LeaseNamespace); err != nil {
 		t.Fatal(err)

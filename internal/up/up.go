@@ -55,6 +55,11 @@ const Module = "github.com/tabwarden/tabwarden"
 // Namespace is the system namespace: agents' heartbeat Leases live here.
 const Namespace = access.SystemNamespace
 
+// SessionNamespace is where the user's sessions go: the admin kubeconfig's
+// namespace, the one config/samples and the printed commands use. The desktop
+// profiles admit it and no other.
+const SessionNamespace = "default"
+
 // Defaults of Options.
 const (
 	DefaultDir              = ".tabwarden"
@@ -427,6 +432,21 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		return err
 	}
 
+	for _, p := range []struct {
+		name   string
+		driver twv1.DriverType
+	}{{o.LocalProfile, twv1.DriverCDP}, {o.ExtensionProfile, twv1.DriverExtension}} {
+		if p.driver == twv1.DriverExtension && host == nil {
+			continue
+		}
+		if err := ensureDesktopProfile(ctx, k8s, p.name, p.driver); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+
 	info := Info{
 		PID: os.Getpid(), Kubeconfig: kubeconfig, APIServer: strings.TrimSuffix(cfg.Host, "/"), Namespace: Namespace,
 		LocalProfile: o.LocalProfile, StateDir: filepath.Join(dir, StateDir), RoleKubeconfigs: map[string]string{},
@@ -605,6 +625,25 @@ func roleFailed(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
+// DesktopProfile is a profile of `tabwarden up`: it admits only SessionNamespace,
+// so a session in any other namespace is refused (profile_not_allowed).
+func DesktopProfile(name string, driver twv1.DriverType) *twv1.BrowserProfile {
+	return &twv1.BrowserProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       twv1.BrowserProfileSpec{Driver: driver, Namespaces: []string{SessionNamespace}},
+	}
+}
+
+// ensureDesktopProfile creates a desktop profile before its agent starts (an
+// agent registers a missing profile admitting no namespace); one that exists is
+// left as the admin set it.
+func ensureDesktopProfile(ctx context.Context, k8s client.Client, name string, driver twv1.DriverType) error {
+	if err := k8s.Create(ctx, DesktopProfile(name, driver)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating BrowserProfile %s: %w", name, err)
+	}
+	return nil
+}
+
 func waitReady(ctx context.Context, k8s client.Client, local, ext string) error {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -705,6 +744,7 @@ func readyText(o Options, repo string, info Info) string {
 	}
 	fmt.Fprintf(&b, "  identities     each agent runs as tabwarden:agent:<profile> (kubeconfigs %s/agent-*.kubeconfig);\n", rel(filepath.Dir(info.Kubeconfig)))
 	fmt.Fprintf(&b, "                 the admission policies of config/admission bind admin too\n")
+	fmt.Fprintf(&b, "\nSessions in namespace %s may use these profiles (spec.namespaces); others are refused.\n", SessionNamespace)
 	fmt.Fprintf(&b, "\nNext, in another terminal:\n\n")
 	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", info.Kubeconfig)
 	fmt.Fprintf(&b, "  kubectl apply -f %s/session.yaml -f %s/window-open.yaml\n", samples, samples)

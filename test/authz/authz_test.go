@@ -29,6 +29,7 @@ const (
 	sessionStatus = "tabwarden-session-status"
 	profilePolicy = "tabwarden-profile"
 	leasePolicy   = "tabwarden-agent-lease"
+	tabListPolicy = "tabwarden-tablist"
 )
 
 // request is one write under one identity, and how it must end.
@@ -76,6 +77,7 @@ func newFixture(t *testing.T) *fixture {
 		agent := as["agent "+p]
 		err := agent.Create(ctx, &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: p}})
 		must("agent registers profile "+p, client.IgnoreAlreadyExists(err))
+		must("agent publishes its tab list", agent.Create(ctx, tabList(f.ns, p)))
 		l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: access.SystemNamespace, Name: "tabwarden-profile-" + p}}
 		must("agent creates its lease", client.IgnoreAlreadyExists(agent.Create(ctx, l)))
 	}
@@ -108,6 +110,13 @@ func spawned(ns, name, sess, profile string) *twv1.BrowserWindow {
 		w.Labels = map[string]string{twv1.ProfileLabel: profile, twv1.SessionLabel: sess, twv1.SourceLabel: "spawned"}
 	}
 	return w
+}
+
+func tabList(ns, profile string) *twv1.BrowserTabList {
+	return &twv1.BrowserTabList{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: profile, Labels: map[string]string{twv1.ProfileLabel: profile}},
+		ProfileName: profile, TabCount: 1, Tabs: []twv1.BindableTab{{ID: "tab-" + profile, URL: "https://" + profile + ".example/"}},
+	}
 }
 
 func merge(s string) client.Patch { return client.RawPatch("application/merge-patch+json", []byte(s)) }
@@ -289,7 +298,23 @@ func TestUsers(t *testing.T) {
 			},
 			says: []string{"only a tabwarden agent creates Spawned windows", "user tabwarden:agent:a"},
 		},
+		{
+			name: "admin shows a namespace a tab that is not there", as: asAdmin, want: tabListPolicy,
+			do: func(ctx context.Context, c client.Client) error {
+				return c.Patch(ctx, tabList(ns, "a"), merge(`{"tabs":[{"id":"the-users-bank-tab","url":"https://bank.example/"}]}`))
+			},
+			says: []string{"lists the tabs the agent of profile a sees", "only that agent writes it", "kubectl get browsertablist a -n " + ns},
+		},
+		{
+			name: "user creates a tab list", as: asAlice, want: tabListPolicy,
+			do:   func(ctx context.Context, c client.Client) error { return c.Create(ctx, tabList(ns, "c")) },
+			says: []string{"only that agent writes it", "user alice may not"},
+		},
 		// What users do.
+		{
+			name: "user deletes a tab list (its agent writes it again)", as: asAlice, want: allowed,
+			do: func(ctx context.Context, c client.Client) error { return c.Delete(ctx, tabList(ns, "b")) },
+		},
 		{
 			name: "user asks for a page", as: asAlice, want: allowed,
 			do: func(ctx context.Context, c client.Client) error { return c.Create(ctx, open(ns, "asked", sessA)) },
@@ -346,6 +371,50 @@ func TestAgents(t *testing.T) {
 			name: "agent a registers profile c", as: asAgentA, want: profilePolicy,
 			do:   func(ctx context.Context, c client.Client) error { return c.Create(ctx, profile("c")) },
 			says: []string{"writes only BrowserProfile a, not c"},
+		},
+		{
+			name: "agent c registers its profile admitting every namespace", as: asAgentC, want: profilePolicy,
+			do: func(ctx context.Context, c client.Client) error {
+				p := profile("c")
+				p.Spec.NamespaceSelector = &metav1.LabelSelector{}
+				return c.Create(ctx, p)
+			},
+			says: []string{"registers BrowserProfile c admitting no namespace", `"namespaces":["default"]`},
+		},
+		{
+			name: "agent c registers its profile admitting a namespace", as: asAgentC, want: profilePolicy,
+			do: func(ctx context.Context, c client.Client) error {
+				p := profile("c")
+				p.Spec.Namespaces = []string{ns}
+				return c.Create(ctx, p)
+			},
+			says: []string{"admitting no namespace"},
+		},
+		{
+			name: "agent a admits a namespace to its own profile", as: asAgentA, want: profilePolicy,
+			do: func(ctx context.Context, c client.Client) error {
+				return c.Patch(ctx, profile("a"), merge(`{"spec":{"namespaces":["`+ns+`"]}}`))
+			},
+			says: []string{"never changes the spec of BrowserProfile a"},
+		},
+		{
+			name: "agent a writes profile b's tab list", as: asAgentA, want: tabListPolicy,
+			do: func(ctx context.Context, c client.Client) error {
+				return c.Patch(ctx, tabList(ns, "b"), merge(`{"tabs":[{"id":"tab-a","url":"https://phish.example/"}]}`))
+			},
+			says: []string{"the agent of profile a writes only the tab lists of its own profile (BrowserTabList a), not " + ns + "/b"},
+		},
+		{
+			name: "agent a deletes profile b's tab list", as: asAgentA, want: tabListPolicy,
+			do:   func(ctx context.Context, c client.Client) error { return c.Delete(ctx, tabList(ns, "b")) },
+			says: []string{"writes only the tab lists of its own profile"},
+		},
+		{
+			name: "agent a labels its tab list for profile b", as: asAgentA, want: tabListPolicy,
+			do: func(ctx context.Context, c client.Client) error {
+				return c.Patch(ctx, tabList(ns, "a"), labelPatch("b"))
+			},
+			says: []string{"labels its tab lists tabwarden.dev/profile=a"},
 		},
 		{
 			name: "agent a changes its own profile's spec", as: asAgentA, want: profilePolicy,
@@ -467,6 +536,20 @@ func TestAgents(t *testing.T) {
 			says: []string{`cannot create resource "leases"`, ns},
 		},
 		// What agents do.
+		{
+			name: "agent c registers its profile admitting no namespace", as: asAgentC, want: allowed,
+			do: func(ctx context.Context, c client.Client) error { return c.Create(ctx, profile("c")) },
+		},
+		{
+			name: "agent a publishes its tab list", as: asAgentA, want: allowed,
+			do: func(ctx context.Context, c client.Client) error {
+				return c.Patch(ctx, tabList(ns, "a"), merge(`{"tabCount":2,"tabs":[{"id":"tab-a"},{"id":"tab-a2"}]}`))
+			},
+		},
+		{
+			name: "agent a removes its tab list", as: asAgentA, want: allowed,
+			do: func(ctx context.Context, c client.Client) error { return c.Delete(ctx, tabList(ns, "a")) },
+		},
 		{
 			name: "agent a adopts a spawned page into its profile", as: asAgentA, want: allowed,
 			do: func(ctx context.Context, c client.Client) error {

@@ -43,6 +43,8 @@ const (
 	asController = "controller"
 	asAgentA     = "agent a"
 	asAgentB     = "agent b"
+	// agent c's profile does not exist: it registers it.
+	asAgentC = "agent c"
 )
 
 func TestMain(m *testing.M) {
@@ -97,6 +99,7 @@ func setup() error {
 		asController: func() (*rest.Config, error) { return testenv.ControllerConfig(admin) },
 		asAgentA:     func() (*rest.Config, error) { return testenv.AgentConfig(admin, "a") },
 		asAgentB:     func() (*rest.Config, error) { return testenv.AgentConfig(admin, "b") },
+		asAgentC:     func() (*rest.Config, error) { return testenv.AgentConfig(admin, "c") },
 	}
 	for name, f := range cfgs {
 		cfg, err := f()

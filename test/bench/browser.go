@@ -101,6 +101,9 @@ func startLab(ctx context.Context, cfg config, restCfg *rest.Config) (*lab, erro
 	if err := l.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}); client.IgnoreAlreadyExists(err) != nil {
 		return nil, err
 	}
+	if err := testenv.EnsureProfile(ctx, l.k8s, "bench", twv1.DriverCDP); err != nil {
+		return nil, err
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	watchAPI(rctx, l.k8s, benchNS, l.api)
 	drv, err := cdp.New(ctx, l.chrome.WebSocketURL, cdp.Options{})

@@ -447,6 +447,9 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 	}
 	// A fresh profile for a fresh agent.
 	_ = c.Delete(ctx, &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "scale"}})
+	if err := testenv.EnsureProfile(ctx, c, "scale", twv1.DriverFake); err != nil {
+		return err
+	}
 	tag := fmt.Sprintf("S%d", S)
 	ctl, err := startChild(cfg, "controller", rests["controller"], tag)
 	if err != nil {

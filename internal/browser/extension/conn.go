@@ -2,7 +2,7 @@ package extension
 
 import (
 	"context"
-	"crypto/sha256"
+	"crypto/hmac"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -82,44 +82,89 @@ func (h *Host) handleConnect(w http.ResponseWriter, r *http.Request, origin stri
 	h.readLoop(s)
 }
 
-// handshake waits for hello, checks the token and the single-connection rule, and
-// registers the session. It returns nil when the connection was refused.
+// handshake runs the mutual proof of docs/extension-protocol.md "Handshake" within
+// HelloTimeout: hello{nonce, kid} → challenge{nonce, epoch, proof} (we prove we hold
+// the key) → auth{proof} (the extension proves it) → welcome{epoch}. It registers
+// the session, or returns nil when the connection was refused. Neither side sends
+// anything from which the key could be recovered or a proof replayed.
 func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 	timer := time.AfterFunc(h.opts.HelloTimeout, func() {
-		c.Close(websocket.StatusPolicyViolation, "hello timeout")
+		c.Close(websocket.StatusPolicyViolation, "handshake timeout")
 	})
-	typ, data, err := c.Read(context.Background())
-	timer.Stop()
-	if err != nil {
-		h.log.Info("connection closed before hello", "remote", remote, "status", int(websocket.CloseStatus(err)), "err", err.Error())
-		return nil
+	defer timer.Stop()
+	read := func(what string) (inFrame, bool) {
+		typ, data, err := c.Read(context.Background())
+		if err != nil {
+			h.log.Info("connection closed during the handshake", "waitingFor", what, "remote", remote,
+				"status", int(websocket.CloseStatus(err)), "err", err.Error())
+			return inFrame{}, false
+		}
+		var f inFrame
+		if typ != websocket.MessageText || json.Unmarshal(data, &f) != nil {
+			h.log.Info("refused connection: not a JSON text frame", "waitingFor", what, "remote", remote)
+			c.Close(CloseUnauthorized, "unauthorized")
+			return inFrame{}, false
+		}
+		return f, true
 	}
-	var hello inFrame
-	if typ != websocket.MessageText || json.Unmarshal(data, &hello) != nil || hello.Type != frameHello || hello.Token == "" {
-		h.log.Info("refused connection: first frame is not a hello with a token", "remote", remote)
+	refuse := func(why string) *session {
+		h.log.Info("refused connection: "+why, "remote", remote, "origin", origin)
 		c.Close(CloseUnauthorized, "unauthorized")
 		return nil
 	}
-	sum := sha256.Sum256([]byte(hello.Token))
-	hello.Token = ""
 
+	hello, ok := read("hello")
+	if !ok {
+		return nil
+	}
+	if hello.Type != frameHello || !validNonce(hello.Nonce) || hello.KeyID == "" {
+		return refuse("first frame is not a hello with a nonce and a key id")
+	}
 	h.mu.Lock()
 	st := h.state
-	ok := st != nil && st.Origin == origin
-	var want [sha256.Size]byte
-	if ok {
-		want = st.hash
-	}
-	if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !ok {
-		h.mu.Unlock()
-		h.log.Info("refused connection: unknown or revoked token", "remote", remote, "origin", origin)
-		c.Close(CloseUnauthorized, "unauthorized")
-		return nil
-	}
 	if h.closed {
 		h.mu.Unlock()
 		c.Close(websocket.StatusGoingAway, "agent shutting down")
 		return nil
+	}
+	if st == nil || st.Origin != origin || subtle.ConstantTimeCompare([]byte(hello.KeyID), []byte(st.kid)) != 1 {
+		h.mu.Unlock()
+		return refuse("unknown or revoked pairing key")
+	}
+	// Each handshake that gets this far reserves the next epoch: the proof binds it.
+	h.epoch++
+	epoch := h.epoch
+	h.mu.Unlock()
+
+	nonceH := newNonce()
+	challenge := challengeFrame{Type: frameChallenge, Nonce: nonceH, Epoch: epoch,
+		Proof: b64.EncodeToString(hostProof(st.key, hello.Nonce, nonceH, epoch))}
+	if err := h.write(&session{c: c}, challenge); err != nil {
+		h.log.Info("connection lost during the handshake", "remote", remote, "err", err.Error())
+		c.CloseNow()
+		return nil
+	}
+	auth, ok := read("auth")
+	if !ok {
+		return nil
+	}
+	if !timer.Stop() {
+		return nil // the handshake timed out meanwhile: the connection is closing
+	}
+	got, err := b64.DecodeString(auth.Proof)
+	if auth.Type != frameAuth || err != nil || !hmac.Equal(got, extProof(st.key, nonceH, hello.Nonce)) {
+		return refuse("wrong proof")
+	}
+
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		c.Close(websocket.StatusGoingAway, "agent shutting down")
+		return nil
+	}
+	if h.state != st {
+		h.mu.Unlock()
+		return refuse("the pairing changed during the handshake")
 	}
 	if h.sess != nil {
 		h.mu.Unlock()
@@ -127,10 +172,9 @@ func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 		c.Close(CloseAlreadyConnected, "already_connected")
 		return nil
 	}
-	h.epoch++
 	s := &session{
 		c:        c,
-		epoch:    h.epoch,
+		epoch:    epoch,
 		version:  clip(hello.Version, 64),
 		remote:   remote,
 		pending:  map[string]chan inFrame{},
@@ -205,6 +249,16 @@ func (h *Host) readLoop(s *session) {
 			h.handleEvent(s, f)
 		case frameResult:
 			h.handleResult(s, f)
+		case frameForget:
+			// The user pressed Forget in the extension: this authenticated connection
+			// asks the host to forget the pairing too.
+			h.mu.Lock()
+			if h.sess == s {
+				if _, err := h.unpairLocked("forgotten by the extension"); err != nil {
+					h.log.Error(err, "forgetting the pairing on the extension's request")
+				}
+			}
+			h.mu.Unlock()
 		default:
 			// hello again, or something newer than this host: ignore.
 		}
@@ -230,6 +284,8 @@ func (h *Host) detachLocked(s *session) {
 	s.doneOnce.Do(func() { close(s.done) })
 }
 
+// handleResult matches a result to a command sent on the same connection: a result
+// that arrives on another connection (an old socket's reply) matches nothing.
 func (h *Host) handleResult(s *session, f inFrame) {
 	h.mu.Lock()
 	ch, ok := s.pending[f.ID]
@@ -243,7 +299,8 @@ func (h *Host) handleResult(s *session, f inFrame) {
 }
 
 // CommandError is a command the extension refused or failed. errors.Is maps the
-// reasons not_found and not_owned to browser.ErrNotFound and browser.ErrNotOwned.
+// reasons not_found, not_owned, in_use and not_observed to browser.ErrNotFound,
+// ErrNotOwned, ErrInUse and ErrNotObserved.
 type CommandError struct {
 	Op, Reason, Message string
 }
@@ -258,6 +315,10 @@ func (e *CommandError) Is(target error) bool {
 		return target == browser.ErrNotFound
 	case "not_owned":
 		return target == browser.ErrNotOwned
+	case "in_use":
+		return target == browser.ErrInUse
+	case "not_observed":
+		return target == browser.ErrNotObserved
 	}
 	return false
 }
@@ -266,6 +327,13 @@ func (e *CommandError) Is(target error) bool {
 // decoded into out (when non-nil). It fails with browser.ErrNotConnected when there
 // is no connection or it drops meanwhile; commands are never replayed.
 func (h *Host) command(ctx context.Context, op string, args, out any) error {
+	_, err := h.commandOn(ctx, op, args, out)
+	return err
+}
+
+// commandOn is command, and also returns the session the command went out on (nil
+// when none), so the caller can apply the result to that connection's model only.
+func (h *Host) commandOn(ctx context.Context, op string, args, out any) (*session, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.opts.CommandTimeout)
@@ -275,10 +343,12 @@ func (h *Host) command(ctx context.Context, op string, args, out any) error {
 	s := h.sess
 	if s == nil {
 		h.mu.Unlock()
-		return fmt.Errorf("extension %s: %w", op, browser.ErrNotConnected)
+		return nil, fmt.Errorf("extension %s: %w", op, browser.ErrNotConnected)
 	}
+	// Ids carry the process's random prefix and the connection's epoch: a reply meant
+	// for another process or connection can never match.
 	h.nextCmd++
-	id := fmt.Sprintf("c%d", h.nextCmd)
+	id := fmt.Sprintf("%s.%d.%d", h.idPrefix, s.epoch, h.nextCmd)
 	ch := make(chan inFrame, 1)
 	s.pending[id] = ch
 	h.mu.Unlock()
@@ -291,9 +361,9 @@ func (h *Host) command(ctx context.Context, op string, args, out any) error {
 	select {
 	case <-s.welcomed:
 	case <-s.done:
-		return fmt.Errorf("extension %s: %w", op, browser.ErrNotConnected)
+		return s, fmt.Errorf("extension %s: %w", op, browser.ErrNotConnected)
 	case <-ctx.Done():
-		return fmt.Errorf("extension %s: %w", op, ctx.Err())
+		return s, fmt.Errorf("extension %s: %w", op, ctx.Err())
 	}
 	if args == nil {
 		args = struct{}{}
@@ -301,13 +371,13 @@ func (h *Host) command(ctx context.Context, op string, args, out any) error {
 	if err := h.write(s, commandFrame{Type: frameCommand, ID: id, Op: op, Args: args}); err != nil {
 		select {
 		case <-s.done:
-			return fmt.Errorf("extension %s: %w", op, browser.ErrNotConnected)
+			return s, fmt.Errorf("extension %s: %w", op, browser.ErrNotConnected)
 		default:
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("extension %s: %w", op, ctx.Err())
+			return s, fmt.Errorf("extension %s: %w", op, ctx.Err())
 		}
-		return fmt.Errorf("extension %s: %w (%v)", op, browser.ErrNotConnected, err)
+		return s, fmt.Errorf("extension %s: %w (%v)", op, browser.ErrNotConnected, err)
 	}
 	var res inFrame
 	select {
@@ -316,27 +386,27 @@ func (h *Host) command(ctx context.Context, op string, args, out any) error {
 		select {
 		case res = <-ch: // the result won the race with the drop
 		default:
-			return fmt.Errorf("extension %s: %w", op, browser.ErrNotConnected)
+			return s, fmt.Errorf("extension %s: %w", op, browser.ErrNotConnected)
 		}
 	case <-ctx.Done():
-		return fmt.Errorf("extension %s: %w", op, ctx.Err())
+		return s, fmt.Errorf("extension %s: %w", op, ctx.Err())
 	}
 	if !res.OK {
 		ce := &CommandError{Op: op, Reason: "failed", Message: "no error given"}
 		if res.Error != nil {
 			ce.Reason, ce.Message = clip(res.Error.Reason, 64), clip(res.Error.Message, 512)
 		}
-		return ce
+		return s, ce
 	}
 	if out != nil {
 		if len(res.Result) == 0 {
-			return fmt.Errorf("extension %s: result missing", op)
+			return s, fmt.Errorf("extension %s: result missing", op)
 		}
 		if err := json.Unmarshal(res.Result, out); err != nil {
-			return fmt.Errorf("extension %s: malformed result: %w", op, err)
+			return s, fmt.Errorf("extension %s: malformed result: %w", op, err)
 		}
 	}
-	return nil
+	return s, nil
 }
 
 var errActUnsupported = errors.New("act: not supported by the extension driver yet")

@@ -18,6 +18,7 @@ import (
 // `tabwarden pair`, run by the same OS user, can ask the running agent for a code.
 //
 //	POST /pair-code → 200 {"code":"123-456","expiresAt":"<RFC 3339>"}
+//	POST /unpair    → 200 {"unpaired":true|false} (false: there was no pairing)
 
 // maxSocketPath is the portable bound on a Unix socket path (sun_path).
 const maxSocketPath = 104
@@ -75,6 +76,10 @@ func (l *peerCheckListener) Accept() (net.Conn, error) {
 	}
 }
 
+type unpairResponse struct {
+	Unpaired bool `json:"unpaired"`
+}
+
 type pairCodeResponse struct {
 	Code      string    `json:"code"`
 	ExpiresAt time.Time `json:"expiresAt"`
@@ -97,6 +102,21 @@ func (h *Host) serveControl(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		_ = json.NewEncoder(w).Encode(pairCodeResponse{Code: code, ExpiresAt: exp.UTC()})
+	case "/unpair":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			deny(w, http.StatusMethodNotAllowed, "method_not_allowed")
+			return
+		}
+		was, err := h.Unpair()
+		if err != nil {
+			h.log.Error(err, "unpair failed")
+			deny(w, http.StatusInternalServerError, "internal")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(unpairResponse{Unpaired: was})
 	default:
 		deny(w, http.StatusNotFound, "not_found")
 	}
@@ -108,43 +128,66 @@ func SocketPath(stateDir string) string { return filepath.Join(stateDir, socketF
 // RequestPairingCode asks the agent running with stateDir for a pairing code, over
 // its control socket. Only the OS user running the agent can do this.
 func RequestPairingCode(ctx context.Context, stateDir string) (code string, expires time.Time, err error) {
-	dir, err := filepath.Abs(stateDir)
-	if err != nil {
+	var out pairCodeResponse
+	if err := controlCall(ctx, stateDir, "/pair-code", "asking the agent for a pairing code", &out); err != nil {
 		return "", time.Time{}, err
 	}
-	path := SocketPath(dir)
-	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-		return "", time.Time{}, fmt.Errorf("no tabwarden agent is running with state directory %s (no socket %s)", dir, path)
+	if out.Code == "" {
+		return "", time.Time{}, fmt.Errorf("agent sent a malformed pairing code answer")
+	}
+	return out.Code, out.ExpiresAt, nil
+}
+
+// RequestUnpair asks the agent running with stateDir to forget its pairing (the
+// state file goes, the live extension connection is closed with 4401). It reports
+// whether there was a pairing to forget.
+func RequestUnpair(ctx context.Context, stateDir string) (bool, error) {
+	var out unpairResponse
+	if err := controlCall(ctx, stateDir, "/unpair", "asking the agent to forget the pairing", &out); err != nil {
+		return false, err
+	}
+	return out.Unpaired, nil
+}
+
+// controlCall POSTs to path on the control socket of the agent with stateDir and
+// decodes its JSON answer into out.
+func controlCall(ctx context.Context, stateDir, path, what string, out any) error {
+	dir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return err
+	}
+	sock := SocketPath(dir)
+	if _, err := os.Lstat(sock); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no tabwarden agent is running with state directory %s (no socket %s)", dir, sock)
 	}
 	client := &http.Client{
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var d net.Dialer
-				return d.DialContext(ctx, "unix", path)
+				return d.DialContext(ctx, "unix", sock)
 			},
 			DisableKeepAlives: true,
 		},
 		Timeout: 10 * time.Second,
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://tabwarden-agent/pair-code", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://tabwarden-agent"+path, nil)
 	if err != nil {
-		return "", time.Time{}, err
+		return err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("asking the agent for a pairing code: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("asking the agent for a pairing code: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", time.Time{}, fmt.Errorf("agent refused the pairing code request: %s %s", resp.Status, body)
+		return fmt.Errorf("%s: the agent refused: %s %s", what, resp.Status, body)
 	}
-	var out pairCodeResponse
-	if err := json.Unmarshal(body, &out); err != nil || out.Code == "" {
-		return "", time.Time{}, fmt.Errorf("agent sent a malformed pairing code answer")
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("%s: the agent sent a malformed answer", what)
 	}
-	return out.Code, out.ExpiresAt, nil
+	return nil
 }

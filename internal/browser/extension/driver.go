@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -21,12 +22,18 @@ type model struct {
 	windows  map[int64]wireWindow
 	winOrder []int64
 	tabs     map[int64]wireTab
+	// records mirrors the extension's ownership ledger (tab id → record): fetched with
+	// `records` in the connection's first sync and updated after every command that
+	// changes it, so Snapshot needs no extra round trip. Updates that complete before
+	// the first sync are kept in recOps and replayed on top of it.
+	records map[int64]Record
+	recOps  []func(*model)
 }
 
 const maxBufferedEvents = 4096
 
 func newModel() model {
-	return model{windows: map[int64]wireWindow{}, tabs: map[int64]wireTab{}}
+	return model{windows: map[int64]wireWindow{}, tabs: map[int64]wireTab{}, records: map[int64]Record{}}
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
@@ -58,7 +65,8 @@ func (m *model) removeWindow(wid int64) {
 	m.winOrder = slices.DeleteFunc(m.winOrder, func(x int64) bool { return x == wid })
 }
 
-func (m *model) replace(r observeResult) {
+func (m *model) replace(r observeResult, recs []Record) {
+	ops := m.recOps
 	*m = newModel()
 	for _, w := range r.Windows {
 		m.putWindow(w)
@@ -66,7 +74,47 @@ func (m *model) replace(r observeResult) {
 	for _, t := range r.Tabs {
 		m.tabs[t.ID] = t
 	}
+	for _, rec := range recs {
+		m.records[rec.TabID] = rec
+	}
+	for _, op := range ops {
+		op(m)
+	}
 	m.synced = true
+}
+
+// seamRecords is the mirror as the seam's records, by tab id.
+func (m *model) seamRecords() []browser.Record {
+	ids := slices.Sorted(maps.Keys(m.records))
+	out := make([]browser.Record, 0, len(ids))
+	for _, tid := range ids {
+		out = append(out, m.records[tid].seam())
+	}
+	return out
+}
+
+// recordLocked applies a change of the extension's ledger to the mirror of the
+// connection s it was made on (a change on an older connection is left to the new
+// connection's own fetch).
+func (h *Host) recordLocked(s *session, op func(*model)) {
+	if s == nil || h.sess != s {
+		return
+	}
+	if !h.model.synced {
+		h.model.recOps = append(h.model.recOps, op)
+		return
+	}
+	op(&h.model)
+}
+
+func setRecord(r Record) func(*model) { return func(m *model) { m.records[r.TabID] = r } }
+
+func dropRecord(owner string, tid int64) func(*model) {
+	return func(m *model) {
+		if r, ok := m.records[tid]; ok && r.Owner == owner {
+			delete(m.records, tid)
+		}
+	}
 }
 
 // snapshot orders windows as reported and tabs by index; tabs of windows that were
@@ -148,6 +196,12 @@ func (h *Host) applyLocked(s *session, f inFrame) {
 	case evTabCreated, evTabUpdated:
 		if f.Tab == nil {
 			return
+		}
+		if f.Event == evTabCreated && f.Owner != "" {
+			// The extension recorded it for an open that a worker restart interrupted.
+			if _, ok := m.records[f.Tab.ID]; !ok {
+				m.records[f.Tab.ID] = Record{Owner: f.Owner, TabID: f.Tab.ID, WindowID: f.Tab.WindowID, Kind: string(browser.RecordOpened)}
+			}
 		}
 		h.upsertTabLocked(s, *f.Tab)
 	case evTabRemoved:
@@ -249,7 +303,13 @@ func (h *Host) observe(ctx context.Context, s *session) error {
 	h.mu.Unlock()
 
 	var r observeResult
+	var recs struct {
+		Records []Record `json:"records"`
+	}
 	err := h.command(ctx, "observe", struct{}{}, &r)
+	if err == nil {
+		err = h.command(ctx, "records", struct{}{}, &recs)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s.syncing = nil
@@ -265,7 +325,7 @@ func (h *Host) observe(ctx context.Context, s *session) error {
 		return nil
 	}
 	buffered := h.model.buffer
-	h.model.replace(r)
+	h.model.replace(r, recs.Records)
 	for _, f := range buffered {
 		h.applyLocked(s, f)
 	}
@@ -303,6 +363,7 @@ func (d *Driver) Snapshot(ctx context.Context) (browser.Snapshot, error) {
 		if h.model.synced {
 			snap := browser.Snapshot{Epoch: s.epoch, Version: "tabwarden-extension/" + s.version}
 			snap.Windows, snap.Pages = h.model.snapshot()
+			snap.Records = h.model.seamRecords()
 			h.mu.Unlock()
 			return snap, nil
 		}
@@ -344,11 +405,13 @@ func (d *Driver) Open(ctx context.Context, req browser.OpenRequest) (browser.Pag
 		}
 	}
 	var r openResult
-	if err := h.command(ctx, "open", args, &r); err != nil {
+	s, err := h.commandOn(ctx, "open", args, &r)
+	if err != nil {
 		return browser.Page{}, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.recordLocked(s, setRecord(Record{Owner: req.Key, TabID: r.TabID, WindowID: r.WindowID, CreatedWindow: r.CreatedWindow, Kind: string(browser.RecordOpened)}))
 	if t, ok := h.model.tabs[r.TabID]; ok {
 		return h.model.page(t), nil
 	}
@@ -396,9 +459,13 @@ func (d *Driver) Close(ctx context.Context, req browser.CloseRequest) error {
 		return nil // no such tab can exist: already gone
 	}
 	var r closeResult
-	if err := h.command(ctx, "close", ownerTabArgs{Owner: req.Key, TabID: tid}, &r); err != nil {
+	s, err := h.commandOn(ctx, "close", ownerTabArgs{Owner: req.Key, TabID: tid}, &r)
+	if err != nil {
 		return err
 	}
+	h.mu.Lock()
+	h.recordLocked(s, dropRecord(req.Key, tid))
+	h.mu.Unlock()
 	d.forgetTab(tid)
 	return nil
 }
@@ -421,25 +488,73 @@ func (d *Driver) forgetTab(tid int64) {
 }
 
 // Adopt implements browser.Browser with the `adopt` command: the extension records
-// the tab under key so that Close works after its service worker restarts.
+// the tab under req.Key only if it saw the spawn itself (the tab's opener, as Chrome
+// reported it, is recorded under req.Parent): ErrNotObserved otherwise, ErrInUse
+// when another key has the tab. The record lets Close work after the extension's
+// service worker restarts.
 func (d *Driver) Adopt(ctx context.Context, req browser.AdoptRequest) error {
-	key, pageID := req.Key, req.ID
 	h := d.h
-	if key == "" {
-		return errors.New("extension adopt: a key (owner) is required")
+	if req.Key == "" || req.Parent == "" {
+		return errors.New("extension adopt: a key (owner) and a parent are required")
 	}
-	tid, ok := parseID(pageID)
+	tid, ok := parseID(req.ID)
 	if !ok {
-		return fmt.Errorf("extension adopt: page %q: %w", pageID, browser.ErrNotFound)
+		return fmt.Errorf("extension adopt: page %q: %w", req.ID, browser.ErrNotFound)
 	}
-	return h.command(ctx, "adopt", ownerTabArgs{Owner: key, TabID: tid}, nil)
+	var r tabResult
+	s, err := h.commandOn(ctx, "adopt", adoptArgs{Owner: req.Key, TabID: tid, Parent: req.Parent}, &r)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recordLocked(s, setRecord(Record{Owner: req.Key, TabID: tid, WindowID: r.WindowID, CreatedWindow: r.CreatedWindow,
+		Kind: string(browser.RecordSpawned), Parent: req.Parent}))
+	return nil
 }
 
-// Bind implements browser.Browser.
-func (d *Driver) Bind(context.Context, browser.BindRequest) error { return nil }
+// Bind implements browser.Browser with the `bind` command: the tab is recorded for
+// use under req.Key and is never closed. ErrInUse when another key has it.
+func (d *Driver) Bind(ctx context.Context, req browser.BindRequest) error {
+	h := d.h
+	if req.Key == "" {
+		return errors.New("extension bind: a key (owner) is required")
+	}
+	tid, ok := parseID(req.ID)
+	if !ok {
+		return fmt.Errorf("extension bind: page %q: %w", req.ID, browser.ErrNotFound)
+	}
+	var r tabResult
+	s, err := h.commandOn(ctx, "bind", ownerTabArgs{Owner: req.Key, TabID: tid}, &r)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recordLocked(s, setRecord(Record{Owner: req.Key, TabID: tid, WindowID: r.WindowID, Kind: string(browser.RecordBound)}))
+	return nil
+}
 
-// Release implements browser.Browser.
-func (d *Driver) Release(context.Context, browser.ReleaseRequest) error { return nil }
+// Release implements browser.Browser with the `release` command: req.Key's record
+// of the tab goes, the tab stays open. Idempotent; another key's record stays.
+func (d *Driver) Release(ctx context.Context, req browser.ReleaseRequest) error {
+	h := d.h
+	if req.Key == "" {
+		return errors.New("extension release: a key (owner) is required")
+	}
+	tid, ok := parseID(req.ID)
+	if !ok {
+		return nil // no such tab can be recorded
+	}
+	s, err := h.commandOn(ctx, "release", ownerTabArgs{Owner: req.Key, TabID: tid}, nil)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recordLocked(s, dropRecord(req.Key, tid))
+	return nil
+}
 
 // Act implements browser.Browser. Curated clicks through the extension are future
 // work; the driver refuses instead of emulating.
@@ -492,9 +607,21 @@ func (d *Driver) Cleanup(ctx context.Context, owner string) ([]string, error) {
 	var r struct {
 		Closed []int64 `json:"closed"`
 	}
-	if err := h.command(ctx, "cleanup", map[string]string{"owner": owner}, &r); err != nil {
+	s, err := h.commandOn(ctx, "cleanup", map[string]string{"owner": owner}, &r)
+	if err != nil {
 		return nil, err
 	}
+	h.mu.Lock()
+	// Every opened or spawned record of the owner is gone (closed, or found gone);
+	// bound ones stay until Release.
+	h.recordLocked(s, func(m *model) {
+		for tid, rec := range m.records {
+			if rec.Owner == owner && rec.Kind != string(browser.RecordBound) {
+				delete(m.records, tid)
+			}
+		}
+	})
+	h.mu.Unlock()
 	ids := make([]string, 0, len(r.Closed))
 	for _, tid := range r.Closed {
 		d.forgetTab(tid)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,11 +31,24 @@ func world() observeResult {
 	}
 }
 
-// extWorld answers observe with world() and delegates other ops to more.
+// worldRecords is what the fake extension's records reports: the contacts page
+// opened for uid-a, its compose popup adopted under uid-c.
+func worldRecords() map[string][]Record {
+	return map[string][]Record{"records": {
+		{Owner: "uid-a", TabID: 10, WindowID: 1, Kind: "opened"},
+		{Owner: "uid-c", TabID: 30, WindowID: 3, CreatedWindow: true, Kind: "spawned", Parent: "uid-a"},
+	}}
+}
+
+// extWorld answers observe with world(), records with worldRecords(), and
+// delegates other ops to more.
 func extWorld(more func(cmd) reply) func(cmd) reply {
 	return func(c cmd) reply {
 		if c.Op == "observe" {
 			return reply{result: world()}
+		}
+		if c.Op == "records" {
+			return reply{result: worldRecords()}
 		}
 		if more != nil {
 			return more(c)
@@ -63,6 +77,7 @@ func connected(t *testing.T, handler func(cmd) reply) (*testHost, *Driver, *fake
 func TestSnapshotAfterObserve(t *testing.T) {
 	_, d, fe, _ := connected(t, extWorld(nil))
 	fe.nextCmd("observe")
+	fe.nextCmd("records") // the ledger's mirror is fetched with the first sync
 	snap, err := d.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +89,13 @@ func TestSnapshotAfterObserve(t *testing.T) {
 		{ID: "20", WindowID: "2", URL: "about:blank"},
 		{ID: "30", WindowID: "3", OpenerID: "10", URL: "https://mail.example/compose", Title: "Compose", Popup: true},
 	}
-	if snap.Epoch != 1 || snap.Version != "tabwarden-extension/0.1.0" ||
-		!reflect.DeepEqual(snap.Windows, wantWindows) || !reflect.DeepEqual(snap.Pages, wantPages) {
+	wantRecords := []browser.Record{
+		{Key: "uid-a", Page: "10", Kind: browser.RecordOpened},
+		{Key: "uid-c", Page: "30", Kind: browser.RecordSpawned, Parent: "uid-a"},
+	}
+	if snap.Epoch != fe.epoch || snap.Version != "tabwarden-extension/0.1.0" ||
+		!reflect.DeepEqual(snap.Windows, wantWindows) || !reflect.DeepEqual(snap.Pages, wantPages) ||
+		!reflect.DeepEqual(snap.Records, wantRecords) {
 		t.Fatalf("snapshot %+v", snap)
 	}
 	// Cached: no second observe while connected.
@@ -95,6 +115,9 @@ func TestCommandFramesFollowTheProtocol(t *testing.T) {
 	if c.ID == "" || string(c.Args) != "{}" {
 		t.Fatalf("observe frame %+v args %s", c, c.Args)
 	}
+	if c2 := fe.nextCmd("records"); c2.ID == c.ID || string(c2.Args) != "{}" {
+		t.Fatalf("records frame %+v args %s", c2, c2.Args)
+	}
 	fe.send(map[string]string{"type": "ping"})
 	if m := <-fe.other; !reflect.DeepEqual(m, map[string]any{"type": "pong"}) {
 		t.Fatalf("pong %v", m)
@@ -108,7 +131,7 @@ func TestEventsBecomeBrowserEvents(t *testing.T) {
 	fe.event("tabCreated", map[string]any{"tab": wireTab{ID: 40, WindowID: 4, OpenerTabID: i64(11), URL: "https://mail.example/c2"}})
 	ev := nextEvent(t, d)
 	want := browser.Page{ID: "40", WindowID: "4", OpenerID: "11", URL: "https://mail.example/c2", Popup: true}
-	if ev.Type != browser.PageCreated || ev.Page != want || ev.Epoch != 1 || ev.Time.IsZero() {
+	if ev.Type != browser.PageCreated || ev.Page != want || ev.Epoch != fe.epoch || ev.Time.IsZero() {
 		t.Fatalf("event %+v", ev)
 	}
 	// A tab from the extension's own open carries "owner": still just Created.
@@ -270,7 +293,7 @@ func TestCloseAndAdoptRoundTrip(t *testing.T) {
 		mu.Lock()
 		sent = append(sent, c.Op+" "+string(c.Args))
 		mu.Unlock()
-		var a ownerTabArgs
+		var a adoptArgs
 		_ = json.Unmarshal(c.Args, &a)
 		switch {
 		case c.Op == "close" && a.Owner != "uid-a":
@@ -281,17 +304,30 @@ func TestCloseAndAdoptRoundTrip(t *testing.T) {
 			return reply{result: closeResult{Closed: false}}
 		case c.Op == "adopt" && a.TabID == 404:
 			return reply{err: &wireError{Reason: "not_found", Message: "tab 404 not found"}}
+		case c.Op == "adopt" && a.TabID == 20:
+			return reply{err: &wireError{Reason: "not_observed", Message: "tab 20 has no opener this extension saw"}}
+		case c.Op == "adopt" && a.TabID == 10:
+			return reply{err: &wireError{Reason: "in_use", Message: "tab 10 is recorded under another owner"}}
 		case c.Op == "adopt":
-			return reply{result: map[string]int64{"tabId": a.TabID, "windowId": 3}}
+			return reply{result: tabResult{TabID: a.TabID, WindowID: 3, CreatedWindow: true}}
 		}
 		return reply{err: &wireError{Reason: "unknown_op"}}
 	}))
 	ctx := context.Background()
-	if err := d.Adopt(ctx, "uid-a", "30"); err != nil {
+	if err := d.Adopt(ctx, browser.AdoptRequest{Key: "uid-a", ID: "30", Parent: "uid-p"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Adopt(ctx, "uid-a", "404"); !errors.Is(err, browser.ErrNotFound) {
+	if err := d.Adopt(ctx, browser.AdoptRequest{Key: "uid-a", ID: "404", Parent: "uid-p"}); !errors.Is(err, browser.ErrNotFound) {
 		t.Fatalf("adopt gone tab: %v", err)
+	}
+	if err := d.Adopt(ctx, browser.AdoptRequest{Key: "uid-b", ID: "20", Parent: "uid-p"}); !errors.Is(err, browser.ErrNotObserved) {
+		t.Fatalf("adopt a tab nobody saw spawned: %v", err)
+	}
+	if err := d.Adopt(ctx, browser.AdoptRequest{Key: "uid-b", ID: "10", Parent: "uid-p"}); !errors.Is(err, browser.ErrInUse) {
+		t.Fatalf("adopt another owner's tab: %v", err)
+	}
+	if err := d.Adopt(ctx, browser.AdoptRequest{Key: "uid-b", ID: "20"}); err == nil {
+		t.Fatal("adopt without a parent was sent")
 	}
 	if err := d.Close(ctx, browser.CloseRequest{Key: "uid-b", ID: "10"}); !errors.Is(err, browser.ErrNotOwned) {
 		t.Fatalf("close someone else's tab: %v", err)
@@ -317,14 +353,18 @@ func TestCloseAndAdoptRoundTrip(t *testing.T) {
 	if _, ok := snap.Page("11"); ok {
 		t.Fatal("closed tab still in the snapshot")
 	}
-	if err := d.Act(ctx, browser.ActRequest{Key: "uid-a", Page: "10", ClickSelector: "a"}); err == nil ||
+	if r, ok := snap.RecordOf("30"); !ok || r != (browser.Record{Key: "uid-a", Page: "30", Kind: browser.RecordSpawned, Parent: "uid-p"}) {
+		t.Fatalf("the adopted tab's record in the snapshot: %+v %v", r, ok)
+	}
+	if err := d.Act(ctx, browser.ActRequest{Key: "uid-a", Owner: "uid-a", Page: "10", ClickSelector: "a"}); err == nil ||
 		!strings.Contains(err.Error(), "not supported by the extension driver yet") {
 		t.Fatalf("act: %v", err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{
-		`adopt {"owner":"uid-a","tabId":30}`, `adopt {"owner":"uid-a","tabId":404}`,
+		`adopt {"owner":"uid-a","tabId":30,"parent":"uid-p"}`, `adopt {"owner":"uid-a","tabId":404,"parent":"uid-p"}`,
+		`adopt {"owner":"uid-b","tabId":20,"parent":"uid-p"}`, `adopt {"owner":"uid-b","tabId":10,"parent":"uid-p"}`,
 		`close {"owner":"uid-b","tabId":10}`, `close {"owner":"uid-b","tabId":10}`,
 		`close {"owner":"uid-a","tabId":11}`, `close {"owner":"uid-a","tabId":12345}`,
 	}
@@ -333,18 +373,120 @@ func TestCloseAndAdoptRoundTrip(t *testing.T) {
 	}
 }
 
+// The host's mirror of the extension's ledger follows every command that changes it,
+// so Snapshot reports records without asking the extension again.
+func TestSnapshotRecordsFollowCommands(t *testing.T) {
+	_, d, fe, _ := connected(t, extWorld(func(c cmd) reply {
+		var a adoptArgs
+		_ = json.Unmarshal(c.Args, &a)
+		switch c.Op {
+		case "open":
+			return reply{result: openResult{TabID: 50, WindowID: 2}}
+		case "adopt":
+			return reply{result: tabResult{TabID: a.TabID, WindowID: 1}}
+		case "bind":
+			if a.TabID == 10 {
+				return reply{err: &wireError{Reason: "in_use", Message: "tab 10 is recorded under uid-a"}}
+			}
+			return reply{result: tabResult{TabID: a.TabID, WindowID: 2}}
+		case "release":
+			return reply{result: map[string]bool{"released": true}}
+		case "close":
+			return reply{result: closeResult{Closed: true}}
+		case "cleanup":
+			return reply{result: map[string][]int64{"closed": {}}}
+		}
+		return reply{err: &wireError{Reason: "unknown_op"}}
+	}))
+	ctx := context.Background()
+	fe.nextCmd("observe")
+	fe.nextCmd("records")
+	recs := func() map[string]browser.Record {
+		t.Helper()
+		snap, err := d.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]browser.Record{}
+		for _, r := range snap.Records {
+			out[r.Page] = r
+		}
+		return out
+	}
+	if _, err := d.Open(ctx, browser.OpenRequest{Key: "uid-o", URL: "https://o.example/", WindowID: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Adopt(ctx, browser.AdoptRequest{Key: "uid-s", ID: "11", Parent: "uid-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Bind(ctx, browser.BindRequest{Key: "uid-b", ID: "20"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Bind(ctx, browser.BindRequest{Key: "uid-x", ID: "10"}); !errors.Is(err, browser.ErrInUse) {
+		t.Fatalf("bind another owner's tab: %v", err)
+	}
+	want := map[string]browser.Record{
+		"10": {Key: "uid-a", Page: "10", Kind: browser.RecordOpened},
+		"11": {Key: "uid-s", Page: "11", Kind: browser.RecordSpawned, Parent: "uid-a"},
+		"20": {Key: "uid-b", Page: "20", Kind: browser.RecordBound},
+		"30": {Key: "uid-c", Page: "30", Kind: browser.RecordSpawned, Parent: "uid-a"},
+		"50": {Key: "uid-o", Page: "50", Kind: browser.RecordOpened},
+	}
+	if got := recs(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("records\n got %v\nwant %v", got, want)
+	}
+	// Release of another key's record leaves it; of its own, drops it.
+	if err := d.Release(ctx, browser.ReleaseRequest{Key: "uid-x", ID: "20"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := recs()["20"]; !ok {
+		t.Fatal("another key's release dropped the record from the mirror")
+	}
+	if err := d.Release(ctx, browser.ReleaseRequest{Key: "uid-b", ID: "20"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(ctx, browser.CloseRequest{Key: "uid-o", ID: "50"}); err != nil {
+		t.Fatal(err)
+	}
+	// Cleanup drops the owner's owned records, not a binding (none here) nor others.
+	if _, err := d.Cleanup(ctx, "uid-s"); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "20")
+	delete(want, "50")
+	delete(want, "11")
+	if got := recs(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("records after release, close, cleanup\n got %v\nwant %v", got, want)
+	}
+	for _, op := range []string{"open", "adopt", "bind", "bind", "release", "release", "close", "cleanup"} {
+		fe.nextCmd(op)
+	}
+	select {
+	case c := <-fe.cmds:
+		t.Fatalf("Snapshot sent %s: the mirror should answer", c.Op)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
 func TestPublishSessionsCleanupRecords(t *testing.T) {
 	got := make(chan cmd, 10)
-	_, d, _, _ := connected(t, extWorld(func(c cmd) reply {
+	var synced atomic.Bool
+	_, d, _, _ := connected(t, func(c cmd) reply {
+		if c.Op == "observe" {
+			return reply{result: world()}
+		}
+		if c.Op == "records" && !synced.Swap(true) {
+			return reply{result: map[string][]Record{"records": {}}} // the first sync's
+		}
 		got <- c
 		switch c.Op {
 		case "cleanup":
 			return reply{result: map[string][]int64{"closed": {11, 20}}}
 		case "records":
-			return reply{result: map[string][]Record{"records": {{Owner: "uid-a", TabID: 11, WindowID: 1}}}}
+			return reply{result: map[string][]Record{"records": {{Owner: "uid-a", TabID: 11, WindowID: 1, Kind: "opened"}}}}
 		}
 		return reply{result: map[string]any{}}
-	}))
+	})
 	ctx := context.Background()
 	err := d.PublishSessions(ctx, []SessionInfo{{Namespace: "ns", Name: "s1", Thread: "t", Purpose: "p", Phase: "Active",
 		Windows: []SessionWindow{{Name: "w1", TabID: "11", Source: "Open", Disposition: "Temporary"}}}, {Name: "s2"}})
@@ -371,7 +513,7 @@ func TestPublishSessionsCleanupRecords(t *testing.T) {
 		t.Fatalf("cleanup command %s", c.Args)
 	}
 	recs, err := d.Records(ctx)
-	if err != nil || len(recs) != 1 || recs[0].Owner != "uid-a" {
+	if err != nil || len(recs) != 1 || recs[0].Owner != "uid-a" || recs[0].Kind != "opened" {
 		t.Fatalf("records %v %v", recs, err)
 	}
 }
@@ -413,7 +555,7 @@ func TestDisconnectFailsPendingAndReconnect(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("pending command not failed on disconnect")
 	}
-	if ev := nextEvent(t, d); ev.Type != browser.Disconnected || ev.Epoch != 1 {
+	if ev := nextEvent(t, d); ev.Type != browser.Disconnected || ev.Epoch != fe.epoch {
 		t.Fatalf("event %+v", ev)
 	}
 	noEvent(t, d, 100*time.Millisecond) // in particular no PageRemoved
@@ -429,17 +571,18 @@ func TestDisconnectFailsPendingAndReconnect(t *testing.T) {
 
 	// Reconnect: new epoch, Connected, fresh observe; the close is not replayed.
 	fe2 := connectExt(t, th, token, extWorld(nil))
-	if fe2.epoch != 2 {
-		t.Fatalf("epoch %d, want 2", fe2.epoch)
+	if fe2.epoch != fe.epoch+1 {
+		t.Fatalf("epoch %d, want %d", fe2.epoch, fe.epoch+1)
 	}
-	if ev := nextEvent(t, d); ev.Type != browser.Connected || ev.Epoch != 2 {
+	if ev := nextEvent(t, d); ev.Type != browser.Connected || ev.Epoch != fe2.epoch {
 		t.Fatalf("event %+v", ev)
 	}
 	snap, err := d.Snapshot(context.Background())
-	if err != nil || snap.Epoch != 2 || len(snap.Pages) != 4 {
+	if err != nil || snap.Epoch != fe2.epoch || len(snap.Pages) != 4 || len(snap.Records) != 2 {
 		t.Fatalf("snapshot after reconnect %+v %v", snap, err)
 	}
 	fe2.nextCmd("observe")
+	fe2.nextCmd("records")
 	select {
 	case c := <-fe2.cmds:
 		t.Fatalf("command %s replayed or sent after reconnect", c.Op)
@@ -447,7 +590,7 @@ func TestDisconnectFailsPendingAndReconnect(t *testing.T) {
 	}
 	// Events carry the new epoch.
 	fe2.event("tabRemoved", map[string]any{"tabId": 20, "windowId": 2})
-	if ev := nextEvent(t, d); ev.Type != browser.PageRemoved || ev.Epoch != 2 {
+	if ev := nextEvent(t, d); ev.Type != browser.PageRemoved || ev.Epoch != fe2.epoch {
 		t.Fatalf("event %+v", ev)
 	}
 }
@@ -455,7 +598,9 @@ func TestDisconnectFailsPendingAndReconnect(t *testing.T) {
 func TestHostCloseEndsEverything(t *testing.T) {
 	th, d, fe, _ := connected(t, extWorld(func(c cmd) reply { return reply{noReply: true} }))
 	errc := make(chan error, 1)
-	go func() { errc <- d.Adopt(context.Background(), "uid-a", "10") }()
+	go func() {
+		errc <- d.Adopt(context.Background(), browser.AdoptRequest{Key: "uid-a", ID: "10", Parent: "uid-p"})
+	}()
 	fe.nextCmd("adopt")
 	if err := th.Close(); err != nil {
 		t.Fatal(err)

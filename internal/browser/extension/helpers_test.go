@@ -2,7 +2,12 @@ package extension
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -18,7 +23,8 @@ import (
 )
 
 const (
-	testOrigin  = "chrome-extension://abcdefghijklmnopabcdefghijklmnop"
+	testExtID   = "abcdefghijklmnopabcdefghijklmnop"
+	testOrigin  = "chrome-extension://" + testExtID
 	otherOrigin = "chrome-extension://ponmlkjihgfedcbaponmlkjihgfedcba"
 )
 
@@ -86,7 +92,8 @@ func startHost(t *testing.T, dir string, mod func(*Options)) *testHost {
 		StateDir: dir,
 		Logger: funcr.New(func(prefix, args string) { logs.write(prefix + " " + args + "\n") },
 			funcr.Options{Verbosity: 10}),
-		Now: clk.Now,
+		Now:         clk.Now,
+		ExtensionID: testExtID,
 	}
 	if mod != nil {
 		mod(&opts)
@@ -257,22 +264,95 @@ func (fe *fakeExt) closedWith(want websocket.StatusCode) {
 	}
 }
 
-// connectExt connects as the paired extension, says hello and waits for welcome.
+// The extension's side of the handshake, written from the protocol document (not
+// with the host's helpers): k = SHA-256("tabwarden-key-v1\n" + token).
+func extKey(token string) []byte {
+	k := sha256.Sum256([]byte("tabwarden-key-v1\n" + token))
+	return k[:]
+}
+
+func hmacB64(key []byte, msg string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msg))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func extKeyID(token string) string {
+	m := hmac.New(sha256.New, extKey(token))
+	m.Write([]byte("tabwarden-key-id-v1"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+func testNonce() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// challenged says hello on c for the key of token and returns the host's challenge,
+// after checking the host's proof. (The nonce used is returned too.)
+func challenged(t *testing.T, c *websocket.Conn, token string) (challenge map[string]any, nonceE string, err error) {
+	t.Helper()
+	nonceE = testNonce()
+	if err := writeJSON(t, c, map[string]string{"type": "hello", "version": "0.1.0", "nonce": nonceE, "kid": extKeyID(token)}); err != nil {
+		return nil, nonceE, err
+	}
+	m, err := readJSON(t, c)
+	if err != nil {
+		return nil, nonceE, err
+	}
+	if m["type"] != "challenge" {
+		t.Fatalf("answer to hello %v, want challenge", m)
+	}
+	nonceH, _ := m["nonce"].(string)
+	epoch := int64(m["epoch"].(float64))
+	want := hmacB64(extKey(token), fmt.Sprintf("tabwarden-host-v1\n%s\n%s\n%d", nonceE, nonceH, epoch))
+	if m["proof"] != want {
+		t.Fatalf("the host's proof is wrong: %v", m)
+	}
+	return m, nonceE, nil
+}
+
+// authenticate runs the extension's side of the handshake with token's key up to
+// its auth frame, and returns the challenge; the host's answer is left unread.
+func authenticate(t *testing.T, c *websocket.Conn, token string) (map[string]any, error) {
+	t.Helper()
+	ch, nonceE, err := challenged(t, c, token)
+	if err != nil {
+		return nil, err
+	}
+	nonceH := ch["nonce"].(string)
+	proof := hmacB64(extKey(token), "tabwarden-ext-v1\n"+nonceH+"\n"+nonceE)
+	return ch, writeJSON(t, c, map[string]string{"type": "auth", "proof": proof})
+}
+
+// handshake runs the extension's side of the handshake with token's key; it returns
+// the welcome (or the error reading it).
+func handshake(t *testing.T, c *websocket.Conn, token string) (map[string]any, error) {
+	t.Helper()
+	ch, err := authenticate(t, c, token)
+	if err != nil {
+		return nil, err
+	}
+	m, err := readJSON(t, c)
+	if err == nil && (m["type"] != "welcome" || m["epoch"] != ch["epoch"]) {
+		t.Fatalf("after auth: %v, want welcome for epoch %v", m, ch["epoch"])
+	}
+	return m, err
+}
+
+// connectExt connects as the paired extension, runs the handshake and waits for welcome.
 func connectExt(t *testing.T, th *testHost, token string, handler func(cmd) reply) *fakeExt {
 	t.Helper()
 	c, _, err := dialRaw(t, th, testOrigin, "")
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
-	if err := writeJSON(t, c, map[string]string{"type": "hello", "token": token, "version": "0.1.0"}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := readJSON(t, c)
+	m, err := handshake(t, c, token)
 	if err != nil {
 		t.Fatalf("waiting for welcome: %v", err)
-	}
-	if m["type"] != "welcome" {
-		t.Fatalf("first frame %v, want welcome", m)
 	}
 	fe := &fakeExt{t: t, c: c, epoch: int64(m["epoch"].(float64)), cmds: make(chan cmd, 100),
 		other: make(chan map[string]any, 100), done: make(chan struct{}), handler: handler}

@@ -2,6 +2,8 @@ package extension
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -29,6 +32,16 @@ const (
 	DefaultHelloTimeout   = 5 * time.Second
 	DefaultIdleTimeout    = 60 * time.Second
 	DefaultCommandTimeout = 30 * time.Second
+	DefaultReadTimeout    = 5 * time.Second
+	DefaultMaxConns       = 64
+
+	// DefaultExtensionID is the id Chrome gives tabwarden's extension: it is derived
+	// from the public key in extension/manifest.json ("key"), so every unpacked load
+	// of that directory, on any machine, has this id. The host pins it.
+	DefaultExtensionID = "ccmkkgpkcdffojcckjbbmekkmffccmkl"
+	// ExtensionIDEnv overrides DefaultExtensionID when Options.ExtensionID is empty
+	// (for developers who load a build with another key).
+	ExtensionIDEnv = "TABWARDEN_EXTENSION_ID"
 )
 
 // Options configure a Host.
@@ -53,7 +66,17 @@ type Options struct {
 	IdleTimeout time.Duration
 	// CommandTimeout bounds a command whose context has no deadline (default 30 s).
 	CommandTimeout time.Duration
-	// Now is the clock for pairing codes and the rate limiter (default time.Now).
+	// ReadTimeout bounds reading a request's headers, and the whole body of POST
+	// /v1/pair; it is also how long an idle keep-alive connection is kept (default 5 s).
+	ReadTimeout time.Duration
+	// MaxConns caps the TCP connections served at once (default 64); more are closed
+	// as soon as they are accepted.
+	MaxConns int
+	// ExtensionID is the only extension that may pair and connect: its origin
+	// chrome-extension://<ExtensionID>. Default: $TABWARDEN_EXTENSION_ID, else
+	// DefaultExtensionID (the id of extension/ with its manifest key).
+	ExtensionID string
+	// Now is the clock for pairing codes (default time.Now).
 	Now func() time.Time
 }
 
@@ -73,14 +96,17 @@ type Host struct {
 	port     int
 	state    *pairState // nil while unpaired
 	code     *pendingCode
-	limiter  limiter
+	burned   bool     // the last code was burned by wrong guesses (until a new one is minted)
 	sess     *session // the live extension connection, if any
-	epoch    int64
+	epoch    int64    // starts at a random value per process
+	idPrefix string   // random per process: command ids never repeat across restarts
 	nextCmd  uint64
 	model    model
 	events   chan browser.Event
 	dropped  int // events dropped because nobody consumed them
 	tcpLn    net.Listener
+	limitLn  *limitListener
+	origin   string // chrome-extension://<ExtensionID>
 	httpSrv  *http.Server
 	ctlSrv   *http.Server
 	serveErr chan error
@@ -123,6 +149,21 @@ func New(opts Options) (*Host, error) {
 	if opts.CommandTimeout <= 0 {
 		opts.CommandTimeout = DefaultCommandTimeout
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.ExtensionID == "" {
+		opts.ExtensionID = os.Getenv(ExtensionIDEnv)
+	}
+	if opts.ExtensionID == "" {
+		opts.ExtensionID = DefaultExtensionID
+	}
+	if !validExtensionOrigin("chrome-extension://" + opts.ExtensionID) {
+		return nil, fmt.Errorf("extension host: extension id %q: want 32 letters a-p, as chrome://extensions shows it", opts.ExtensionID)
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -141,6 +182,9 @@ func New(opts Options) (*Host, error) {
 		ctlUID:    os.Getuid(),
 		events:    make(chan browser.Event, 4096),
 		model:     newModel(),
+		epoch:     randomEpochStart() - 1,
+		idPrefix:  hex.EncodeToString(randomBytes(8)),
+		origin:    "chrome-extension://" + opts.ExtensionID,
 	}
 	h.driver = &Driver{h: h}
 	if err := h.prepareStateDir(); err != nil {
@@ -153,6 +197,10 @@ func New(opts Options) (*Host, error) {
 	h.state = st
 	if st != nil {
 		h.log.Info("pairing loaded", "origin", st.Origin, "pairedAt", st.PairedAt)
+		if st.Origin != h.origin {
+			h.log.Info("the paired extension is not the pinned one: it cannot connect until the pinned extension pairs",
+				"paired", st.Origin, "pinned", h.origin)
+		}
 	}
 	return h, nil
 }
@@ -224,13 +272,17 @@ func (h *Host) Start(ctx context.Context) error {
 		return err
 	}
 	errorLog := log.New(logWriter{h.log.V(1)}, "", 0)
+	limited := newLimitListener(ln, h.opts.MaxConns, h.log)
 	h.mu.Lock()
 	h.tcpLn = ln
+	h.limitLn = limited
 	h.port = ln.Addr().(*net.TCPAddr).Port
 	h.httpSrv = &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout:       60 * time.Second,
+		Handler: h,
+		// Headers within ReadTimeout; /v1/pair also bounds its body (handlePair); the
+		// WebSocket has its own hello and idle deadlines.
+		ReadHeaderTimeout: h.opts.ReadTimeout,
+		IdleTimeout:       h.opts.ReadTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          errorLog,
 	}
@@ -247,7 +299,7 @@ func (h *Host) Start(ctx context.Context) error {
 	h.mu.Unlock()
 
 	go func() {
-		if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := httpSrv.Serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.serveErr <- fmt.Errorf("extension host: %w", err)
 		}
 	}()
@@ -257,7 +309,7 @@ func (h *Host) Start(ctx context.Context) error {
 		}
 	}()
 	context.AfterFunc(ctx, func() { _ = h.Close() })
-	h.log.Info("extension host listening", "addr", ln.Addr().String(), "control", h.sockPath, "paired", h.Paired())
+	h.log.Info("extension host listening", "addr", ln.Addr().String(), "control", h.sockPath, "paired", h.Paired(), "extension", h.origin)
 	return nil
 }
 
@@ -318,6 +370,10 @@ func (h *Host) Paired() bool {
 	return h.state != nil
 }
 
+// ExtensionOrigin is the only origin that may pair and connect:
+// chrome-extension://<Options.ExtensionID>.
+func (h *Host) ExtensionOrigin() string { return h.origin }
+
 // PairedOrigin is the chrome-extension:// origin that paired, or "".
 func (h *Host) PairedOrigin() string {
 	h.mu.Lock()
@@ -356,11 +412,18 @@ func (h *Host) hostAllowed(host string) bool {
 
 // deny answers a refused request without CORS headers and without detail beyond
 // the reason.
-func deny(w http.ResponseWriter, status int, reason string) {
+func deny(w http.ResponseWriter, status int, reason string) { denyWhy(w, status, reason, "") }
+
+// denyWhy is deny with a message for the user (no secrets in it).
+func denyWhy(w http.ResponseWriter, status int, reason, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, "{\"error\":%q}\n", reason)
+	body := map[string]string{"error": reason}
+	if message != "" {
+		body["message"] = message
+	}
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 // ServeHTTP applies the checks every request passes, then routes.
@@ -375,8 +438,10 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		deny(w, http.StatusMisdirectedRequest, "bad_host")
 		return
 	}
+	// Only the pinned extension: a web page, another extension, or a copy of ours
+	// built with another key can neither pair nor connect.
 	origins := r.Header.Values("Origin")
-	if len(origins) != 1 || !validExtensionOrigin(origins[0]) {
+	if len(origins) != 1 || origins[0] != h.origin {
 		h.log.V(1).Info("refused request: origin", "remote", r.RemoteAddr, "origin", clip(strings.Join(origins, ","), 128), "path", clip(r.URL.Path, 128))
 		deny(w, http.StatusForbidden, "origin_not_allowed")
 		return
@@ -405,4 +470,51 @@ type logWriter struct{ l logr.Logger }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.l.Info(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// limitListener serves at most max connections at once; a connection beyond that is
+// closed as soon as it is accepted (the client sees the refusal at once instead of
+// waiting in the backlog), so held-open requests cannot pile up without bound.
+type limitListener struct {
+	net.Listener
+	sem     chan struct{}
+	log     logr.Logger
+	refused atomic.Int64
+}
+
+func newLimitListener(ln net.Listener, max int, log logr.Logger) *limitListener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, max), log: log}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.sem <- struct{}{}:
+			return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+		default:
+			if n := l.refused.Add(1); n == 1 || n%1000 == 0 {
+				l.log.Info("refusing connections beyond the limit", "max", cap(l.sem), "refused", n)
+			}
+			c.Close()
+		}
+	}
+}
+
+// active is the number of connections being served.
+func (l *limitListener) active() int { return len(l.sem) }
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

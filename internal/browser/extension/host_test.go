@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/go-logr/logr/funcr"
 )
 
 func TestListenOnlyOnLoopback(t *testing.T) {
@@ -170,9 +171,9 @@ func TestConnectRefusesForeignOrigins(t *testing.T) {
 			t.Errorf("connect with Origin %q: err=%v resp=%v", origin, err, resp)
 		}
 	}
-	// Even with the right token, a web page's WebSocket never gets to say hello.
+	// Even knowing the key, a web page's WebSocket never gets to say hello.
 	if c, _, err := dialRaw(t, th, "http://evil.example", ""); err == nil {
-		_ = writeJSON(t, c, map[string]string{"type": "hello", "token": token})
+		_, _ = handshake(t, c, token)
 		t.Fatal("web page WebSocket was upgraded")
 	}
 	if th.Driver().Connected() {
@@ -183,30 +184,83 @@ func TestConnectRefusesForeignOrigins(t *testing.T) {
 func TestHelloRules(t *testing.T) {
 	th := startHost(t, "", nil)
 	token := pair(t, th)
+	var challengedEpochs []float64
 
-	t.Run("no token", func(t *testing.T) {
+	t.Run("no nonce", func(t *testing.T) {
 		c, _, err := dialRaw(t, th, testOrigin, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = writeJSON(t, c, map[string]string{"type": "hello", "version": "0.1.0"})
+		_ = writeJSON(t, c, map[string]string{"type": "hello", "version": "0.1.0", "kid": extKeyID(token)})
 		expectClose(t, c, CloseUnauthorized)
 	})
-	t.Run("wrong token", func(t *testing.T) {
+	t.Run("short nonce", func(t *testing.T) {
+		c, _, err := dialRaw(t, th, testOrigin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": "abc", "kid": extKeyID(token)})
+		expectClose(t, c, CloseUnauthorized)
+	})
+	t.Run("the old protocol: the token itself in hello", func(t *testing.T) {
+		c, _, err := dialRaw(t, th, testOrigin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = writeJSON(t, c, map[string]string{"type": "hello", "token": token, "version": "0.1.0"})
+		expectClose(t, c, CloseUnauthorized)
+	})
+	t.Run("wrong key", func(t *testing.T) {
 		c, _, err := dialRaw(t, th, testOrigin, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		wrong := token[:len(token)-2] + "AA"
-		_ = writeJSON(t, c, map[string]string{"type": "hello", "token": wrong, "version": "0.1.0"})
+		_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": testNonce(), "kid": extKeyID(wrong), "version": "0.1.0"})
+		expectClose(t, c, CloseUnauthorized) // no challenge: nothing to learn
+	})
+	t.Run("right key id, wrong proof", func(t *testing.T) {
+		// A peer that saw an earlier hello knows the key id; it still cannot prove the key.
+		c, _, err := dialRaw(t, th, testOrigin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, _, err := challenged(t, c, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		challengedEpochs = append(challengedEpochs, ch["epoch"].(float64))
+		_ = writeJSON(t, c, map[string]string{"type": "auth", "proof": hmacB64(extKey("guess"), "tabwarden-ext-v1\n"+ch["nonce"].(string))})
 		expectClose(t, c, CloseUnauthorized)
+	})
+	t.Run("replayed auth", func(t *testing.T) {
+		// A full, valid exchange is recorded; its auth is replayed on a new connection.
+		c, _, _ := dialRaw(t, th, testOrigin, "")
+		ch, nonceE, err := challenged(t, c, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		challengedEpochs = append(challengedEpochs, ch["epoch"].(float64))
+		recorded := hmacB64(extKey(token), "tabwarden-ext-v1\n"+ch["nonce"].(string)+"\n"+nonceE)
+		c.CloseNow()
+		c2, _, _ := dialRaw(t, th, testOrigin, "")
+		ch2, _, err := challenged(t, c2, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch2["nonce"] == ch["nonce"] {
+			t.Fatal("the host repeated its nonce")
+		}
+		challengedEpochs = append(challengedEpochs, ch2["epoch"].(float64))
+		_ = writeJSON(t, c2, map[string]string{"type": "auth", "proof": recorded})
+		expectClose(t, c2, CloseUnauthorized)
 	})
 	t.Run("not a hello first", func(t *testing.T) {
 		c, _, err := dialRaw(t, th, testOrigin, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = writeJSON(t, c, map[string]any{"type": "command", "id": "1", "op": "observe", "token": token})
+		_ = writeJSON(t, c, map[string]any{"type": "command", "id": "1", "op": "observe", "kid": extKeyID(token)})
 		expectClose(t, c, CloseUnauthorized)
 	})
 	t.Run("binary hello", func(t *testing.T) {
@@ -214,7 +268,7 @@ func TestHelloRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(map[string]string{"type": "hello", "token": token})
+		b, _ := json.Marshal(map[string]string{"type": "hello", "nonce": testNonce(), "kid": extKeyID(token)})
 		_ = c.Write(context.Background(), websocket.MessageBinary, b)
 		expectClose(t, c, CloseUnauthorized)
 	})
@@ -231,21 +285,38 @@ func TestHelloRules(t *testing.T) {
 			t.Fatal("hello timeout not enforced")
 		}
 	})
+	t.Run("silent after the challenge", func(t *testing.T) {
+		th := startHost(t, "", func(o *Options) { o.HelloTimeout = 300 * time.Millisecond })
+		token := pair(t, th)
+		c, _, err := dialRaw(t, th, testOrigin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := challenged(t, c, token); err != nil {
+			t.Fatal(err)
+		}
+		expectClose(t, c, websocket.StatusPolicyViolation)
+	})
 	t.Run("oversized hello", func(t *testing.T) {
 		c, _, err := dialRaw(t, th, testOrigin, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		big := strings.Repeat("x", DefaultMaxFrameBytes+1)
-		_ = writeJSON(t, c, map[string]string{"type": "hello", "token": big})
+		_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": big})
 		expectClose(t, c, websocket.StatusMessageTooBig)
 	})
 	if th.Driver().Connected() {
 		t.Fatal("a refused connection counts as connected")
 	}
 	fe := connectExt(t, th, token, nil)
-	if fe.epoch != 1 {
-		t.Fatalf("epoch %d after refused attempts, want 1", fe.epoch)
+	for _, e := range challengedEpochs {
+		if float64(fe.epoch) <= e {
+			t.Fatalf("epoch %d after refused attempts that were challenged with %v", fe.epoch, challengedEpochs)
+		}
+	}
+	if fe.epoch == 1 {
+		t.Fatal("epochs start at 1: they must start at a random value per process")
 	}
 }
 
@@ -270,8 +341,7 @@ func TestOversizedFrameCloses1009(t *testing.T) {
 	waitFor(t, "disconnected", func() bool { return !th.Driver().Connected() })
 	// The close status as the client saw it.
 	c, _, _ := dialRaw(t, th, testOrigin, "")
-	_ = writeJSON(t, c, map[string]string{"type": "hello", "token": token})
-	if m, err := readJSON(t, c); err != nil || m["type"] != "welcome" {
+	if m, err := handshake(t, c, token); err != nil || m["type"] != "welcome" {
 		t.Fatalf("reconnect: %v %v", m, err)
 	}
 	_ = writeJSON(t, c, map[string]string{"type": "ping", "pad": strings.Repeat("p", pad+1)})
@@ -336,87 +406,71 @@ func TestMintingReplacesEarlierCode(t *testing.T) {
 	pairWith(t, th, testOrigin, code)
 }
 
-func TestBruteForceLockedOut(t *testing.T) {
+// An attacker's wrong guesses never make the real user's correct code fail: there is
+// no time lockout that is shared between them, only a per-code budget of wrong guesses.
+func TestWrongGuessesNeverLockOutTheRealCode(t *testing.T) {
 	th := startHost(t, "", nil)
 	code, _ := th.NewPairingCode()
-	wrong := func(i int) string {
-		c := strconv.Itoa(100000 + i)
-		if c[:3]+"-"+c[3:] == code {
-			c = strconv.Itoa(200000 + i)
+	guess := 0
+	for i := 0; i < maxFailuresPerCode-1; i++ { // everything below the burn, as fast as possible
+		g := wrongGuess(code, &guess)
+		resp, body := postPair(t, th, testOrigin, codeBody(g))
+		if resp.StatusCode != http.StatusForbidden || strings.Contains(body, "token") || !strings.Contains(body, "invalid_code") {
+			t.Fatalf("wrong guess %d: %d %q", i, resp.StatusCode, body)
 		}
-		return c[:3] + "-" + c[3:]
-	}
-	var statuses []int
-	for i := 0; i < maxFailures; i++ {
-		resp, body := postPair(t, th, testOrigin, codeBody(wrong(i)))
-		if strings.Contains(body, "token") {
-			t.Fatal("token for a wrong code")
+		if resp.Header.Get("Retry-After") != "" {
+			t.Fatal("a wrong guess started a lockout")
 		}
-		statuses = append(statuses, resp.StatusCode)
 	}
-	if statuses[0] != http.StatusForbidden || statuses[maxFailures-1] != http.StatusTooManyRequests {
-		t.Fatalf("statuses %v: want 403s then 429", statuses)
-	}
-	// Locked out: even the right code is refused, with Retry-After.
-	resp, body := postPair(t, th, testOrigin, codeBody(code))
-	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	if resp.StatusCode != http.StatusTooManyRequests || ra < 1 || strings.Contains(body, "token") {
-		t.Fatalf("right code during lockout: %d Retry-After=%q %q", resp.StatusCode, resp.Header.Get("Retry-After"), body)
-	}
-	// After the lockout the user (who has the right code) gets in.
-	th.clock.Advance(time.Duration(ra) * time.Second)
+	// The user types the right code at once: it works.
 	pairWith(t, th, testOrigin, code)
 
-	// An attacker guessing once per simulated second for the code's whole life gets
-	// only a handful of guesses evaluated, and the code is burned before 10^6.
+	// Wrong guesses against an old code do not count against the next one.
 	code, _ = th.NewPairingCode()
-	evaluated := 0
-	for s := 0; s < int(CodeTTL/time.Second); s++ {
-		th.mu.Lock()
-		locked := th.limiter.lockedUntil.After(th.clock.Now())
-		th.mu.Unlock()
-		if !locked {
-			evaluated++
-		}
-		resp, body := postPair(t, th, testOrigin, codeBody(wrong(s)))
-		if strings.Contains(body, "token") {
-			t.Fatal("brute force got a token")
-		}
-		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
-			t.Fatal("429 without Retry-After")
-		}
-		th.clock.Advance(time.Second)
+	for i := 0; i < maxFailuresPerCode-1; i++ {
+		postPair(t, th, testOrigin, codeBody(wrongGuess(code, &guess)))
 	}
-	if evaluated > 25 {
-		t.Fatalf("%d guesses evaluated within five minutes", evaluated)
+	code, _ = th.NewPairingCode()
+	for i := 0; i < maxFailuresPerCode-1; i++ {
+		postPair(t, th, testOrigin, codeBody(wrongGuess(code, &guess)))
 	}
-	t.Logf("%d of %d guesses evaluated in five minutes", evaluated, int(CodeTTL/time.Second))
+	pairWith(t, th, testOrigin, code)
+}
+
+func wrongGuess(code string, n *int) string {
+	for {
+		g := fmt.Sprintf("%06d", *n)
+		*n++
+		if g[:3]+"-"+g[3:] != code {
+			return g[:3] + "-" + g[3:]
+		}
+	}
 }
 
 func TestBruteForceBurnsCode(t *testing.T) {
 	th := startHost(t, "", nil)
 	code, _ := th.NewPairingCode()
 	guess := 0
+	var last string
 	for i := 0; i < maxFailuresPerCode; i++ {
-		th.mu.Lock()
-		th.limiter.reset() // as if the attacker outlasted every lockout within the TTL
-		th.mu.Unlock()
-		g := fmt.Sprintf("%06d", guess)
-		if g[:3]+"-"+g[3:] == code {
-			guess++
-			g = fmt.Sprintf("%06d", guess)
-		}
-		guess++
-		if resp, _ := postPair(t, th, testOrigin, codeBody(g)); resp.StatusCode == http.StatusOK {
+		resp, body := postPair(t, th, testOrigin, codeBody(wrongGuess(code, &guess)))
+		if resp.StatusCode == http.StatusOK {
 			t.Fatal("wrong code paired")
 		}
+		last = body
 	}
-	th.mu.Lock()
-	th.limiter.reset()
-	th.mu.Unlock()
-	if resp, body := postPair(t, th, testOrigin, codeBody(code)); resp.StatusCode != http.StatusForbidden {
+	if !strings.Contains(last, "code_burned") {
+		t.Fatalf("the %dth wrong guess: %q, want code_burned", maxFailuresPerCode, last)
+	}
+	// The right code is burned too, with an error that says what to do.
+	resp, body := postPair(t, th, testOrigin, codeBody(code))
+	if resp.StatusCode != http.StatusForbidden || strings.Contains(body, "token") ||
+		!strings.Contains(body, "code_burned") || !strings.Contains(body, "run `tabwarden pair` again") {
 		t.Fatalf("code after %d wrong guesses: %d %q", maxFailuresPerCode, resp.StatusCode, body)
 	}
+	// A new code works at once.
+	code, _ = th.NewPairingCode()
+	pairWith(t, th, testOrigin, code)
 }
 
 func TestSecondConnectionRefusedFirstStays(t *testing.T) {
@@ -426,25 +480,36 @@ func TestSecondConnectionRefusedFirstStays(t *testing.T) {
 		return reply{result: observeResult{Windows: []wireWindow{{ID: 1, Type: "normal"}}, Tabs: []wireTab{{ID: 7, WindowID: 1, URL: "https://a.example/"}}}}
 	})
 	d := th.Driver()
-	if ev := nextEvent(t, d); ev.Type != "Connected" || ev.Epoch != 1 {
+	if ev := nextEvent(t, d); ev.Type != "Connected" || ev.Epoch != fe.epoch {
 		t.Fatalf("event %+v", ev)
 	}
 	c, _, err := dialRaw(t, th, testOrigin, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = writeJSON(t, c, map[string]string{"type": "hello", "token": token})
-	expectClose(t, c, CloseAlreadyConnected)
-	// A second connection with a wrong token learns nothing about the first: 4401.
+	ch, _, err := challenged(t, c, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.CloseNow()
 	c, _, _ = dialRaw(t, th, testOrigin, "")
-	_ = writeJSON(t, c, map[string]string{"type": "hello", "token": "nope"})
+	if _, err := authenticate(t, c, token); err != nil {
+		t.Fatal(err)
+	}
+	expectClose(t, c, CloseAlreadyConnected)
+	// A second connection with a wrong key learns nothing about the first: 4401.
+	c, _, _ = dialRaw(t, th, testOrigin, "")
+	_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": testNonce(), "kid": extKeyID("nope")})
 	expectClose(t, c, CloseUnauthorized)
 	// The first is untouched.
 	if !d.Connected() {
 		t.Fatal("first connection dropped")
 	}
+	if ch["epoch"].(float64) <= float64(fe.epoch) {
+		t.Fatalf("a later handshake was challenged with epoch %v, not after %d", ch["epoch"], fe.epoch)
+	}
 	snap, err := d.Snapshot(context.Background())
-	if err != nil || len(snap.Pages) != 1 || snap.Epoch != 1 {
+	if err != nil || len(snap.Pages) != 1 || snap.Epoch != fe.epoch {
 		t.Fatalf("snapshot through the first connection: %+v %v", snap, err)
 	}
 	fe.send(map[string]string{"type": "ping"})
@@ -460,9 +525,9 @@ func TestRepairRevokesOldToken(t *testing.T) {
 	fe := connectExt(t, th, old, nil)
 	d := th.Driver()
 	nextEvent(t, d) // Connected
-	// Re-pair (here from a reinstalled extension with a new id).
+	// Re-pair (the extension id is pinned: the same extension, e.g. after its storage was cleared).
 	code, _ := th.NewPairingCode()
-	resp, body := postPair(t, th, otherOrigin, codeBody(code))
+	resp, body := postPair(t, th, testOrigin, codeBody(code))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("re-pair: %d %q", resp.StatusCode, body)
 	}
@@ -472,24 +537,82 @@ func TestRepairRevokesOldToken(t *testing.T) {
 		t.Fatalf("event %+v, want Disconnected", ev)
 	}
 	fe.closedWith(CloseUnauthorized)
-	// The old token and the old origin are refused.
-	c, _, err := dialRaw(t, th, otherOrigin, "")
+	// The old key is refused.
+	c, _, err := dialRaw(t, th, testOrigin, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = writeJSON(t, c, map[string]string{"type": "hello", "token": old})
+	_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": testNonce(), "kid": extKeyID(old)})
 	expectClose(t, c, CloseUnauthorized)
-	if _, resp, err := dialRaw(t, th, testOrigin, ""); err == nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("old origin after re-pair: %v %v", err, resp)
-	}
-	// The new one connects (the old connection no longer blocks it).
-	c, _, err = dialRaw(t, th, otherOrigin, "")
+	// The new one connects (the old connection no longer blocks it), in a later epoch.
+	c, _, err = dialRaw(t, th, testOrigin, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = writeJSON(t, c, map[string]string{"type": "hello", "token": out.Token})
-	if m, err := readJSON(t, c); err != nil || m["type"] != "welcome" || m["epoch"].(float64) != 2 {
+	if m, err := handshake(t, c, out.Token); err != nil || m["type"] != "welcome" || m["epoch"].(float64) <= float64(fe.epoch) {
 		t.Fatalf("new token: %v %v", m, err)
+	}
+}
+
+// Only the pinned extension id may pair or connect: another extension (or a build of
+// ours with another key) is refused, the code stays valid, and it is not charged.
+func TestPinnedExtensionID(t *testing.T) {
+	th := startHost(t, "", nil)
+	if th.ExtensionOrigin() != testOrigin {
+		t.Fatalf("pinned origin %q", th.ExtensionOrigin())
+	}
+	code, _ := th.NewPairingCode()
+	for i := 0; i < maxFailuresPerCode+1; i++ {
+		resp, body := postPair(t, th, otherOrigin, codeBody(code))
+		if resp.StatusCode != http.StatusForbidden || strings.Contains(body, "token") || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("pairing from another extension: %d %q", resp.StatusCode, body)
+		}
+	}
+	token := pairWith(t, th, testOrigin, code)
+	if _, resp, err := dialRaw(t, th, otherOrigin, ""); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("connect from another extension: %v %v", err, resp)
+	}
+	connectExt(t, th, token, nil)
+
+	// The default is the id of extension/ (its manifest key); the environment overrides it.
+	h, err := New(Options{Addr: "127.0.0.1:0", StateDir: stateDir(t)})
+	if err != nil || h.ExtensionOrigin() != "chrome-extension://"+DefaultExtensionID {
+		t.Fatalf("default pinned origin %q %v", h.ExtensionOrigin(), err)
+	}
+	t.Setenv(ExtensionIDEnv, "ponmlkjihgfedcbaponmlkjihgfedcba")
+	if h, err := New(Options{Addr: "127.0.0.1:0", StateDir: stateDir(t)}); err != nil || h.ExtensionOrigin() != otherOrigin {
+		t.Fatalf("pinned origin from the environment %q %v", h.ExtensionOrigin(), err)
+	}
+	if _, err := New(Options{Addr: "127.0.0.1:0", StateDir: stateDir(t), ExtensionID: "not-an-id"}); err == nil {
+		t.Fatal("a malformed extension id was accepted")
+	}
+}
+
+// The manifest's key gives the extension the pinned id: Chrome's id is the first 128
+// bits of sha256(the DER public key), written with the letters a-p.
+func TestManifestKeyGivesThePinnedID(t *testing.T) {
+	data, err := os.ReadFile("../../../extension/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Key string `json:"key"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil || m.Key == "" {
+		t.Fatalf("manifest key: %v", err)
+	}
+	der, err := base64.StdEncoding.DecodeString(m.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(der)
+	var id strings.Builder
+	for _, c := range hex.EncodeToString(sum[:16]) {
+		n, _ := strconv.ParseUint(string(c), 16, 8)
+		id.WriteByte(byte('a' + n))
+	}
+	if id.String() != DefaultExtensionID {
+		t.Fatalf("the manifest key gives id %s, the host pins %s", id.String(), DefaultExtensionID)
 	}
 }
 
@@ -503,10 +626,15 @@ func TestSecretsNeverLogged(t *testing.T) {
 	token := pairWith(t, th, testOrigin, code)
 	fe := connectExt(t, th, token, nil)
 	c, _, _ := dialRaw(t, th, testOrigin, "")
-	_ = writeJSON(t, c, map[string]string{"type": "hello", "token": token})
+	if _, err := authenticate(t, c, token); err != nil {
+		t.Fatal(err)
+	}
 	expectClose(t, c, CloseAlreadyConnected)
 	c, _, _ = dialRaw(t, th, testOrigin, "")
-	_ = writeJSON(t, c, map[string]string{"type": "hello", "token": token + "x"})
+	_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": testNonce(), "kid": extKeyID(token + "x")})
+	expectClose(t, c, CloseUnauthorized)
+	c, _, _ = dialRaw(t, th, testOrigin, "")
+	_ = writeJSON(t, c, map[string]string{"type": "hello", "token": token})
 	expectClose(t, c, CloseUnauthorized)
 	fe.c.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "disconnect", func() bool { return !th.Driver().Connected() })
@@ -523,9 +651,11 @@ func TestSecretsNeverLogged(t *testing.T) {
 	}
 	for _, tok := range []string{token, token2} {
 		sum := sha256.Sum256([]byte(tok))
+		k := extKey(tok)
 		for name, secret := range map[string]string{
 			"token": tok, "hex hash": hex.EncodeToString(sum[:]), "HEX hash": strings.ToUpper(hex.EncodeToString(sum[:])),
 			"b64 hash": base64.StdEncoding.EncodeToString(sum[:]), "b64url hash": base64.RawURLEncoding.EncodeToString(sum[:]),
+			"hex key": hex.EncodeToString(k), "b64 key": base64.StdEncoding.EncodeToString(k), "b64url key": base64.RawURLEncoding.EncodeToString(k),
 		} {
 			if strings.Contains(logs, secret) {
 				t.Errorf("%s appears in the log", name)
@@ -550,7 +680,6 @@ func TestStateFile(t *testing.T) {
 		t.Fatalf("state file mode %v %v", fi.Mode().Perm(), err)
 	}
 	data, _ := os.ReadFile(path)
-	sum := sha256.Sum256([]byte(token))
 	raw, _ := base64.RawURLEncoding.DecodeString(token)
 	if len(raw) != 32 {
 		t.Fatalf("token is %d bytes, want 32", len(raw))
@@ -559,8 +688,9 @@ func TestStateFile(t *testing.T) {
 		strings.Contains(string(data), hex.EncodeToString(raw)) || strings.Contains(string(data), base64.StdEncoding.EncodeToString(raw)) {
 		t.Fatal("state file holds the token")
 	}
-	if !strings.Contains(string(data), hex.EncodeToString(sum[:])) || !strings.Contains(string(data), testOrigin) {
-		t.Fatalf("state file lacks the hash or origin: %s", data)
+	// It holds the derived key k (0600): what the handshake needs, not the token.
+	if !strings.Contains(string(data), base64.RawURLEncoding.EncodeToString(extKey(token))) || !strings.Contains(string(data), testOrigin) {
+		t.Fatalf("state file lacks the key or origin: %s", data)
 	}
 	entries, _ := os.ReadDir(th.dir)
 	for _, e := range entries {
@@ -587,9 +717,20 @@ func TestStateFile(t *testing.T) {
 		t.Errorf("loose state file left %v", fi.Mode().Perm())
 	}
 	// A corrupt state file is an error, not a silent unpairing.
-	os.WriteFile(filepath.Join(loose, stateFileName), []byte(`{"origin":"http://evil.example","tokenSha256":"00"}`), 0o600)
-	if _, err := New(Options{Addr: "127.0.0.1:0", StateDir: loose}); err == nil {
-		t.Error("corrupt state accepted")
+	for _, corrupt := range []string{`{"origin":"http://evil.example","tokenSha256":"00"}`,
+		`{"version":2,"origin":"` + testOrigin + `","key":"short"}`, `{"version":3,"origin":"` + testOrigin + `"}`, `nope`} {
+		os.WriteFile(filepath.Join(loose, stateFileName), []byte(corrupt), 0o600)
+		if _, err := New(Options{Addr: "127.0.0.1:0", StateDir: loose}); err == nil {
+			t.Errorf("corrupt state accepted: %s", corrupt)
+		}
+	}
+	// A pairing of the previous version (only sha256(token)) cannot authenticate the
+	// handshake: the host starts unpaired and says so.
+	os.WriteFile(filepath.Join(loose, stateFileName), []byte(`{"version":1,"origin":"`+testOrigin+`","tokenSha256":"`+strings.Repeat("ab", 32)+`"}`), 0o600)
+	logs := &logBuf{}
+	h, err := New(Options{Addr: "127.0.0.1:0", StateDir: loose, Logger: funcr.New(func(p, a string) { logs.write(p + a) }, funcr.Options{})})
+	if err != nil || h.Paired() || !strings.Contains(logs.String(), "run `tabwarden pair` again") {
+		t.Errorf("version 1 state: paired=%v err=%v log %q", h != nil && h.Paired(), err, logs.String())
 	}
 }
 
@@ -604,13 +745,10 @@ func TestPairingSurvivesRestart(t *testing.T) {
 	if th2.PairedOrigin() != testOrigin {
 		t.Fatalf("paired origin after restart: %q", th2.PairedOrigin())
 	}
-	fe := connectExt(t, th2, token, nil)
-	if fe.epoch != 1 {
-		t.Fatalf("epoch %d", fe.epoch)
-	}
-	// Other tokens still are not.
+	connectExt(t, th2, token, nil)
+	// Other keys still are not.
 	c, _, _ := dialRaw(t, th2, testOrigin, "")
-	_ = writeJSON(t, c, map[string]string{"type": "hello", "token": "AAAA"})
+	_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": testNonce(), "kid": extKeyID("AAAA")})
 	expectClose(t, c, CloseUnauthorized)
 }
 

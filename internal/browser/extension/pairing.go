@@ -5,17 +5,16 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/big"
 	"mime"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,28 +25,26 @@ import (
 const (
 	// CodeTTL is how long a pairing code is valid.
 	CodeTTL = 5 * time.Minute
-	// failWindow / maxFailures: this many wrong codes within the window start a
-	// lockout of baseLockout, doubling with every further lockout up to maxLockout.
-	// Within one code's five minutes that allows about 20 guesses of 10^6.
-	failWindow  = time.Minute
-	maxFailures = 5
-	baseLockout = 30 * time.Second
-	maxLockout  = 15 * time.Minute
-	// maxFailuresPerCode burns the outstanding code after this many wrong guesses,
-	// whatever the clock says: brute force of one code is impossible, not just slow.
+	// maxFailuresPerCode burns the outstanding code after this many wrong guesses:
+	// brute force of one code (10^6) is impossible, not just slow. Wrong guesses count
+	// against the current code only; there is no time lockout, so nobody can lock the
+	// real user out of a code that is not burned.
 	maxFailuresPerCode = 20
 	tokenBytes         = 32
+	stateVersion       = 2
 )
 
-// pairState is what the host remembers of a pairing, in StateDir, mode 0600. It
-// never holds the token itself.
+// pairState is what the host remembers of a pairing, in StateDir, mode 0600: the
+// paired origin and the derived key k (not the token). k authenticates the handshake,
+// so the file is as secret as the pairing itself.
 type pairState struct {
-	Version     int       `json:"version"`
-	Origin      string    `json:"origin"`
-	TokenSHA256 string    `json:"tokenSha256"`
-	PairedAt    time.Time `json:"pairedAt"`
+	Version  int       `json:"version"`
+	Origin   string    `json:"origin"`
+	Key      string    `json:"key"` // base64url of k
+	PairedAt time.Time `json:"pairedAt"`
 
-	hash [sha256.Size]byte
+	key [keyBytes]byte
+	kid string
 }
 
 // pendingCode is the one outstanding pairing code (minting a new one replaces it).
@@ -56,49 +53,6 @@ type pendingCode struct {
 	expires  time.Time
 	failures int
 }
-
-// limiter throttles wrong pairing codes; all peers are loopback so it is global.
-type limiter struct {
-	failures    []time.Time
-	lockedUntil time.Time
-	lockouts    int
-}
-
-func (l *limiter) wait(now time.Time) time.Duration {
-	if now.Before(l.lockedUntil) {
-		return l.lockedUntil.Sub(now)
-	}
-	// A long quiet period forgives earlier lockouts.
-	if l.lockouts > 0 && now.Sub(l.lockedUntil) > time.Hour {
-		l.lockouts = 0
-	}
-	return 0
-}
-
-// fail records a wrong code and returns the lockout it started, if any.
-func (l *limiter) fail(now time.Time) time.Duration {
-	kept := l.failures[:0]
-	for _, t := range l.failures {
-		if now.Sub(t) < failWindow {
-			kept = append(kept, t)
-		}
-	}
-	l.failures = append(kept, now)
-	if len(l.failures) < maxFailures {
-		return 0
-	}
-	d := baseLockout
-	for i := 0; i < l.lockouts && d < maxLockout; i++ {
-		d *= 2
-	}
-	d = min(d, maxLockout)
-	l.lockouts++
-	l.lockedUntil = now.Add(d)
-	l.failures = nil
-	return d
-}
-
-func (l *limiter) reset() { *l = limiter{} }
 
 // normalizeCode keeps the digits of "123-456" / "123 456"; anything else is invalid.
 func normalizeCode(code string) (string, bool) {
@@ -130,28 +84,22 @@ func (h *Host) NewPairingCode() (code string, expires time.Time) {
 	defer h.mu.Unlock()
 	expires = h.now().Add(CodeTTL)
 	h.code = &pendingCode{hash: sha256.Sum256([]byte(digits)), expires: expires}
+	h.burned = false
 	h.log.Info("pairing code issued", "expiresAt", expires.UTC().Format(time.RFC3339))
 	return digits[:3] + "-" + digits[3:], expires
 }
 
 var (
-	errBadCode = errors.New("pairing code invalid, expired or already used")
+	errBadCode = errors.New("pairing code invalid, expired or already used; run `tabwarden pair` for a fresh one")
+	errBurned  = fmt.Errorf("this pairing code was burned after %d wrong guesses; run `tabwarden pair` again for a new code", maxFailuresPerCode)
 )
 
-type rateLimitedError struct{ wait time.Duration }
-
-func (e rateLimitedError) Error() string {
-	return fmt.Sprintf("too many wrong pairing codes; retry in %s", e.wait.Round(time.Second))
-}
-
-// pair trades a code for a new token and stores its hash with the origin.
+// pair trades a code for a new token and stores the key derived from it with the
+// origin. A wrong guess counts against the current code only.
 func (h *Host) pair(origin, code string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
-	if d := h.limiter.wait(now); d > 0 {
-		return "", rateLimitedError{d}
-	}
 	digits, wellFormed := normalizeCode(code)
 	got := sha256.Sum256([]byte(digits))
 	var want [sha256.Size]byte // no code: compare against zeros, never equal to a hash
@@ -161,45 +109,75 @@ func (h *Host) pair(origin, code string) (string, error) {
 	}
 	match := subtle.ConstantTimeCompare(got[:], want[:]) == 1
 	if !(wellFormed && live && match) {
-		if h.code != nil {
-			h.code.failures++
-			if h.code.failures >= maxFailuresPerCode || !live {
-				h.code = nil
-			}
+		if h.code != nil && !live {
+			h.code = nil // expired
 		}
-		if d := h.limiter.fail(now); d > 0 {
-			h.log.Info("pairing locked out after repeated wrong codes", "lockout", d.String())
-			return "", rateLimitedError{d}
+		if h.code == nil {
+			if h.burned {
+				return "", errBurned
+			}
+			return "", errBadCode
+		}
+		h.code.failures++
+		if h.code.failures >= maxFailuresPerCode {
+			h.code = nil
+			h.burned = true
+			h.log.Info("pairing code burned after repeated wrong guesses", "guesses", maxFailuresPerCode)
+			return "", errBurned
 		}
 		return "", errBadCode
 	}
 
-	raw := make([]byte, tokenBytes)
-	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("token: %w", err)
-	}
+	raw := randomBytes(tokenBytes)
 	token := base64.RawURLEncoding.EncodeToString(raw)
-	st := &pairState{Version: 1, Origin: origin, PairedAt: now.UTC(), hash: sha256.Sum256([]byte(token))}
-	st.TokenSHA256 = hex.EncodeToString(st.hash[:])
+	st := newPairState(origin, deriveKey(token), now)
 	if err := writeStateFile(h.statePath, st); err != nil {
 		return "", err // the code stays valid: nothing changed
 	}
 	previous := h.state
 	h.state = st
 	h.code = nil // single use
-	h.limiter.reset()
+	h.burned = false
 	if s := h.sess; s != nil {
-		// The live connection authenticated with the revoked token: drop it now, so
-		// that the extension's reconnect with the new token is not refused with 4409.
+		// The live connection authenticated with the revoked key: drop it now, so that
+		// the extension's reconnect with the new key is not refused with 4409.
 		h.detachLocked(s)
-		go s.c.Close(CloseUnauthorized, "token revoked by a new pairing")
+		go s.c.Close(CloseUnauthorized, "pairing replaced by a new one")
 	}
 	if previous != nil {
-		h.log.Info("paired; previous token revoked", "origin", origin, "previousOrigin", previous.Origin)
+		h.log.Info("paired; previous pairing revoked", "origin", origin, "previousOrigin", previous.Origin)
 	} else {
 		h.log.Info("paired", "origin", origin)
 	}
 	return token, nil
+}
+
+func newPairState(origin string, k [keyBytes]byte, now time.Time) *pairState {
+	return &pairState{Version: stateVersion, Origin: origin, Key: b64.EncodeToString(k[:]), PairedAt: now.UTC(), key: k, kid: keyID(k)}
+}
+
+// Unpair forgets the pairing: the state file is removed, the live connection closed
+// with 4401, and the extension must pair again. It reports whether there was one.
+func (h *Host) Unpair() (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.unpairLocked("unpaired")
+}
+
+func (h *Host) unpairLocked(why string) (bool, error) {
+	was := h.state != nil
+	if err := os.Remove(h.statePath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return was, fmt.Errorf("extension host: forgetting the pairing: %w", err)
+	}
+	h.state = nil
+	if s := h.sess; s != nil {
+		h.detachLocked(s)
+		go s.c.Close(CloseUnauthorized, why)
+	}
+	if was {
+		h.log.Info("pairing forgotten", "why", why)
+	}
+	return was, nil
 }
 
 func (h *Host) handlePair(w http.ResponseWriter, r *http.Request, origin string) {
@@ -220,6 +198,9 @@ func (h *Host) handlePair(w http.ResponseWriter, r *http.Request, origin string)
 		deny(w, http.StatusMethodNotAllowed, "method_not_allowed")
 		return
 	}
+	// The whole body within ReadTimeout: a request that sends headers and then nothing
+	// does not hold its connection (and a slot of MaxConns) open.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.opts.ReadTimeout))
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		deny(w, http.StatusUnsupportedMediaType, "json_required")
 		return
@@ -227,12 +208,18 @@ func (h *Host) handlePair(w http.ResponseWriter, r *http.Request, origin string)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		var netErr net.Error
+		switch {
+		case errors.As(err, &tooBig):
 			h.log.V(1).Info("refused pairing: body too large", "remote", r.RemoteAddr)
 			deny(w, http.StatusRequestEntityTooLarge, "body_too_large")
-			return
+		case errors.As(err, &netErr) && netErr.Timeout():
+			h.log.V(1).Info("refused pairing: body not sent in time", "remote", r.RemoteAddr)
+			w.Header().Set("Connection", "close")
+			deny(w, http.StatusRequestTimeout, "body_timeout")
+		default:
+			deny(w, http.StatusBadRequest, "bad_body")
 		}
-		deny(w, http.StatusBadRequest, "bad_body")
 		return
 	}
 	var req struct {
@@ -243,15 +230,13 @@ func (h *Host) handlePair(w http.ResponseWriter, r *http.Request, origin string)
 		return
 	}
 	token, err := h.pair(origin, req.Code)
-	var limited rateLimitedError
 	switch {
-	case errors.As(err, &limited):
-		secs := int((limited.wait + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-		deny(w, http.StatusTooManyRequests, "rate_limited")
+	case errors.Is(err, errBurned):
+		h.log.Info("refused pairing: the code is burned", "origin", origin)
+		denyWhy(w, http.StatusForbidden, "code_burned", errBurned.Error())
 	case errors.Is(err, errBadCode):
 		h.log.Info("refused pairing: wrong, expired or used code", "origin", origin)
-		deny(w, http.StatusForbidden, "invalid_code")
+		denyWhy(w, http.StatusForbidden, "invalid_code", errBadCode.Error())
 	case err != nil:
 		h.log.Error(err, "pairing failed")
 		deny(w, http.StatusInternalServerError, "internal")
@@ -282,12 +267,20 @@ func loadState(path string, log logr.Logger) (*pairState, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("extension host: pairing state %s is corrupt (delete it and pair again): %w", path, err)
 	}
-	sum, err := hex.DecodeString(st.TokenSHA256)
-	if err != nil || len(sum) != sha256.Size || !validExtensionOrigin(st.Origin) {
+	if st.Version == 1 && validExtensionOrigin(st.Origin) {
+		// Version 1 kept only sha256(token), from which the handshake's key cannot be
+		// derived: that pairing cannot authenticate any more. Say so; pairing again
+		// overwrites the file.
+		log.Info("the pairing was made by an older tabwarden and cannot authenticate the current handshake; run `tabwarden pair` again", "path", path)
+		return nil, nil
+	}
+	raw, err := b64.DecodeString(st.Key)
+	if st.Version != stateVersion || err != nil || len(raw) != keyBytes || !validExtensionOrigin(st.Origin) {
 		return nil, fmt.Errorf("extension host: pairing state %s is corrupt (delete it and pair again)", path)
 	}
-	copy(st.hash[:], sum)
-	return &st, nil
+	var k [keyBytes]byte
+	copy(k[:], raw)
+	return newPairState(st.Origin, k, st.PairedAt), nil
 }
 
 // writeStateFile replaces the state atomically: a 0600 temp file in the same

@@ -1,16 +1,23 @@
 package extension
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
 
 // Frame types, events and close codes of docs/extension-protocol.md.
 const (
-	frameHello   = "hello"
-	frameWelcome = "welcome"
-	framePing    = "ping"
-	framePong    = "pong"
-	frameEvent   = "event"
-	frameResult  = "result"
-	frameCommand = "command"
+	frameHello     = "hello"
+	frameChallenge = "challenge"
+	frameAuth      = "auth"
+	frameWelcome   = "welcome"
+	framePing      = "ping"
+	framePong      = "pong"
+	frameEvent     = "event"
+	frameResult    = "result"
+	frameCommand   = "command"
+	frameForget    = "forget"
 
 	evTabCreated    = "tabCreated"
 	evTabUpdated    = "tabUpdated"
@@ -18,8 +25,8 @@ const (
 	evWindowCreated = "windowCreated"
 	evWindowRemoved = "windowRemoved"
 
-	// CloseUnauthorized closes a connection whose hello is missing, late or carries a
-	// token the host does not know (also when a newer pairing revoked it).
+	// CloseUnauthorized closes a connection whose hello names a key the host does not
+	// have (a newer pairing or `tabwarden unpair` revoked it), or whose proof is wrong.
 	CloseUnauthorized = 4401
 	// CloseAlreadyConnected refuses a second simultaneous connection.
 	CloseAlreadyConnected = 4409
@@ -49,6 +56,15 @@ type Record struct {
 	TabID         int64  `json:"tabId"`
 	WindowID      int64  `json:"windowId"`
 	CreatedWindow bool   `json:"createdWindow"`
+	// Kind is opened, spawned or bound (browser.RecordKind); Parent the owner whose
+	// page spawned the tab (spawned only).
+	Kind   string `json:"kind"`
+	Parent string `json:"parent,omitempty"`
+}
+
+// seam converts a wire record to the seam's.
+func (r Record) seam() browser.Record {
+	return browser.Record{Key: r.Owner, Page: id(r.TabID), Kind: browser.RecordKind(r.Kind), Parent: r.Parent}
 }
 
 type wireError struct {
@@ -56,12 +72,14 @@ type wireError struct {
 	Message string `json:"message"`
 }
 
-// inFrame is any frame from the extension. It may carry the token (hello): never
-// log it or format it.
+// inFrame is any frame from the extension. No frame carries a secret: hello has a
+// nonce and the key id, auth an HMAC proof bound to this connection's nonces.
 type inFrame struct {
 	Type    string `json:"type"`
-	Token   string `json:"token,omitempty"`
 	Version string `json:"version,omitempty"`
+	Nonce   string `json:"nonce,omitempty"`
+	KeyID   string `json:"kid,omitempty"`
+	Proof   string `json:"proof,omitempty"`
 
 	Event    string      `json:"event,omitempty"`
 	Tab      *wireTab    `json:"tab,omitempty"`
@@ -74,6 +92,13 @@ type inFrame struct {
 	OK     bool            `json:"ok,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *wireError      `json:"error,omitempty"`
+}
+
+type challengeFrame struct {
+	Type  string `json:"type"`
+	Nonce string `json:"nonce"`
+	Epoch int64  `json:"epoch"`
+	Proof string `json:"proof"`
 }
 
 type welcomeFrame struct {
@@ -106,6 +131,18 @@ type openResult struct {
 type ownerTabArgs struct {
 	Owner string `json:"owner"`
 	TabID int64  `json:"tabId"`
+}
+
+type adoptArgs struct {
+	Owner  string `json:"owner"`
+	TabID  int64  `json:"tabId"`
+	Parent string `json:"parent"`
+}
+
+type tabResult struct {
+	TabID         int64 `json:"tabId"`
+	WindowID      int64 `json:"windowId"`
+	CreatedWindow bool  `json:"createdWindow"`
 }
 
 type closeResult struct {

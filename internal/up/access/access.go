@@ -67,7 +67,7 @@ func AgentUser(profile string) string { return AgentUserPrefix + profile }
 // Policies are the names of the ValidatingAdmissionPolicies in config/admission.
 var Policies = []string{
 	"tabwarden-window-create", "tabwarden-window-update", "tabwarden-window-status",
-	"tabwarden-session-status", "tabwarden-profile", "tabwarden-agent-lease",
+	"tabwarden-session-status", "tabwarden-profile", "tabwarden-agent-lease", "tabwarden-tablist",
 }
 
 // Manifests are the shipped access control objects.
@@ -337,6 +337,10 @@ func WaitEnforced(ctx context.Context, admin *rest.Config, scheme *runtime.Schem
 				return fmt.Errorf("an agent may not yet create its own profile: %w", err)
 			}
 			return agt.Create(ctx, &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "tabwarden-probe-other"}}, dry)
+		}},
+		{"tabwarden-tablist", func() error {
+			tl := &twv1.BrowserTabList{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-probe"}, ProfileName: "tabwarden-probe"}
+			return adm.Create(ctx, tl, dry)
 		}},
 		{"tabwarden-agent-lease", func() error {
 			l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-profile-tabwarden-probe-other"}}

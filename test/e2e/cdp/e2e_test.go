@@ -274,7 +274,7 @@ func TestPoolSessionsAreIsolated(t *testing.T) {
 	ctx := context.Background()
 	h := hand(t)
 	ns := newNamespace(t)
-	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true}}
+	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns}}}
 	g.Expect(k8s.Create(ctx, profile)).To(Succeed())
 	startController(t)
 	startAgent(t, "pool", chrome.WebSocketURL, true)

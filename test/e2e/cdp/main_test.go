@@ -93,6 +93,9 @@ func startController(t *testing.T) *testenv.Role { return testenv.StartControlle
 // connection to endpoint (Chromium's, or a proxy in front of it).
 func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role {
 	t.Helper()
+	if err := testenv.EnsureProfile(context.Background(), k8s, profile, twv1.DriverCDP); err != nil {
+		t.Fatal(err)
+	}
 	// The agent's own identity, with the shipped RBAC and admission policies.
 	agentCfg := testenv.MustConfig(t)(testenv.AgentConfig(cfg, profile))
 	return testenv.RunRole(t, func(ctx context.Context) error {

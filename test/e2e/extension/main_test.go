@@ -49,6 +49,8 @@ var (
 	proc     *chromium.Process
 	devtools *cdpClient
 	extID    string // the unpacked extension's id
+	// otherBuild: TABWARDEN_E2E_EXTENSION loaded another build than extension/.
+	otherBuild bool
 	host     *extension.Host
 	stateDir string
 	logger   logr.Logger
@@ -96,6 +98,7 @@ func runMain(m *testing.M) int {
 	extDir := filepath.Join(testenv.Root(), "extension")
 	if d := os.Getenv("TABWARDEN_E2E_EXTENSION"); d != "" {
 		extDir = d
+		otherBuild = true
 	}
 	opts := chromium.Options{Extensions: []string{extDir}, StartTimeout: 60 * time.Second}
 	if stderr != nil {
@@ -122,7 +125,14 @@ func runMain(m *testing.M) int {
 		return fail("%v", err)
 	}
 	defer os.RemoveAll(stateDir)
-	if host, err = extension.New(extension.Options{Addr: "127.0.0.1:0", StateDir: stateDir, Logger: logger}); err != nil {
+	// The host pins the extension's id: by default the one extension/'s manifest key
+	// gives it (TestExtensionHasThePinnedID checks Chrome agrees); another build is
+	// pinned by its own id, as a developer would with TABWARDEN_EXTENSION_ID.
+	hostOpts := extension.Options{Addr: "127.0.0.1:0", StateDir: stateDir, Logger: logger}
+	if otherBuild {
+		hostOpts.ExtensionID = extID
+	}
+	if host, err = extension.New(hostOpts); err != nil {
 		return fail("extension host: %v", err)
 	}
 	hostCtx, stopHost := context.WithCancel(ctx)

@@ -30,7 +30,9 @@ func paired(t *testing.T) {
 
 // TestPairing: `tabwarden pair` prints a code; the user opens the extension's popup
 // (the toolbar button), types the code (and the agent's port), and clicks Pair. The
-// extension trades the code for a token, connects, and the popup shows it connected.
+// extension trades the code for a token, keeps only the key derived from it, connects
+// (the host and the extension prove themselves to each other), and the popup shows
+// it connected.
 func TestPairing(t *testing.T) {
 	g := NewWithT(t)
 	paired(t)
@@ -46,9 +48,23 @@ func TestPairing(t *testing.T) {
 	}
 }
 
+// TestExtensionHasThePinnedID: Chrome gives the unpacked extension/ the id its
+// manifest key determines, and the host pins exactly that origin: another
+// extension's origin can neither pair nor connect.
+func TestExtensionHasThePinnedID(t *testing.T) {
+	g := NewWithT(t)
+	if otherBuild {
+		t.Skip("TABWARDEN_E2E_EXTENSION loaded another build; its id is pinned explicitly")
+	}
+	g.Expect(extID).To(Equal(extension.DefaultExtensionID), "the id Chrome gave the unpacked extension/")
+	g.Expect(host.ExtensionOrigin()).To(Equal("chrome-extension://" + extension.DefaultExtensionID))
+	paired(t)
+	g.Expect(host.PairedOrigin()).To(Equal("chrome-extension://" + extension.DefaultExtensionID))
+}
+
 // TestRepairFromPopupTab: the user opens the popup page in a tab
 // (chrome-extension://<id>/popup.html) and pairs again with a fresh code. The old
-// token is revoked, the extension reconnects with the new one (a new epoch), and
+// key is revoked, the extension reconnects with the new one (a new epoch), and
 // the agent keeps working.
 func TestRepairFromPopupTab(t *testing.T) {
 	g := NewWithT(t)
