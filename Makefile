@@ -18,15 +18,18 @@ build:
 generate:
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
-## manifests: CRDs into crds/, RBAC into config/rbac/.
+## manifests: CRDs into crds/; one ClusterRole per role (and its namespaced lease Role)
+## into config/rbac/, from the +kubebuilder:rbac markers of controllers/rbac.go and
+## internal/agent/rbac.go.
 manifests:
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=crds
-	$(CONTROLLER_GEN) rbac:roleName=tabwarden paths=./controllers/... paths=./internal/agent/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=tabwarden-controller,fileName=controller_role.yaml paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=tabwarden-agent,fileName=agent_role.yaml paths=./internal/agent/... output:rbac:artifacts:config=config/rbac
 
 ## verify: fail when generated files are stale or the code is not formatted.
 verify: generate manifests
 	@test -z "$$(gofmt -l api controllers cmd internal hack 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l api controllers cmd internal hack; exit 1; }
-	@git diff --exit-code -- api/v1alpha1/zz_generated.deepcopy.go crds config/rbac/role.yaml || { echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; }
+	@git diff --exit-code -- api/v1alpha1/zz_generated.deepcopy.go crds config/rbac/controller_role.yaml config/rbac/agent_role.yaml || { echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; }
 
 ## vet: go vet.
 vet:

@@ -16,17 +16,20 @@ import (
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
-// These tests forge objects past the API server's policies on purpose (as a bug
-// in a role above the browser seam, or a stolen agent credential, would): they
-// prove that authority over a page comes from what the agent's driver observed,
-// so that no object can make tabwarden close or adopt a tab it does not own.
+// These tests forge objects past the API server's policies on purpose, under the
+// only identities the admission policies let write them (as a bug in the
+// controller, or a stolen agent credential, would): they prove that authority
+// over a page comes from what the agent's driver observed, so that no object can
+// make tabwarden close or adopt a tab it does not own.
 
-// forgedSpawn is a Spawned window naming a page the agent never saw spawned.
-func forgedSpawn(ns, name, sess, tab, spawnedBy string) *twv1.BrowserWindow {
+// forgedSpawn is a Spawned window naming a page the agent of profile never saw
+// spawned, as only that agent's identity may create it.
+func forgedSpawn(ns, name, sess, tab, spawnedBy, profile string) *twv1.BrowserWindow {
 	return &twv1.BrowserWindow{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{twv1.ProfileLabel: profile}},
 		Spec: twv1.BrowserWindowSpec{
 			SessionRef: twv1.SessionReference{Name: sess},
 			Source:     twv1.SourceSpawned,
@@ -66,8 +69,10 @@ func TestForgedSpawnNeverTouchesUserTab(t *testing.T) {
 		{"claims-nothing", userTabs[1], "no-such-window"},
 		{"claims-itself", userTabs[2], "claims-itself"},
 	}
+	// A stolen credential of the agent itself: nobody else may create Spawned windows.
+	stolen := testenv.AgentClient(t, cfg, "forged-spawn")
 	for _, tc := range cases {
-		g.Expect(k8s.Create(ctx, forgedSpawn(ns, tc.name, "taxes", tc.tab, tc.spawnedBy))).To(Succeed())
+		g.Expect(stolen.Create(ctx, forgedSpawn(ns, tc.name, "taxes", tc.tab, tc.spawnedBy, "forged-spawn"))).To(Succeed())
 	}
 	for _, tc := range cases {
 		w := &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name}}
@@ -116,11 +121,13 @@ func TestForgedStatusNeverClosesUserTab(t *testing.T) {
 
 	forged, err := json.Marshal(map[string]any{"status": map[string]any{"tabId": userTabs[1], "windowId": userWin, "ownsWindow": true, "phase": "Open"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(k8s.Status().Patch(ctx, w, client.RawPatch("application/merge-patch+json", forged))).To(Succeed())
+	// A bug in the controller: besides the window's agent, only it may write window status.
+	buggy := testenv.ControllerClient(t, cfg)
+	g.Expect(buggy.Status().Patch(ctx, w, client.RawPatch("application/merge-patch+json", forged))).To(Succeed())
 	g.Eventually(func() string { return get(t, w).Status.TabID }).Should(Equal(mine), "the agent writes back the page it opened")
 
 	// A forged status that races the session's end changes nothing either.
-	g.Expect(k8s.Status().Patch(ctx, w, client.RawPatch("application/merge-patch+json", forged))).To(Succeed())
+	g.Expect(buggy.Status().Patch(ctx, w, client.RawPatch("application/merge-patch+json", forged))).To(Succeed())
 	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
 	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
 	g.Expect(b.HasPage(mine)).To(BeFalse(), "the page the agent opened is closed")
@@ -141,8 +148,10 @@ func TestLabelDoesNotChooseTheAgent(t *testing.T) {
 	startAgent(t, "desktop", b)
 	g.Expect(k8s.Create(ctx, session(ns, "elsewhere", "pool-7"))).To(Succeed())
 	w := openWindow(ns, "intranet", "elsewhere", "http://intranet.example/secrets")
-	w.Labels = map[string]string{twv1.ProfileLabel: "desktop", twv1.SessionLabel: "elsewhere"}
 	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	// A bug in the controller (only it may set the profile label) labels it for desktop.
+	label := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"`+twv1.ProfileLabel+`":"desktop","`+twv1.SessionLabel+`":"elsewhere"}}}`))
+	g.Expect(testenv.ControllerClient(t, cfg).Patch(ctx, w, label)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		get(t, w)
 		c := condition(w, twv1.RegisteredCondition)

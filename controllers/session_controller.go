@@ -44,16 +44,6 @@ type SessionReconciler struct {
 	CleanupRequeue time.Duration
 }
 
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsersessions,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsersessions/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsersessions/finalizers,verbs=update
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows,verbs=get;list;watch;update;patch;delete
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
-
 // SetupWithManager registers the reconciler: sessions, and the windows that name them.
 func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.CleanupRequeue == 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/fixture"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 	"github.com/tabwarden/tabwarden/internal/up"
+	"github.com/tabwarden/tabwarden/internal/up/access"
 )
 
 // TestUp is the smoke test of `tabwarden up`, driven the way a user drives it: the
@@ -162,6 +163,52 @@ func TestUp(t *testing.T) {
 	must("", "apply", "--dry-run=server", "-k", "config/default")
 	must("", "get", "namespace", up.Namespace)
 	must("", "get", "browserprofile", info.LocalProfile, info.ExtensionProfile)
+
+	// Each role runs under its own identity, from a kubeconfig of its own, with
+	// the shipped least-privilege RBAC; the admin kubeconfig stays the user's.
+	wantRoles := map[string]string{
+		access.ControllerUser:                   filepath.Join(stateDir, up.ControllerKubeconfigFile),
+		access.AgentUser(info.LocalProfile):     filepath.Join(stateDir, up.AgentKubeconfigFile(info.LocalProfile)),
+		access.AgentUser(info.ExtensionProfile): filepath.Join(stateDir, up.AgentKubeconfigFile(info.ExtensionProfile)),
+	}
+	for user, path := range wantRoles {
+		if info.RoleKubeconfigs[user] != path {
+			t.Errorf("up.json names kubeconfig %q for %s, want %s", info.RoleKubeconfigs[user], user, path)
+		}
+		if out := must("", "--kubeconfig", path, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); strings.TrimSpace(out) != user {
+			t.Errorf("%s authenticates as %q, want %s", path, out, user)
+		}
+	}
+	canI := func(kubeconfig string, args ...string) string {
+		out, _ := kubectl("", append([]string{"--kubeconfig", kubeconfig, "auth", "can-i"}, args...)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n") // warnings first, the answer last
+		return strings.TrimSpace(lines[len(lines)-1])
+	}
+	agentKC, controllerKC := wantRoles[access.AgentUser(info.LocalProfile)], wantRoles[access.ControllerUser]
+	for _, c := range []struct {
+		kubeconfig string
+		args       []string
+		want       string
+	}{
+		{agentKC, []string{"create", "browserwindows", "-n", "default"}, "yes"},
+		{agentKC, []string{"delete", "browserwindows", "-n", "default"}, "no"},
+		{agentKC, []string{"patch", "browsersessions", "-n", "default"}, "no"},
+		{agentKC, []string{"update", "leases", "-n", up.Namespace}, "yes"},
+		{agentKC, []string{"update", "leases", "-n", "default"}, "no"},
+		{controllerKC, []string{"patch", "browsersessions/status", "-n", "default"}, "yes"},
+		{controllerKC, []string{"create", "browserprofiles"}, "no"},
+		{controllerKC, []string{"create", "browserwindows", "-n", "default"}, "no"},
+	} {
+		if got := canI(c.kubeconfig, c.args...); got != c.want {
+			t.Errorf("kubectl --kubeconfig %s auth can-i %s: %q, want %q", filepath.Base(c.kubeconfig), strings.Join(c.args, " "), got, c.want)
+		}
+	}
+	// The admission policies bind the admin too: no Spawned window by hand.
+	forged := `{"apiVersion":"tabwarden.dev/v1alpha1","kind":"BrowserWindow","metadata":{"name":"forged","namespace":"default"},` +
+		`"spec":{"sessionRef":{"name":"tax-form"},"source":"Spawned","spawn":{"tabId":"x"}}}`
+	if out, err := kubectl(forged, "apply", "-f", "-"); err == nil || !strings.Contains(out, "only a tabwarden agent creates Spawned windows") {
+		t.Errorf("an admin's Spawned window: %v\n%s\nwant the policy's refusal", err, out)
+	}
 
 	// A session and an Open window, as the README says, with the page on the fixture
 	// site (there is no internet here).

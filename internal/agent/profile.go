@@ -23,9 +23,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsertablists,verbs=get;list;create;patch;delete
-
 // profileLoop registers the agent's BrowserProfile and keeps it current: the
 // Connected condition, browser version, the number of bindable tabs and a
 // heartbeat Lease. It lists the bindable tabs themselves (urls and titles) in a

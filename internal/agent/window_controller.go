@@ -33,13 +33,6 @@ type WindowReconciler struct {
 	agent *Agent
 }
 
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows/finalizers,verbs=update
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsersessions,verbs=get;list;watch
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles/status,verbs=get;update;patch
-
 // SetupWithManager registers the reconciler: this profile's windows, the
 // browser's wake-ups, and sessions mapped to their windows (gating follows them).
 func (r *WindowReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -46,19 +46,32 @@ func RunRole(t testing.TB, f func(ctx context.Context) error) *Role {
 	return r
 }
 
-// StartController runs the controller role.
-func StartController(t testing.TB, cfg *rest.Config) *Role {
+// StartController runs the controller role under its own identity (user
+// tabwarden:controller, with the shipped RBAC) on the control plane of admin, a
+// config testenv.Start returned.
+func StartController(t testing.TB, admin *rest.Config) *Role {
+	t.Helper()
+	cfg := MustConfig(t)(ControllerConfig(admin))
 	return RunRole(t, func(ctx context.Context) error {
 		return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
 	})
 }
 
-// StartAgent runs the agent role; the heartbeat defaults to one second.
-func StartAgent(t testing.TB, cfg *rest.Config, opts agent.Options) *Role {
+// StartAgent runs the agent of opts.Profile under its own identity (user
+// tabwarden:agent:<profile>, with the shipped RBAC; its lease Role in
+// opts.LeaseNamespace) on the control plane of admin; the heartbeat defaults to
+// one second.
+func StartAgent(t testing.TB, admin *rest.Config, opts agent.Options) *Role {
+	t.Helper()
 	if opts.Heartbeat == 0 {
 		opts.Heartbeat = time.Second
 	}
-	ensureProfile(t, cfg, opts.Profile, opts.Driver)
+	// As an admin would before starting its agent: the profile, admitting every namespace.
+	ensureProfile(t, admin, opts.Profile, opts.Driver)
+	cfg := MustConfig(t)(AgentConfig(admin, opts.Profile))
+	if err := AllowAgentLeases(admin, opts.LeaseNamespace); err != nil {
+		t.Fatal(err)
+	}
 	return RunRole(t, func(ctx context.Context) error {
 		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: opts})
 	})

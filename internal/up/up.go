@@ -1,15 +1,17 @@
 // Package up is `tabwarden up`: the whole of tabwarden on one machine. It starts
 // an embedded control plane (kube-apiserver and etcd, built from source by
-// hack/envtest.sh and run by controller-runtime's envtest) with tabwarden's CRDs,
-// a headless Chromium it owns, the controller role, an agent for profile `local`
-// (cdp driver, that Chromium) and an agent for profile `my-chrome` (extension
-// driver: a loopback host the user's own Chrome pairs with). It writes an admin
-// kubeconfig, prints what to run next and, when its context ends, stops
-// everything it started.
+// hack/envtest.sh and run by controller-runtime's envtest) with tabwarden's CRDs
+// and access control (the RBAC of config/rbac and the admission policies of
+// config/admission, as in a cluster), a headless Chromium it owns, the controller
+// role, an agent for profile `local` (cdp driver, that Chromium) and an agent for
+// profile `my-chrome` (extension driver: a loopback host the user's own Chrome
+// pairs with). Each role runs under its own least-privilege identity, a client
+// certificate in a kubeconfig of its own; the user gets an admin kubeconfig. It
+// prints what to run next and, when its context ends, stops everything it started.
 //
 // State does not persist across runs: envtest keeps etcd's data in a temporary
 // directory removed on exit. Only the extension pairing (the state directory)
-// and the kubeconfig file stay.
+// and the kubeconfig files stay.
 package up
 
 import (
@@ -33,6 +35,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -42,13 +46,14 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 	"github.com/tabwarden/tabwarden/internal/chromium"
 	"github.com/tabwarden/tabwarden/internal/run"
+	"github.com/tabwarden/tabwarden/internal/up/access"
 )
 
 // Module is the module path that identifies the repository root.
 const Module = "github.com/tabwarden/tabwarden"
 
 // Namespace is the system namespace: agents' heartbeat Leases live here.
-const Namespace = "tabwarden-system"
+const Namespace = access.SystemNamespace
 
 // SessionNamespace is where the user's sessions go: the admin kubeconfig's
 // namespace, the one config/samples and the printed commands use. The desktop
@@ -66,11 +71,14 @@ const (
 
 // Files under Options.Dir.
 const (
+	// KubeconfigFile is the user's, an administrator's (system:masters).
 	KubeconfigFile = "kubeconfig"
-	InfoFile       = "up.json"
-	PidsFile       = "pids"
-	StateDir       = "state"
-	lockFile       = "up.lock"
+	// ControllerKubeconfigFile is the controller's identity (tabwarden:controller).
+	ControllerKubeconfigFile = "controller.kubeconfig"
+	InfoFile                 = "up.json"
+	PidsFile                 = "pids"
+	StateDir                 = "state"
+	lockFile                 = "up.lock"
 )
 
 // ReadyPrefix starts the line printed on standard output once everything runs.
@@ -110,19 +118,26 @@ type Options struct {
 	StopTimeout time.Duration
 }
 
+// AgentKubeconfigFile is the kubeconfig of the agent of profile
+// (tabwarden:agent:<profile>).
+func AgentKubeconfigFile(profile string) string { return "agent-" + profile + ".kubeconfig" }
+
 // Info is written to Dir/up.json while up runs (and removed when it stops).
 type Info struct {
-	PID                 int    `json:"pid"`
-	Kubeconfig          string `json:"kubeconfig"`
-	APIServer           string `json:"apiServer"`
-	Namespace           string `json:"namespace"`
-	LocalProfile        string `json:"localProfile"`
-	DevToolsHTTP        string `json:"devToolsHTTP,omitempty"`
-	DevToolsWebSocket   string `json:"devToolsWebSocket,omitempty"`
-	ChromiumUserDataDir string `json:"chromiumUserDataDir,omitempty"`
-	ExtensionProfile    string `json:"extensionProfile,omitempty"`
-	ExtensionAddr       string `json:"extensionAddr,omitempty"`
-	StateDir            string `json:"stateDir"`
+	PID        int    `json:"pid"`
+	Kubeconfig string `json:"kubeconfig"`
+	// RoleKubeconfigs are the kubeconfigs the roles run under, by user name
+	// (tabwarden:controller, tabwarden:agent:<profile>).
+	RoleKubeconfigs     map[string]string `json:"roleKubeconfigs"`
+	APIServer           string            `json:"apiServer"`
+	Namespace           string            `json:"namespace"`
+	LocalProfile        string            `json:"localProfile"`
+	DevToolsHTTP        string            `json:"devToolsHTTP,omitempty"`
+	DevToolsWebSocket   string            `json:"devToolsWebSocket,omitempty"`
+	ChromiumUserDataDir string            `json:"chromiumUserDataDir,omitempty"`
+	ExtensionProfile    string            `json:"extensionProfile,omitempty"`
+	ExtensionAddr       string            `json:"extensionAddr,omitempty"`
+	StateDir            string            `json:"stateDir"`
 	// Processes are the processes up started (its descendants when it became ready).
 	Processes []Proc `json:"processes"`
 	// StartSeconds is how long up took to become ready.
@@ -253,6 +268,10 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	crds := filepath.Join(repo, "crds")
 	if _, err := os.Stat(crds); err != nil {
 		return fmt.Errorf("the CRDs are missing (%w): is %s a tabwarden checkout? pass --repo", err, repo)
+	}
+	manifests, err := access.Load(repo)
+	if err != nil {
+		return fmt.Errorf("the roles and admission policies of config/rbac and config/admission: %w", err)
 	}
 
 	dir, err := filepath.Abs(o.Dir)
@@ -398,6 +417,20 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		}
 		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
 	}
+	// Who may write what, as in a cluster: the roles of config/rbac bound to the
+	// roles' certificate groups, and the admission policies (the admin too).
+	if err := manifests.Install(ctx, k8s); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("installing config/rbac and config/admission: %w", err)
+	}
+	if err := access.WaitEnforced(ctx, cfg, run.Scheme()); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 
 	for _, p := range []struct {
 		name   string
@@ -416,7 +449,38 @@ func Run(ctx context.Context, o Options) (retErr error) {
 
 	info := Info{
 		PID: os.Getpid(), Kubeconfig: kubeconfig, APIServer: strings.TrimSuffix(cfg.Host, "/"), Namespace: Namespace,
-		LocalProfile: o.LocalProfile, StateDir: filepath.Join(dir, StateDir),
+		LocalProfile: o.LocalProfile, StateDir: filepath.Join(dir, StateDir), RoleKubeconfigs: map[string]string{},
+	}
+	// Each role's own identity, written as a kubeconfig and run from it.
+	roleConfig := func(file, user, group string) (*rest.Config, error) {
+		u, err := env.AddUser(envtest.User{Name: user, Groups: []string{group}}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("creating the identity %s: %w", user, err)
+		}
+		kc, err := u.KubeConfig()
+		if err != nil {
+			return nil, fmt.Errorf("writing the kubeconfig of %s: %w", user, err)
+		}
+		path := filepath.Join(dir, file)
+		if err := writeFile(path, kc); err != nil {
+			return nil, err
+		}
+		info.RoleKubeconfigs[user] = path
+		return clientcmd.RESTConfigFromKubeConfig(kc)
+	}
+	controllerCfg, err := roleConfig(ControllerKubeconfigFile, access.ControllerUser, access.ControllerGroup)
+	if err != nil {
+		return err
+	}
+	localCfg, err := roleConfig(AgentKubeconfigFile(o.LocalProfile), access.AgentUser(o.LocalProfile), access.AgentGroup)
+	if err != nil {
+		return err
+	}
+	var extensionCfg *rest.Config
+	if host != nil {
+		if extensionCfg, err = roleConfig(AgentKubeconfigFile(o.ExtensionProfile), access.AgentUser(o.ExtensionProfile), access.AgentGroup); err != nil {
+			return err
+		}
 	}
 	endpoint := o.CDPEndpoint
 	if chrome != nil {
@@ -473,10 +537,10 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	common := run.Common{SkipNameValidation: true}
 
 	startRole("controller", func(ctx context.Context) error {
-		return run.Controller(ctx, cfg, run.ControllerOptions{Common: common})
+		return run.Controller(ctx, controllerCfg, run.ControllerOptions{Common: common})
 	})
 	startRole("agent "+o.LocalProfile, func(ctx context.Context) error {
-		return run.Agent(ctx, cfg, run.AgentOptions{Common: common, Options: agent.Options{
+		return run.Agent(ctx, localCfg, run.AgentOptions{Common: common, Options: agent.Options{
 			Profile: o.LocalProfile, Driver: twv1.DriverCDP, Browser: cdpBrowser,
 			Identity: "tabwarden-up/" + o.LocalProfile, LeaseNamespace: Namespace,
 		}})
@@ -486,7 +550,7 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		h := host
 		info.ExtensionProfile, info.ExtensionAddr = o.ExtensionProfile, h.Addr()
 		startRole("agent "+o.ExtensionProfile, func(ctx context.Context) error {
-			return run.Agent(ctx, cfg, run.AgentOptions{Common: common, Options: agent.Options{
+			return run.Agent(ctx, extensionCfg, run.AgentOptions{Common: common, Options: agent.Options{
 				Profile: o.ExtensionProfile, Driver: twv1.DriverExtension, Browser: h.Driver(),
 				Identity: "tabwarden-up/" + o.ExtensionProfile, LeaseNamespace: Namespace,
 			}})
@@ -667,7 +731,7 @@ func readyText(o Options, repo string, info Info) string {
 	samples := rel(filepath.Join(repo, "config", "samples"))
 	fmt.Fprintf(&b, "%s in %.1fs\n\n", ReadyPrefix, info.StartSeconds)
 	fmt.Fprintf(&b, "  API server     %s   kubeconfig %s (admin)\n", info.APIServer, kc)
-	fmt.Fprintf(&b, "  controller     running\n")
+	fmt.Fprintf(&b, "  controller     running as %s (kubeconfig %s)\n", access.ControllerUser, rel(info.RoleKubeconfigs[access.ControllerUser]))
 	browserDesc := "headless Chromium"
 	if o.CDPEndpoint != "" {
 		browserDesc = "Chrome at " + o.CDPEndpoint
@@ -678,6 +742,8 @@ func readyText(o Options, repo string, info Info) string {
 	if info.ExtensionAddr != "" {
 		fmt.Fprintf(&b, "  agent          profile %-10s extension driver, host on %s (pair your Chrome, below)\n", info.ExtensionProfile, info.ExtensionAddr)
 	}
+	fmt.Fprintf(&b, "  identities     each agent runs as tabwarden:agent:<profile> (kubeconfigs %s/agent-*.kubeconfig);\n", rel(filepath.Dir(info.Kubeconfig)))
+	fmt.Fprintf(&b, "                 the admission policies of config/admission bind admin too\n")
 	fmt.Fprintf(&b, "\nSessions in namespace %s may use these profiles (spec.namespaces); others are refused.\n", SessionNamespace)
 	fmt.Fprintf(&b, "\nNext, in another terminal:\n\n")
 	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", info.Kubeconfig)

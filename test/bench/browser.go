@@ -111,17 +111,28 @@ func startLab(ctx context.Context, cfg config, restCfg *rest.Config) (*lab, erro
 		cancel()
 		return nil, err
 	}
+	// Each role under its own identity, with the shipped RBAC and admission policies.
+	ctlCfg, err := testenv.ControllerConfig(restCfg)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	agtCfg, err := testenv.AgentConfig(restCfg, "bench")
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if err := run.Controller(rctx, l.ctl.config(restCfg), run.ControllerOptions{Common: run.Common{SkipNameValidation: true}}); err != nil {
+		if err := run.Controller(rctx, l.ctl.config(ctlCfg), run.ControllerOptions{Common: run.Common{SkipNameValidation: true}}); err != nil {
 			logf("controller stopped: %v", err)
 		}
 	}()
 	go func() {
 		defer wg.Done()
-		if err := run.Agent(rctx, l.agt.config(restCfg), run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
+		if err := run.Agent(rctx, l.agt.config(agtCfg), run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
 			Profile: "bench", Driver: twv1.DriverCDP, Browser: drv, Identity: "bench-agent", Heartbeat: time.Hour,
 		}}); err != nil {
 			logf("agent stopped: %v", err)

@@ -259,8 +259,10 @@ func statusPatch(obj client.Object, status any) client.Patch {
 }
 
 // floor: the unavoidable API work without tabwarden: create every session and
-// window and write one status per object, same workers; then delete them.
-func floor(ctx context.Context, c client.WithWatch, cfg config, S int) (ready, gone time.Duration, writes int64, err error) {
+// window and write one status per object, same workers; then delete them. The
+// status writes go through st, the controller's identity: the admission policies
+// let no one else write them.
+func floor(ctx context.Context, c client.WithWatch, st client.Client, cfg config, S int) (ready, gone time.Duration, writes int64, err error) {
 	ns := fmt.Sprintf("floor-%d", S)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		return 0, 0, 0, err
@@ -287,7 +289,7 @@ func floor(ctx context.Context, c client.WithWatch, cfg config, S int) (ready, g
 		if err := c.Create(ctx, s); err != nil {
 			return err
 		}
-		if err := c.Status().Patch(ctx, s, statusPatch(s, sessStatus)); err != nil {
+		if err := st.Status().Patch(ctx, s, statusPatch(s, sessStatus)); err != nil {
 			return err
 		}
 		for j := 0; j < cfg.scaleWin; j++ {
@@ -297,7 +299,7 @@ func floor(ctx context.Context, c client.WithWatch, cfg config, S int) (ready, g
 			}
 			ws := map[string]any{"phase": "Open", "tabId": fmt.Sprintf("tab-%d-%d", i, j), "windowId": "w", "profileName": "scale",
 				"conditions": append(cond(twv1.ReadyCondition), cond(twv1.OpenedCondition)...)}
-			if err := c.Status().Patch(ctx, w, statusPatch(w, ws)); err != nil {
+			if err := st.Status().Patch(ctx, w, statusPatch(w, ws)); err != nil {
 				return err
 			}
 		}
@@ -395,23 +397,41 @@ func scaleSection(ctx context.Context, cfg config, restCfg *rest.Config, rep *re
 	if err != nil {
 		return err
 	}
-	restPath := filepath.Join(cfg.profileDir, "rest.json")
-	if err := writeRestFile(restPath, restCfg); err != nil {
+	// The roles run as child processes, each under its own identity.
+	ctlCfg, err := testenv.ControllerConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	agtCfg, err := testenv.AgentConfig(restCfg, "scale")
+	if err != nil {
+		return err
+	}
+	rests := map[string]string{"controller": filepath.Join(cfg.profileDir, "rest-controller.json"), "agent": filepath.Join(cfg.profileDir, "rest-agent.json")}
+	if err := writeRestFile(rests["controller"], ctlCfg); err != nil {
+		return err
+	}
+	if err := writeRestFile(rests["agent"], agtCfg); err != nil {
+		return err
+	}
+	stc := rest.CopyConfig(ctlCfg)
+	stc.QPS, stc.Burst = 10000, 20000
+	st, err := client.New(stc, client.Options{Scheme: run.Scheme()})
+	if err != nil {
 		return err
 	}
 	// Warm up: the first write to a just-installed CRD is slow server-side (≈ 2 s).
-	if _, _, _, err := floor(ctx, c, cfg, 1); err != nil {
+	if _, _, _, err := floor(ctx, c, st, cfg, 1); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	for _, S := range cfg.scaleS {
 		row := scaleRow{S: S, W: cfg.scaleWin}
 		logf("scale S=%d: API server floor (%d creates + %d status writes, %d workers)", S, S*(1+cfg.scaleWin), S*(1+cfg.scaleWin), cfg.workers)
 		var err error
-		if row.floorReady, row.floorGone, row.floorWritesCreate, err = floor(ctx, c, cfg, S); err != nil {
+		if row.floorReady, row.floorGone, row.floorWritesCreate, err = floor(ctx, c, st, cfg, S); err != nil {
 			return fmt.Errorf("floor S=%d: %w", S, err)
 		}
 		logf("  floor: ready %v, deleted %v", row.floorReady.Round(time.Millisecond), row.floorGone.Round(time.Millisecond))
-		if err := scaleRun(ctx, c, cfg, restPath, S, &row); err != nil {
+		if err := scaleRun(ctx, c, cfg, rests, S, &row); err != nil {
 			return fmt.Errorf("scale S=%d: %w", S, err)
 		}
 		rep.scale = append(rep.scale, row)
@@ -420,7 +440,7 @@ func scaleSection(ctx context.Context, cfg config, restCfg *rest.Config, rep *re
 	return nil
 }
 
-func scaleRun(ctx context.Context, c client.WithWatch, cfg config, restPath string, S int, row *scaleRow) error {
+func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[string]string, S int, row *scaleRow) error {
 	ns := fmt.Sprintf("scale-%d", S)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		return err
@@ -431,12 +451,12 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, restPath stri
 		return err
 	}
 	tag := fmt.Sprintf("S%d", S)
-	ctl, err := startChild(cfg, "controller", restPath, tag)
+	ctl, err := startChild(cfg, "controller", rests["controller"], tag)
 	if err != nil {
 		return err
 	}
 	defer ctl.stop()
-	agt, err := startChild(cfg, "agent", restPath, tag)
+	agt, err := startChild(cfg, "agent", rests["agent"], tag)
 	if err != nil {
 		return err
 	}

@@ -365,14 +365,17 @@ func TestForgedObjectsNeverCloseUserTabs(t *testing.T) {
 	g.Expect(k8s.Create(ctx, form)).To(Succeed())
 	mine := waitOpen(t, g, form)
 
+	// Forged under the only identities the admission policies let write such
+	// objects: a stolen credential of the agent itself creates the Spawned window,
+	// a bug in the controller writes the window's status.
 	spawn := &twv1.BrowserWindow{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-a-spawn"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-a-spawn", Labels: map[string]string{twv1.ProfileLabel: "forged"}},
 		Spec: twv1.BrowserWindowSpec{
 			SessionRef: twv1.SessionReference{Name: "taxes"}, Source: twv1.SourceSpawned,
 			Spawn: &twv1.SpawnInfo{TabID: mail.ID, SpawnedBy: "form", Reason: "opener"},
 		},
 	}
-	g.Expect(k8s.Create(ctx, spawn)).To(Succeed())
+	g.Expect(testenv.AgentClient(t, cfg, "forged").Create(ctx, spawn)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		get(t, spawn)
 		c := apimeta.FindStatusCondition(spawn.Status.Conditions, twv1.OpenedCondition)
@@ -383,9 +386,10 @@ func TestForgedObjectsNeverCloseUserTabs(t *testing.T) {
 	ack(t, spawn, twv1.DispositionClose)
 
 	forged := fmt.Sprintf(`{"status":{"tabId":%q,"windowId":%q,"ownsWindow":true}}`, bank.ID, bank.WindowID)
-	g.Expect(k8s.Status().Patch(ctx, form, client.RawPatch("application/merge-patch+json", []byte(forged)))).To(Succeed())
+	buggy := testenv.ControllerClient(t, cfg)
+	g.Expect(buggy.Status().Patch(ctx, form, client.RawPatch("application/merge-patch+json", []byte(forged)))).To(Succeed())
 	g.Eventually(func() string { return get(t, form).Status.TabID }).Should(Equal(mine))
-	g.Expect(k8s.Status().Patch(ctx, form, client.RawPatch("application/merge-patch+json", []byte(forged)))).To(Succeed())
+	g.Expect(buggy.Status().Patch(ctx, form, client.RawPatch("application/merge-patch+json", []byte(forged)))).To(Succeed())
 
 	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
 	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())

@@ -96,6 +96,8 @@ func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role
 	if err := testenv.EnsureProfile(context.Background(), k8s, profile, twv1.DriverCDP); err != nil {
 		t.Fatal(err)
 	}
+	// The agent's own identity, with the shipped RBAC and admission policies.
+	agentCfg := testenv.MustConfig(t)(testenv.AgentConfig(cfg, profile))
 	return testenv.RunRole(t, func(ctx context.Context) error {
 		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: pool, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
 			LedgerPath: cdp.LedgerFile(stateDir, profile)})
@@ -103,7 +105,7 @@ func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role
 			return err
 		}
 		defer b.Shutdown()
-		return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
+		return run.Agent(ctx, agentCfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
 			Profile: profile, Driver: twv1.DriverCDP, Browser: b, Heartbeat: time.Second,
 		}})
 	})

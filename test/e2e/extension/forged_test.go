@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestForgedObjectsThroughExtension: in a real Chromium driven through the real
@@ -61,7 +62,7 @@ func TestForgedObjectsThroughExtension(t *testing.T) {
 	}).Should(Succeed())
 
 	spawn := &twv1.BrowserWindow{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-a-spawn"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-a-spawn", Labels: map[string]string{twv1.ProfileLabel: profile}},
 		Spec: twv1.BrowserWindowSpec{
 			SessionRef: twv1.SessionReference{Name: "taxes"}, Source: twv1.SourceSpawned,
 			Spawn: &twv1.SpawnInfo{TabID: before[0], SpawnedBy: "form", Reason: "opener"},
@@ -93,5 +94,7 @@ func TestForgedObjectsThroughExtension(t *testing.T) {
 	}
 }
 
-// forger is who writes the forged objects: the admin client here.
-func forger(*testing.T) client.Client { return k8s }
+// forger is who writes the forged objects: a stolen credential of the profile's
+// agent, the only identity the admission policies let create a Spawned window of
+// the profile (labelled with it) and write the status of the profile's windows.
+func forger(t *testing.T) client.Client { return testenv.AgentClient(t, cfg, profile) }

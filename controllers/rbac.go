@@ -1,0 +1,32 @@
+package controllers
+
+// The controller role's permissions, generated into config/rbac/controller_role.yaml
+// by `make manifests` (ClusterRole tabwarden-controller, bound to the ServiceAccount
+// tabwarden-controller in a cluster, and to the certificate group
+// tabwarden:controllers by internal/testenv and `tabwarden up`). Least privilege:
+// the controller never creates windows (users and agents do), never writes a
+// BrowserProfile (agents and administrators do) and holds no cluster-wide lease
+// rights, only its leader election Lease in its own namespace. What it may write
+// is narrowed further by the admission policies in config/admission.
+
+// Sessions: placement, status, and the tabwarden.dev/cleanup finalizer.
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsersessions,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsersessions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsersessions/finalizers,verbs=update
+
+// Windows: registration (labels, owner reference), refusals in status, and
+// deletion of an ended session's windows (their agent's finalizer closes the pages).
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows/status,verbs=get;update;patch
+
+// Profiles are read for placement; namespaces for the profiles' tenancy.
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// Events on sessions and windows, in their namespaces.
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Leader election: the Lease controller.tabwarden.dev and its events (the core
+// API), in the controller's namespace only.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=tabwarden-system,roleName=tabwarden-leader-election,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=tabwarden-system,roleName=tabwarden-leader-election,resources=events,verbs=create;patch
