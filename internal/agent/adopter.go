@@ -79,11 +79,13 @@ func (ad *adopter) Start(ctx context.Context) error {
 // every window.
 func (ad *adopter) resync(ctx context.Context) error {
 	a := ad.agent
+	mark := a.model.beginSnapshot()
 	snap, err := a.opts.Browser.Snapshot(ctx)
 	if err != nil {
+		a.model.abortSnapshot()
 		return err
 	}
-	a.model.replace(snap)
+	a.model.replace(snap, mark)
 	for adopted := true; adopted; {
 		adopted = false
 		for _, p := range snap.Pages {

@@ -29,13 +29,52 @@ type model struct {
 	// agent opened, adopted or bound before the cache shows them, so that a
 	// spawn's own spawn is never missed.
 	owners map[string]owner
+	// recSeq numbers record changes; recLog keeps those a snapshot taken
+	// meanwhile may not show, so that replace never forgets a record the driver
+	// accepted after the snapshot began (or revives one it dropped).
+	recSeq   int64
+	recLog   []recordOp
+	snapping int // snapshots in flight; the log is kept only meanwhile
+	// recordsKnown: a snapshot brought the driver's records at least once, so a
+	// missing record means the driver has none (it is kept across disconnects).
+	recordsKnown bool
+}
+
+// recordOp is one record change mirrored from the driver.
+type recordOp struct {
+	seq  int64
+	rec  browser.Record
+	drop bool
 }
 
 func newModel() *model {
 	return &model{pages: map[string]browser.Page{}, records: map[string]browser.Record{}, keys: map[string]string{}, owners: map[string]owner{}}
 }
 
-func (m *model) replace(s browser.Snapshot) {
+// beginSnapshot is called before asking the driver for a snapshot: record
+// changes after the mark it returns are applied again over the snapshot's
+// records. Every call is followed by replace or abortSnapshot.
+func (m *model) beginSnapshot() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.snapping++
+	return m.recSeq
+}
+
+// abortSnapshot ends a snapshot that failed.
+func (m *model) abortSnapshot() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.endSnapshotLocked()
+}
+
+func (m *model) endSnapshotLocked() {
+	if m.snapping--; m.snapping <= 0 {
+		m.snapping, m.recLog = 0, nil
+	}
+}
+
+func (m *model) replace(s browser.Snapshot, mark int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pages = make(map[string]browser.Page, len(s.Pages))
@@ -47,6 +86,17 @@ func (m *model) replace(s browser.Snapshot) {
 	for _, r := range s.Records {
 		m.records[r.Page], m.keys[r.Key] = r, r.Page
 	}
+	kept := m.recLog[:0]
+	for _, op := range m.recLog {
+		if op.seq <= mark {
+			continue // the driver had it before the snapshot began
+		}
+		m.applyLocked(op)
+		kept = append(kept, op)
+	}
+	m.recLog = kept
+	m.recordsKnown = true
+	m.endSnapshotLocked()
 	m.epoch, m.version, m.connected, m.synced = s.Epoch, s.Version, true, true
 }
 
@@ -82,19 +132,37 @@ func (m *model) remove(id string) {
 func (m *model) putRecord(r browser.Record) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.records[r.Page], m.keys[r.Key] = r, r.Page
+	m.logLocked(recordOp{rec: r})
+}
+
+func (m *model) logLocked(op recordOp) {
+	m.recSeq++
+	op.seq = m.recSeq
+	if m.snapping > 0 {
+		m.recLog = append(m.recLog, op)
+	}
+	m.applyLocked(op)
+}
+
+func (m *model) applyLocked(op recordOp) {
+	r := op.rec
+	if !op.drop {
+		m.records[r.Page], m.keys[r.Key] = r, r.Page
+		return
+	}
+	if old, ok := m.records[r.Page]; ok && old.Key == r.Key {
+		delete(m.records, r.Page)
+	}
+	if m.keys[r.Key] == r.Page {
+		delete(m.keys, r.Key)
+	}
 }
 
 // dropRecord mirrors a record the driver just dropped (closed or released).
 func (m *model) dropRecord(key, page string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if r, ok := m.records[page]; ok && r.Key == key {
-		delete(m.records, page)
-	}
-	if m.keys[key] == page {
-		delete(m.keys, key)
-	}
+	m.logLocked(recordOp{rec: browser.Record{Key: key, Page: page}, drop: true})
 }
 
 // record returns the ledger's record of a page.
@@ -162,4 +230,12 @@ func (m *model) forgetOwner(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.owners, key)
+}
+
+// knowsRecords reports whether the mirror holds the driver's records: until the
+// first snapshot, a missing record proves nothing.
+func (m *model) knowsRecords() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.recordsKnown
 }

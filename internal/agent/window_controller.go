@@ -136,7 +136,7 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 // tab_in_use. A refused window's page is never observed, closed or driven.
 func (r *WindowReconciler) reconcileProvenance(ctx context.Context, s *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
 	a := r.agent
-	if _, ok := a.pageOf(w); ok || ended(w) {
+	if _, ok := a.pageOf(w); ok || ended(w) || !a.model.knowsRecords() {
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -376,6 +376,11 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 	// Only a page the driver recorded under this window is closed, released or
 	// detached; a window with no record (never opened, a spawn the agent did not
 	// see, a bind it refused) lets go without touching any page.
+	if !a.model.knowsRecords() {
+		// Until the driver's records are known, "no record" proves nothing:
+		// letting go now could leave an owned page open for good.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	rec, recorded := a.pageOf(w)
 	live := recorded && !ended(w)
 	switch {
