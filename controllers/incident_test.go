@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
@@ -107,8 +106,7 @@ func TestIncident(t *testing.T) {
 
 	// 5. Delete the session: temporary pages close, the Keep page stays and is
 	// released, the user's windows are untouched, the objects are gone.
-	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	deleteAndWait(t, g, s)
 	g.Expect(windowsOf(ns, "taxes")).To(BeEmpty())
 	g.Expect(b.HasPage(contacts.Status.TabID)).To(BeFalse())
 	g.Expect(b.HasPage(second.Status.TabID)).To(BeFalse())

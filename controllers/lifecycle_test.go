@@ -170,8 +170,7 @@ func TestBoundTabLifecycle(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("a bound tab is the user's"))
 
 	s := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}}
-	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	deleteAndWait(t, g, s)
 	g.Expect(b.WindowTabs(userWin)).To(Equal([]string{userTabs[0], userTabs[2]}), "the detached tab stays open")
 	g.Expect(b.CloseCount(userTabs[0])).To(BeZero())
 }

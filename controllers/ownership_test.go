@@ -92,8 +92,7 @@ func TestForgedSpawnNeverTouchesUserTab(t *testing.T) {
 		return get(t, &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claims-contacts"}}).Status.Phase
 	}).Should(Equal(twv1.WindowClosed))
 
-	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	deleteAndWait(t, g, s)
 	g.Expect(b.WindowTabs(userWin)).To(Equal(userTabs), "the user's window keeps the same tabs")
 	for _, id := range userTabs {
 		g.Expect(b.CloseCount(id)).To(BeZero())
@@ -128,8 +127,7 @@ func TestForgedStatusNeverClosesUserTab(t *testing.T) {
 
 	// A forged status that races the session's end changes nothing either.
 	g.Expect(buggy.Status().Patch(ctx, w, client.RawPatch("application/merge-patch+json", forged))).To(Succeed())
-	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	deleteAndWait(t, g, s)
 	g.Expect(b.HasPage(mine)).To(BeFalse(), "the page the agent opened is closed")
 	g.Expect(b.WindowTabs(userWin)).To(Equal(userTabs))
 	g.Expect(b.CloseCount(userTabs[1])).To(BeZero())

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/go-logr/zapr"
+	. "github.com/onsi/gomega"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -94,4 +96,13 @@ func spawnedWindow(ns, sess, page string) *twv1.BrowserWindow {
 		}
 	}
 	return nil
+}
+
+// deleteAndWait deletes obj and waits until the API server no longer has it (its
+// finalizers done), as `kubectl delete --wait` does.
+func deleteAndWait(t *testing.T, g *WithT, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	g.Expect(k8s.Delete(ctx, obj)).To(Succeed())
+	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }).Should(BeTrue())
 }
