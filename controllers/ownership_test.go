@@ -86,6 +86,17 @@ func TestForgedSpawnNeverTouchesUserTab(t *testing.T) {
 			g.Expect(condition(w, twv1.ReadyCondition).Reason).To(Equal(twv1.ReasonSpawnNotObserved))
 		}).Should(Succeed())
 	}
+	// A refused window holds nothing: the session's next page opens, and the
+	// session does not count it as unacknowledged.
+	next := openWindow(ns, "next", "taxes", "https://tax.example/next")
+	g.Expect(k8s.Create(ctx, next)).To(Succeed())
+	openedTabs(t, g, next)
+	g.Eventually(func(g Gomega) {
+		get(t, s)
+		g.Expect(apimeta.IsStatusConditionTrue(s.Status.Conditions, twv1.SpawnsAcknowledgedCondition)).To(BeTrue())
+		g.Expect(s.Status.Windows.Unacknowledged).To(BeZero())
+	}).Should(Succeed())
+
 	// Acknowledge one Close: it is marked closed, and the user's tab stays.
 	ack(t, &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claims-contacts"}}, twv1.DispositionClose)
 	g.Eventually(func() twv1.WindowPhase {
@@ -248,4 +259,47 @@ func TestOpenerlessSpawnDuringAction(t *testing.T) {
 
 	_, err = b.ActSpawn(ctx, browser.ActRequest{Key: agent.ActionKey(ns, "s", "viewer"), Owner: string(w.UID), Page: userTabs[0]}, "https://x.example/")
 	g.Expect(err).To(MatchError(browser.ErrNotOwned), "an action on the user's tab is refused by the driver")
+}
+
+// TestCloseWaitsForTheDriversRecords: a spawn acknowledged Close while its
+// agent is down, the agent back before its browser is: nothing is marked closed
+// until the driver's records say what the window owns, and then its page is
+// really closed (never left open as "Closed").
+func TestCloseWaitsForTheDriversRecords(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	b.UserOpenWindow("https://user.example/")
+	startController(t)
+	agt := startAgent(t, "late", b)
+	s := session(ns, "s", "late")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	w := openWindow(ns, "contacts", "s", "https://contacts.example/")
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	tab := openedTabs(t, g, w)[0]
+	popup, err := b.Spawn(tab, "https://mail.example/compose", true)
+	g.Expect(err).NotTo(HaveOccurred())
+	var sw *twv1.BrowserWindow
+	g.Eventually(func(g Gomega) {
+		sw = spawnedWindow(ns, "s", popup)
+		g.Expect(sw).NotTo(BeNil())
+		g.Expect(get(t, sw).Status.Phase).To(Equal(twv1.WindowOpen))
+	}).Should(Succeed())
+
+	agt.Stop()
+	b.Disconnect()
+	ack(t, sw, twv1.DispositionClose)
+	startAgent(t, "late", b)
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(t, sw).Status.Phase).NotTo(Equal(twv1.WindowClosed))
+		g.Expect(b.HasPage(popup)).To(BeTrue())
+	}, "2s").Should(Succeed())
+	b.Reconnect()
+	g.Eventually(func() bool { return b.HasPage(popup) }).Should(BeFalse())
+	g.Eventually(func() twv1.WindowPhase { return get(t, sw).Status.Phase }).Should(Equal(twv1.WindowClosed))
+	g.Expect(b.CloseCount(popup)).To(Equal(1))
+	deleteAndWait(t, g, s)
+	g.Expect(b.HasPage(tab)).To(BeFalse())
 }

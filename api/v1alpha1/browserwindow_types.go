@@ -229,9 +229,22 @@ func (w *BrowserWindow) Acknowledged() bool {
 }
 
 // Unacknowledged reports whether the window holds its session back: a spawned
-// page with no disposition that may still be open.
+// page with no disposition that may still be open. A Spawned window the agent
+// refused (spawn_not_observed) holds nothing: it has no page, and an object
+// alone must not be able to stall a session.
 func (w *BrowserWindow) Unacknowledged() bool {
-	return !w.Acknowledged() && w.DeletionTimestamp.IsZero() && w.Status.Phase != WindowClosed && w.Status.Phase != WindowGone
+	return !w.Acknowledged() && w.DeletionTimestamp.IsZero() && w.Status.Phase != WindowClosed && w.Status.Phase != WindowGone && !w.Refused()
+}
+
+// Refused reports whether the agent refused the window's claim to its page
+// (reason spawn_not_observed).
+func (w *BrowserWindow) Refused() bool {
+	for _, c := range w.Status.Conditions {
+		if c.Type == OpenedCondition && c.Reason == ReasonSpawnNotObserved {
+			return true
+		}
+	}
+	return false
 }
 
 // Live reports whether the page is (or may be) open in the browser.

@@ -192,6 +192,42 @@ func parseActionKey(k string) (owner, bool) {
 	return owner{Namespace: parts[0], Session: parts[1], Window: parts[2]}, true
 }
 
+// confirmRecord returns the window's record. When the agent's mirror has none,
+// it asks the driver itself, since the mirror may lag a call that failed after
+// the driver recorded (a command that timed out, an adoption interrupted by a
+// restart); a Spawned window is offered for adoption again first. ok is false
+// only when the driver, reachable, has no record for the window; the error
+// wraps browser.ErrNotConnected when it cannot be asked now.
+func (a *Agent) confirmRecord(ctx context.Context, w *twv1.BrowserWindow) (browser.Record, bool, error) {
+	if r, ok := a.pageOf(w); ok {
+		return r, true, nil
+	}
+	if ready, _ := a.model.state(); !ready || !a.model.knowsRecords() {
+		return browser.Record{}, false, fmt.Errorf("window %s: the driver's records: %w", w.Name, browser.ErrNotConnected)
+	}
+	if w.Spec.Source == twv1.SourceSpawned && w.Spec.Spawn != nil {
+		parent, err := a.spawnParent(ctx, w)
+		if err == nil {
+			err = a.recordAdoption(ctx, w, parent)
+		}
+		if errors.Is(err, browser.ErrNotConnected) {
+			return browser.Record{}, false, err
+		}
+	}
+	snap, err := a.opts.Browser.Snapshot(ctx)
+	if err != nil {
+		return browser.Record{}, false, err
+	}
+	for _, r := range snap.Records {
+		if r.Key == string(w.UID) {
+			a.model.putRecord(r)
+			break
+		}
+	}
+	r, ok := a.pageOf(w)
+	return r, ok, nil
+}
+
 // adopt makes page p, spawned by a page of o's session, a Spawned BrowserWindow
 // owned by that session, and records it in the driver under the window's uid;
 // parent is the key the driver saw the spawn come from. Idempotent: the name is

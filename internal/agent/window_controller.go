@@ -273,9 +273,15 @@ func (r *WindowReconciler) reconcileDisposition(ctx context.Context, _ *twv1.Bro
 	if w.Spec.Disposition != twv1.DispositionClose || !w.Owned() || ended(w) {
 		return ctrl.Result{}, nil
 	}
-	rec, ok := r.agent.pageOf(w)
-	if !ok {
-		// No page was ever recorded for it (never opened, or a spawn the agent
+	rec, ok, err := r.agent.confirmRecord(ctx, w)
+	switch {
+	case errors.Is(err, browser.ErrNotConnected):
+		// Decided once the driver's records can be asked; a reconnect wakes it.
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	case !ok:
+		// The driver, asked, has no page for it (never opened, or a spawn it
 		// did not see): nothing of ours to close.
 		w.Status.Phase = twv1.WindowClosed
 		return ctrl.Result{}, nil
@@ -374,18 +380,21 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 		s = nil
 	}
 	// Only a page the driver recorded under this window is closed, released or
-	// detached; a window with no record (never opened, a spawn the agent did not
-	// see, a bind it refused) lets go without touching any page.
-	if !a.model.knowsRecords() {
-		// Until the driver's records are known, "no record" proves nothing:
-		// letting go now could leave an owned page open for good.
+	// detached; a window the driver, asked, has no record of (never opened, a
+	// spawn it did not see, a bind it refused) lets go without touching any
+	// page. The phase in status is a claim too: a recorded, owned, temporary
+	// page is closed whatever it says (closing a page already gone is a no-op).
+	rec, recorded, err := a.confirmRecord(ctx, w)
+	switch {
+	case errors.Is(err, browser.ErrNotConnected):
 		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case err != nil:
+		return ctrl.Result{}, err
 	}
-	rec, recorded := a.pageOf(w)
 	live := recorded && !ended(w)
 	switch {
 	case !recorded:
-	case !live || !rec.Owned() || w.Spec.Disposition == twv1.DispositionKeep:
+	case !rec.Owned() || w.Spec.Disposition == twv1.DispositionKeep:
 		if err := r.releasePage(ctx, w, rec); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -400,8 +409,10 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 		if err := r.closePage(ctx, w, rec); err != nil {
 			return ctrl.Result{}, err
 		}
-		w.Status.Phase = twv1.WindowClosed
-		r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", rec.Page, w.Status.URL, w.Name)
+		if live {
+			r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", rec.Page, w.Status.URL, w.Name)
+			w.Status.Phase = twv1.WindowClosed
+		}
 	}
 	controllerutil.RemoveFinalizer(w, twv1.PageFinalizer)
 	a.model.forgetOwner(string(w.UID))
@@ -418,10 +429,14 @@ func ended(w *twv1.BrowserWindow) bool {
 func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) error {
 	a := r.agent
 	if ready, _ := a.model.state(); !ready {
-		w.Status.Phase = twv1.WindowUnknown
+		if !ended(w) {
+			w.Status.Phase = twv1.WindowUnknown
+		}
 		return fmt.Errorf("closing page %s: %w", rec.Page, browser.ErrNotConnected)
 	}
-	w.Status.Phase = twv1.WindowClosing
+	if !ended(w) {
+		w.Status.Phase = twv1.WindowClosing
+	}
 	err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: w.Status.OwnsWindow})
 	if err != nil {
 		return fmt.Errorf("closing page %s: %w", rec.Page, err)

@@ -1225,10 +1225,17 @@ func (b *Browser) Bind(_ context.Context, req browser.BindRequest) error {
 	if _, err := b.current(); err != nil {
 		return err
 	}
-	if !b.has(req.ID) {
+	b.mu.Lock()
+	t, ok := b.targets[req.ID]
+	var opener, attributed string
+	if ok {
+		opener, attributed = t.info.OpenerID, t.attributed
+	}
+	b.mu.Unlock()
+	if !ok {
 		return fmt.Errorf("bind tab %s: %w", req.ID, browser.ErrNotFound)
 	}
-	return b.ledger.Bind(req)
+	return b.ledger.Bind(req, opener, attributed)
 }
 
 // Release implements browser.Browser.

@@ -230,10 +230,11 @@ func (b *Browser) Bind(_ context.Context, req browser.BindRequest) error {
 	if !b.connected {
 		return browser.ErrNotConnected
 	}
-	if _, ok := b.tabs[req.ID]; !ok {
+	t, ok := b.tabs[req.ID]
+	if !ok {
 		return fmt.Errorf("tab %s: %w", req.ID, browser.ErrNotFound)
 	}
-	return b.ledger.Bind(req)
+	return b.ledger.Bind(req, t.opener, b.attributed[t.id])
 }
 
 // Release implements browser.Browser.

@@ -194,8 +194,11 @@ func (l *Ledger) Adopt(req browser.AdoptRequest, opener, attributed string) erro
 	return l.putLocked(browser.Record{Key: req.Key, Page: req.ID, Kind: browser.RecordSpawned, Parent: req.Parent})
 }
 
-// Bind records an existing tab for use under key.
-func (l *Ledger) Bind(req browser.BindRequest) error {
+// Bind records an existing tab for use under key. opener and attributed are
+// what the driver observed of the tab: a tab spawned by a recorded page (or
+// during an Act) belongs to that page's session, which adopts it; nobody binds
+// it in the moment between its creation and its adoption.
+func (l *Ledger) Bind(req browser.BindRequest, opener, attributed string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r, ok := l.pages[req.ID]; ok {
@@ -203,6 +206,12 @@ func (l *Ledger) Bind(req browser.BindRequest) error {
 			return nil
 		}
 		return fmt.Errorf("tab %s is recorded under %s (%s): %w", req.ID, r.Key, r.Kind, browser.ErrInUse)
+	}
+	if p, ok := l.pages[opener]; ok && opener != "" {
+		return fmt.Errorf("tab %s was spawned by page %s of %s, whose session adopts it: %w", req.ID, opener, p.Key, browser.ErrInUse)
+	}
+	if attributed != "" {
+		return fmt.Errorf("tab %s appeared during action %s, whose session adopts it: %w", req.ID, attributed, browser.ErrInUse)
 	}
 	return l.putLocked(browser.Record{Key: req.Key, Page: req.ID, Kind: browser.RecordBound})
 }

@@ -45,7 +45,7 @@ func standard(t *testing.T, path string) *Ledger {
 	if err := l.Adopt(browser.AdoptRequest{Key: "child", ID: "S1", Parent: "owner"}, "P1", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Bind(browser.BindRequest{Key: "binder", ID: "B1"}); err != nil {
+	if err := l.Bind(browser.BindRequest{Key: "binder", ID: "B1"}, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -79,7 +79,10 @@ func TestRules(t *testing.T) {
 		}
 	}
 	bind := func(key, id string) func(*Ledger) error {
-		return func(l *Ledger) error { return l.Bind(browser.BindRequest{Key: key, ID: id}) }
+		return func(l *Ledger) error { return l.Bind(browser.BindRequest{Key: key, ID: id}, "", "") }
+	}
+	bindObserved := func(key, id, opener, attributed string) func(*Ledger) error {
+		return func(l *Ledger) error { return l.Bind(browser.BindRequest{Key: key, ID: id}, opener, attributed) }
 	}
 	release := func(key, id string) func(*Ledger) error {
 		return func(l *Ledger) error { return l.Release(key, id) }
@@ -138,6 +141,10 @@ func TestRules(t *testing.T) {
 		{name: "bind/tab bound by another key", op: bind("k", "B1"), want: browser.ErrInUse},
 		{name: "bind/opened page", op: bind("k", "P1"), want: browser.ErrInUse},
 		{name: "bind/spawned page", op: bind("k", "S1"), want: browser.ErrInUse},
+		{name: "bind/spawn of a recorded page, not adopted yet", op: bindObserved("k", "S9", "P1", ""), want: browser.ErrInUse},
+		{name: "bind/page that appeared during an action", op: bindObserved("k", "S9", "", "act-1"), want: browser.ErrInUse},
+		{name: "bind/spawn of an unrecorded page", op: bindObserved("k", "U9", "U1", ""), page: "U9",
+			after: rec(browser.Record{Key: "k", Page: "U9", Kind: browser.RecordBound})},
 		{name: "bind/key already has a page", op: bind("binder", "U1"), want: browser.ErrInUse},
 		// A keyless binding would let an Act without an Owner through.
 		{name: "bind/no key", op: bind("", "U1"), want: errAny},
@@ -217,10 +224,10 @@ func TestRules(t *testing.T) {
 func TestSequences(t *testing.T) {
 	t.Run("released tab can be bound by another key", func(t *testing.T) {
 		l := standard(t, "")
-		checkErr(t, "bind taken", l.Bind(browser.BindRequest{Key: "k", ID: "B1"}), browser.ErrInUse)
+		checkErr(t, "bind taken", l.Bind(browser.BindRequest{Key: "k", ID: "B1"}, "", ""), browser.ErrInUse)
 		checkErr(t, "release", l.Release("binder", "B1"), nil)
 		checkErr(t, "release again", l.Release("binder", "B1"), nil)
-		checkErr(t, "bind freed", l.Bind(browser.BindRequest{Key: "k", ID: "B1"}), nil)
+		checkErr(t, "bind freed", l.Bind(browser.BindRequest{Key: "k", ID: "B1"}, "", ""), nil)
 		checkErr(t, "old binder acts", l.MayAct("binder", "B1"), browser.ErrNotOwned)
 		checkErr(t, "new binder acts", l.MayAct("k", "B1"), nil)
 	})
@@ -229,7 +236,7 @@ func TestSequences(t *testing.T) {
 		checkErr(t, "release", l.Release("owner", "P1"), nil)
 		checkErr(t, "close after release", l.MayClose("owner", "P1"), browser.ErrNotOwned)
 		checkErr(t, "act after release", l.MayAct("owner", "P1"), browser.ErrNotOwned)
-		checkErr(t, "bind by another", l.Bind(browser.BindRequest{Key: "k", ID: "P1"}), nil)
+		checkErr(t, "bind by another", l.Bind(browser.BindRequest{Key: "k", ID: "P1"}, "", ""), nil)
 		checkErr(t, "close by binder", l.MayClose("k", "P1"), browser.ErrNotOwned)
 	})
 	t.Run("a key's page closed frees the key", func(t *testing.T) {
@@ -309,7 +316,7 @@ func TestPersistenceRoundTrip(t *testing.T) {
 	checkErr(t, "close spawned after reload", r.MayClose("child", "S1"), nil)
 	checkErr(t, "close bound after reload", r.MayClose("binder", "B1"), browser.ErrNotOwned)
 	checkErr(t, "close by another key after reload", r.MayClose("k", "P1"), browser.ErrNotOwned)
-	checkErr(t, "bind taken after reload", r.Bind(browser.BindRequest{Key: "k", ID: "B1"}), browser.ErrInUse)
+	checkErr(t, "bind taken after reload", r.Bind(browser.BindRequest{Key: "k", ID: "B1"}, "", ""), browser.ErrInUse)
 	checkErr(t, "adopt again after reload", r.Adopt(browser.AdoptRequest{Key: "child", ID: "S1", Parent: "owner"}, "P1", ""), nil)
 
 	// Changes after the reload persist too; the file keeps its mode.
@@ -432,7 +439,7 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				// Everyone races for the same tab of this round.
 				contested := fmt.Sprintf("T%d", i)
-				switch err := l.Bind(browser.BindRequest{Key: own + "-bind", ID: contested}); {
+				switch err := l.Bind(browser.BindRequest{Key: own + "-bind", ID: contested}, "", ""); {
 				case err == nil:
 					mu.Lock()
 					winners[contested] = append(winners[contested], own)
