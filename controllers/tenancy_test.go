@@ -293,6 +293,20 @@ func TestTenancyRevokedAfterPlacement(t *testing.T) {
 	g.Expect(b.HasPage(tab)).To(BeTrue())
 	g.Eventually(func() []string { return eventReasons(t, ns, "running") }).Should(ContainElement(twv1.ReasonProfileNotAllowed))
 
+	// Revoked: nothing new opens in the session, and its namespace no longer
+	// sees the profile's tabs.
+	more := openWindow(ns, "more", "running", "https://work.example/more")
+	g.Expect(k8s.Create(ctx, more)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := condition(get(t, more), twv1.OpenedCondition)
+		g.Expect(c.Reason).To(Equal(twv1.ReasonProfileNotAllowed))
+		g.Expect(c.Message).To(ContainSubstring("kubectl delete browsersession running -n " + ns))
+	}).Should(Succeed())
+	g.Expect(get(t, more).Status.TabID).To(BeEmpty())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-revoke"}, &twv1.BrowserTabList{}))
+	}).Should(BeTrue(), "the revoked namespace's tab list is deleted")
+
 	late := session(ns, "late", "tenant-revoke")
 	g.Expect(k8s.Create(ctx, late)).To(Succeed())
 	g.Eventually(func() string { return cond(get(t, late), twv1.RegisteredCondition).Reason }).Should(Equal(twv1.ReasonProfileNotAllowed))

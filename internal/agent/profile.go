@@ -10,6 +10,7 @@ import (
 
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -144,10 +145,17 @@ func (pl *profileLoop) publish(ctx context.Context) error {
 	return pl.publishTabs(ctx, namespaces, pages, ready)
 }
 
-// placedHere reports whether a session is placed on this profile and not ended:
-// its namespace may see the profile's tabs.
+// placedHere reports whether a session is placed on this profile, not ended,
+// and its namespace still admitted: its namespace may see the profile's tabs.
 func (pl *profileLoop) placedHere(s *twv1.BrowserSession) bool {
-	return s.Status.ProfileName == pl.agent.opts.Profile && !s.Ended()
+	return s.Status.ProfileName == pl.agent.opts.Profile && !s.Ended() && !revoked(s)
+}
+
+// revoked reports whether the session's profile no longer admits its
+// namespace (the controller's Admitted=False): it keeps what it has until it
+// ends, but opens, binds and sees nothing new.
+func revoked(s *twv1.BrowserSession) bool {
+	return apimeta.IsStatusConditionFalse(s.Status.Conditions, twv1.AdmittedCondition)
 }
 
 // watchSessions wakes the loop when a session is placed on the profile or ends.
@@ -292,8 +300,14 @@ func bindablePages(ctx context.Context, a *Agent) []bindablePage {
 			continue
 		}
 		bp := bindablePage{Page: p}
-		if o, _, ok := a.ownerOf(ctx, p.ID); ok {
+		if r, recorded := a.model.record(p.ID); recorded {
+			o, ok := a.windowOfKey(ctx, r.Key)
+			if !ok {
+				continue // a session's page whose window is not known yet: nobody's to see
+			}
 			bp.ownerNamespace = o.Namespace
+		} else if _, fromRecorded := a.model.record(p.OpenerID); p.OpenerID != "" && fromRecorded {
+			continue // spawned by a session's page, not adopted yet: that session's
 		}
 		pages = append(pages, bp)
 	}

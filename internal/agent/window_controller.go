@@ -175,6 +175,10 @@ func (r *WindowReconciler) reconcileProvenance(ctx context.Context, s *twv1.Brow
 					w.Spec.Spawn.TabID, s.Name, err, w.Name, w.Namespace))
 		}
 	case twv1.SourceBind:
+		if revoked(s) {
+			setWindowCondition(w, twv1.BoundCondition, metav1.ConditionFalse, twv1.ReasonProfileNotAllowed, revokedMessage(s, a.opts.Profile))
+			return ctrl.Result{}, nil
+		}
 		if ready, _ := a.model.state(); !ready {
 			return ctrl.Result{}, nil
 		}
@@ -213,6 +217,10 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 		return ctrl.Result{}, nil
 	}
 	w.Status.Phase = twv1.WindowPending
+	if revoked(s) {
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonProfileNotAllowed, revokedMessage(s, a.opts.Profile))
+		return ctrl.Result{}, nil
+	}
 	if s.Spec.State == twv1.SessionWaitingForUser {
 		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonWaitingForUser,
 			fmt.Sprintf("Held: session %q waits for the user. Resume it: kubectl patch browsersession %s -n %s --type=merge -p '{\"spec\":{\"state\":\"Active\"}}'", s.Name, s.Name, s.Namespace))
@@ -510,3 +518,10 @@ func (r *WindowReconciler) heldSiblings(ctx context.Context, o client.Object) []
 }
 
 func (a *Agent) poolProfile() bool { return a.pool.Load() }
+
+// revokedMessage says why nothing new opens or binds in a session whose
+// profile stopped admitting its namespace, and what to do.
+func revokedMessage(s *twv1.BrowserSession, profile string) string {
+	return fmt.Sprintf("Held: profile %q no longer admits namespace %q; the session keeps what it has until it ends, and nothing new opens or binds. End it: kubectl delete browsersession %s -n %s",
+		profile, s.Namespace, s.Name, s.Namespace)
+}

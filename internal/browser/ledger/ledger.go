@@ -43,6 +43,19 @@ func New(path string) (*Ledger, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
+	for _, p := range []string{filepath.Dir(path), path} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		// Whoever can write the ledger can make the agent close their choice of page.
+		if fi.Mode().Perm()&0o022 != 0 {
+			return nil, fmt.Errorf("ledger: %s is writable by other users (mode %v); the ledger decides which pages the agent may close: run `chmod go-w %s`", p, fi.Mode().Perm(), p)
+		}
+	}
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

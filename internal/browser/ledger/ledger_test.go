@@ -482,3 +482,19 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("the file has %d records, memory %d", len(reloaded), len(got))
 	}
 }
+
+// TestWritableByOthersIsRefused: a ledger another user could write would let
+// them choose which pages the agent closes.
+func TestWritableByOthersIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	path := filepath.Join(dir, "ledger.json")
+	if _, err := New(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(path); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
+		t.Fatalf("a world-writable state directory: %v, want a refusal that says chmod go-w", err)
+	}
+}
