@@ -15,10 +15,22 @@ import (
 // WindowSessionIndex indexes BrowserWindows by spec.sessionRef.name.
 const WindowSessionIndex = twv1.SessionRefIndex
 
+// SessionProfileIndex indexes BrowserSessions by status.profileName (their
+// placement): the controller counts a profile's sessions from its own cache.
+const SessionProfileIndex = "status.profileName"
+
 // SetupIndexes registers the field indexes the controllers list by.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, WindowSessionIndex, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, WindowSessionIndex, func(o client.Object) []string {
 		return []string{o.(*twv1.BrowserWindow).Spec.SessionRef.Name}
+	}); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserSession{}, SessionProfileIndex, func(o client.Object) []string {
+		if p := o.(*twv1.BrowserSession).Status.ProfileName; p != "" {
+			return []string{p}
+		}
+		return nil
 	})
 }
 

@@ -5,8 +5,9 @@ package controllers
 // tabwarden-controller in a cluster, and to the certificate group
 // tabwarden:controllers by internal/testenv and `tabwarden up`). Least privilege:
 // the controller never creates windows (users and agents do), never writes a
-// BrowserProfile (agents and administrators do) and holds no cluster-wide lease
-// rights, only its leader election Lease in its own namespace. What it may write
+// BrowserProfile other than its liveness (agents and administrators do) and holds
+// no cluster-wide lease rights: its leader election Lease and reading the agents'
+// heartbeat Leases, in its own namespace. What it may write
 // is narrowed further by the admission policies in config/admission.
 
 // Sessions: placement, status, and the tabwarden.dev/cleanup finalizer.
@@ -19,14 +20,19 @@ package controllers
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browserwindows/status,verbs=get;update;patch
 
-// Profiles are read for placement; namespaces for the profiles' tenancy.
+// Profiles are read for placement; namespaces for the profiles' tenancy. The
+// controller owns liveness: it sets a profile's Connected condition to Unknown
+// when its agent's Lease goes unrenewed (config/admission/profile.yaml keeps it
+// to that status change).
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Events on sessions and windows, in their namespaces.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Leader election: the Lease controller.tabwarden.dev and its events (the core
-// API), in the controller's namespace only.
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=tabwarden-system,roleName=tabwarden-leader-election,resources=leases,verbs=get;create;update
+// API), in the controller's namespace only; there it also reads (list, watch)
+// the agents' heartbeat Leases, tabwarden-profile-<profile>.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=tabwarden-system,roleName=tabwarden-leader-election,resources=leases,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",namespace=tabwarden-system,roleName=tabwarden-leader-election,resources=events,verbs=create;patch

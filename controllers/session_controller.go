@@ -42,13 +42,29 @@ type SessionReconciler struct {
 	// CleanupRequeue is how often an ended session whose pages are still open is
 	// looked at again even without a window event (the agent may be away).
 	CleanupRequeue time.Duration
+
+	// placeMu serializes placement decisions; reserved holds the placements
+	// decided but maybe not yet in the cache (the status write follows the
+	// decision), so that a burst of sessions cannot overshoot maxSessions.
+	placeMu  sync.Mutex
+	reserved map[types.NamespacedName]reservation
 }
+
+// reservation is a placement decided by this controller, counted until the
+// cache shows it (or the session is gone, or reservationTTL passed).
+type reservation struct {
+	profile string
+	at      time.Time
+}
+
+const reservationTTL = time.Minute
 
 // SetupWithManager registers the reconciler: sessions, and the windows that name them.
 func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.CleanupRequeue == 0 {
 		r.CleanupRequeue = 30 * time.Second
 	}
+	r.reserved = map[types.NamespacedName]reservation{}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&twv1.BrowserSession{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletingPredicate()))).
 		// Window changes come in bursts (a page opens, then its url, title and
@@ -121,8 +137,12 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 // serves it and none of its windows opens. A placed session is never evicted: if
 // its profile stops admitting its namespace it keeps its placement until it ends
 // (its pages stay owned and are cleaned up) and Admitted turns False.
-func (r *SessionReconciler) reconcilePlacement(ctx context.Context, s *twv1.BrowserSession, _ []twv1.BrowserWindow) (ctrl.Result, error) {
+func (r *SessionReconciler) reconcilePlacement(ctx context.Context, s *twv1.BrowserSession, windows []twv1.BrowserWindow) (ctrl.Result, error) {
 	if s.Status.ProfileName != "" {
+		moved, err := r.reconcileReachable(ctx, s, windows)
+		if err != nil || moved {
+			return ctrl.Result{}, err
+		}
 		setCondition(s, twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered,
 			fmt.Sprintf("Thread %q drives profile %q for: %s", s.Spec.Thread, s.Status.ProfileName, s.Spec.Purpose))
 		return ctrl.Result{}, r.reconcileStillAdmitted(ctx, s)
@@ -149,7 +169,9 @@ func (r *SessionReconciler) reconcilePlacement(ctx context.Context, s *twv1.Brow
 		r.place(s, p.Name)
 		return ctrl.Result{}, nil
 	}
-	profile, notAdmitting, err := r.schedule(ctx, s)
+	r.placeMu.Lock()
+	defer r.placeMu.Unlock()
+	profile, notAdmitting, err := r.schedule(ctx, s, "")
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -161,11 +183,135 @@ func (r *SessionReconciler) reconcilePlacement(ctx context.Context, s *twv1.Brow
 		}
 		setCondition(s, twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonNoProfile,
 			fmt.Sprintf("No connected BrowserProfile with free capacity that admits namespace %q matches spec.profileSelector; see `kubectl get browserprofiles --show-labels -o wide`, or pin one with spec.profileName", s.Namespace))
-		// Profiles coming and going re-trigger this through the profile watch.
-		return ctrl.Result{}, nil
+		// Profiles coming and going re-trigger this through the profile watch;
+		// capacity freed by sessions that end is looked at again after a while.
+		return ctrl.Result{RequeueAfter: r.CleanupRequeue}, nil
 	}
+	r.reserve(s, profile)
 	r.place(s, profile)
 	return ctrl.Result{}, nil
+}
+
+// reconcileReachable sets ProfileReachable on a placed session from its
+// profile's liveness. A running selector session whose profile's agent is lost
+// and that has no page there yet (movable) is placed on another profile; every
+// other session keeps its placement (its pages stay owned; nothing is closed
+// twice) and converges when the agent returns. Reports whether it moved.
+func (r *SessionReconciler) reconcileReachable(ctx context.Context, s *twv1.BrowserSession, windows []twv1.BrowserWindow) (bool, error) {
+	p := &twv1.BrowserProfile{}
+	if err := r.Get(ctx, client.ObjectKey{Name: s.Status.ProfileName}, p); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if !ProfileLost(p) {
+		setCondition(s, twv1.ProfileReachableCondition, metav1.ConditionTrue, twv1.ReasonProfileReachable,
+			fmt.Sprintf("The agent of profile %q renews its heartbeat", p.Name))
+		return false, nil
+	}
+	old := s.Status.ProfileName
+	if !s.Ended() && s.Spec.ProfileName == "" && movable(windows) {
+		r.placeMu.Lock()
+		defer r.placeMu.Unlock()
+		profile, _, err := r.schedule(ctx, s, old)
+		if err != nil {
+			return false, err
+		}
+		if profile != "" {
+			r.reserve(s, profile)
+			r.place(s, profile)
+			setCondition(s, twv1.ProfileReachableCondition, metav1.ConditionTrue, twv1.ReasonProfileReachable,
+				fmt.Sprintf("Moved from profile %q, whose agent was lost, to %q before any page opened", old, profile))
+			ctrl.LoggerFrom(ctx).Info("Session moved off a lost profile", "from", old, "to", profile)
+			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventRescheduled, "Place",
+				"The agent of profile %q was lost before any page of the session opened; placed on %q", old, profile)
+			return true, nil
+		}
+	}
+	was := !apimeta.IsStatusConditionFalse(s.Status.Conditions, twv1.ProfileReachableCondition)
+	msg := ProfileLostMessage(s, old, movable(windows))
+	setCondition(s, twv1.ProfileReachableCondition, metav1.ConditionFalse, twv1.ReasonProfileLost, msg)
+	if was {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, twv1.ReasonProfileLost, "Place", "%s", truncate(msg, 1000))
+	}
+	return false, nil
+}
+
+// movable reports whether a session may leave its profile: none of its windows
+// may have a page there. A window the agent took (its page finalizer, stored
+// before any page is opened), one with a tab, a spawned or a bound one ties the
+// session to that browser.
+func movable(windows []twv1.BrowserWindow) bool {
+	for i := range windows {
+		w := &windows[i]
+		if w.Spec.Source != twv1.SourceOpen || w.Status.TabID != "" || w.Live() ||
+			controllerutil.ContainsFinalizer(w, twv1.PageFinalizer) {
+			return false
+		}
+	}
+	return true
+}
+
+// ProfileLostMessage says that a session's profile is lost, what happens to it
+// meanwhile and what the user can do.
+func ProfileLostMessage(s *twv1.BrowserSession, profile string, movable bool) string {
+	why := "it has pages there, which stay owned by it (nothing is closed or opened twice)"
+	switch {
+	case s.Spec.ProfileName != "":
+		why = "it is pinned to it (spec.profileName)"
+	case s.Ended():
+		why = "it has ended and its pages are closed by that agent"
+	case movable:
+		why = "no other connected profile with free capacity matches spec.profileSelector (it moves when one does)"
+	}
+	return fmt.Sprintf("The agent of profile %q is lost (its heartbeat Lease is not renewed): none of the session's pages is opened, observed or closed until it returns. The session stays on %q because %s; it converges when the agent returns. See: kubectl get browserprofile %s -o wide; or end it: kubectl delete browsersession %s -n %s",
+		profile, profile, why, profile, s.Name, s.Namespace)
+}
+
+// reserve records a placement decided for s until the cache shows it. Callers hold placeMu.
+func (r *SessionReconciler) reserve(s *twv1.BrowserSession, profile string) {
+	r.reserved[client.ObjectKeyFromObject(s)] = reservation{profile: profile, at: time.Now()}
+}
+
+// load counts the running sessions placed on profile, from the cache (the
+// status.profileName index) and the placements decided but not yet cached,
+// leaving out the session self. Callers hold placeMu.
+func (r *SessionReconciler) load(ctx context.Context, profile string, self types.NamespacedName) (int32, error) {
+	var list twv1.BrowserSessionList
+	if err := r.List(ctx, &list, client.MatchingFields{SessionProfileIndex: profile}); err != nil {
+		return 0, err
+	}
+	counted := map[types.NamespacedName]bool{}
+	var n int32
+	for i := range list.Items {
+		s := &list.Items[i]
+		key := client.ObjectKeyFromObject(s)
+		if key == self || s.Ended() {
+			continue
+		}
+		if res, ok := r.reserved[key]; ok && res.profile != profile {
+			continue // moved elsewhere; the cache has not seen it yet
+		}
+		counted[key] = true
+		n++
+	}
+	for key, res := range r.reserved {
+		if res.profile == profile && key != self && !counted[key] {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// pruneReservations forgets the placements the cache shows, those of sessions
+// that are gone, and stale ones (a status write that failed is retried, and
+// reserves again). Callers hold placeMu.
+func (r *SessionReconciler) pruneReservations(ctx context.Context) {
+	for key, res := range r.reserved {
+		s := &twv1.BrowserSession{}
+		err := r.Get(ctx, key, s)
+		if apierrors.IsNotFound(err) || (err == nil && s.Status.ProfileName == res.profile) || time.Since(res.at) > reservationTTL {
+			delete(r.reserved, key)
+		}
+	}
 }
 
 // place binds the session to an admitting profile.
@@ -261,10 +407,16 @@ func (r *SessionReconciler) admittingProfiles(ctx context.Context, ns string) []
 }
 
 // schedule picks, among the connected profiles matching the selector that admit
-// the session's namespace, the one with the most free capacity. When none does
+// the session's namespace and have room, the least-loaded one. When none does
 // but some connected ones with capacity only fail to admit the namespace, it
 // returns those, so that the refusal can say which profile to open up.
-func (r *SessionReconciler) schedule(ctx context.Context, s *twv1.BrowserSession) (string, []*twv1.BrowserProfile, error) {
+//
+// Load is counted by the controller itself (sessions placed on the profile in
+// its cache, plus placements it decided that the cache does not show yet), not
+// read from the agent's status.sessions, so a burst never overshoots
+// maxSessions. The least-loaded profile wins; ties go to the first name. The
+// profile skip (a lost one being left) is never chosen. Callers hold placeMu.
+func (r *SessionReconciler) schedule(ctx context.Context, s *twv1.BrowserSession, skip string) (string, []*twv1.BrowserProfile, error) {
 	sel, err := metav1.LabelSelectorAsSelector(s.Spec.ProfileSelector)
 	if err != nil {
 		return "", nil, reconcile.TerminalError(fmt.Errorf("spec.profileSelector: %w", err))
@@ -273,26 +425,29 @@ func (r *SessionReconciler) schedule(ctx context.Context, s *twv1.BrowserSession
 	if err := r.List(ctx, &profiles, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return "", nil, err
 	}
-	best, bestFree := "", int32(-1)
+	slices.SortFunc(profiles.Items, func(a, b twv1.BrowserProfile) int { return strings.Compare(a.Name, b.Name) })
+	r.pruneReservations(ctx)
+	self := client.ObjectKeyFromObject(s)
+	best, bestLoad := "", int32(-1)
 	var notAdmitting []*twv1.BrowserProfile
 	for i := range profiles.Items {
 		p := &profiles.Items[i]
-		if !apimeta.IsStatusConditionTrue(p.Status.Conditions, twv1.ConnectedCondition) {
+		if p.Name == skip || !apimeta.IsStatusConditionTrue(p.Status.Conditions, twv1.ConnectedCondition) {
 			continue
 		}
-		free := int32(1 << 30)
-		if p.Spec.MaxSessions > 0 {
-			free = p.Spec.MaxSessions - p.Status.Sessions
+		load, err := r.load(ctx, p.Name, self)
+		if err != nil {
+			return "", nil, err
 		}
-		if free <= 0 {
+		if p.Spec.MaxSessions > 0 && load >= p.Spec.MaxSessions {
 			continue
 		}
 		if ok, _ := r.admits(ctx, p, s.Namespace); !ok {
 			notAdmitting = append(notAdmitting, p)
 			continue
 		}
-		if free > bestFree {
-			best, bestFree = p.Name, free
+		if best == "" || load < bestLoad {
+			best, bestLoad = p.Name, load
 		}
 	}
 	slices.SortFunc(notAdmitting, func(a, b *twv1.BrowserProfile) int { return strings.Compare(a.Name, b.Name) })
@@ -538,7 +693,10 @@ func (r *SessionReconciler) profileHandler() handler.EventHandler {
 			o, n := e.ObjectOld.(*twv1.BrowserProfile), e.ObjectNew.(*twv1.BrowserProfile)
 			tenancy := !equality.Semantic.DeepEqual(o.Spec.Namespaces, n.Spec.Namespaces) ||
 				!equality.Semantic.DeepEqual(o.Spec.NamespaceSelector, n.Spec.NamespaceSelector)
-			enqueue(ctx, n, tenancy, q)
+			// The agent lost or back: the sessions placed on it say so (and may move).
+			liveness := !equality.Semantic.DeepEqual(apimeta.FindStatusCondition(o.Status.Conditions, twv1.ConnectedCondition),
+				apimeta.FindStatusCondition(n.Status.Conditions, twv1.ConnectedCondition))
+			enqueue(ctx, n, tenancy || liveness, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if p, ok := e.Object.(*twv1.BrowserProfile); ok {

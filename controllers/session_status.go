@@ -157,7 +157,7 @@ func summarizeSession(s *twv1.BrowserSession, _ []twv1.BrowserWindow, err error)
 			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonCleaningUp, "The session is closing its pages")
 		}
 	default:
-		for _, t := range []string{twv1.RegisteredCondition, twv1.SpawnsAcknowledgedCondition} {
+		for _, t := range []string{twv1.RegisteredCondition, twv1.ProfileReachableCondition, twv1.SpawnsAcknowledgedCondition} {
 			if c := apimeta.FindStatusCondition(s.Status.Conditions, t); c != nil && c.Status != metav1.ConditionTrue {
 				setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, c.Reason, c.Message)
 				return

@@ -128,3 +128,30 @@ func TestUnacknowledgedMessageTeaches(t *testing.T) {
 	g.Expect(msg).To(ContainSubstring(`kubectl patch browserwindow b-spawn -n ns --type=merge -p '{"spec":{"disposition":"Close"}}'`))
 	g.Expect(msg).To(ContainSubstring("https://mail.example/compose"))
 }
+
+// TestMovable: a session leaves a lost profile only when none of its windows
+// may have a page there.
+func TestMovable(t *testing.T) {
+	taken := win("taken", twv1.SourceOpen, "", twv1.WindowPending)
+	taken.Finalizers = []string{twv1.PageFinalizer}
+	tabbed := win("tabbed", twv1.SourceOpen, "", twv1.WindowPending)
+	tabbed.Status.TabID = "t-1"
+	for _, tc := range []struct {
+		name    string
+		windows []twv1.BrowserWindow
+		want    bool
+	}{
+		{"no window", nil, true},
+		{"open windows no agent took", []twv1.BrowserWindow{win("a", twv1.SourceOpen, "", ""), win("b", twv1.SourceOpen, "", twv1.WindowPending)}, true},
+		{"a window the agent took (page finalizer)", []twv1.BrowserWindow{win("a", twv1.SourceOpen, "", ""), taken}, false},
+		{"a window with a tab recorded", []twv1.BrowserWindow{tabbed}, false},
+		{"an open page", []twv1.BrowserWindow{win("o", twv1.SourceOpen, "", twv1.WindowOpen)}, false},
+		{"an unreachable page", []twv1.BrowserWindow{win("u", twv1.SourceOpen, "", twv1.WindowUnknown)}, false},
+		{"a spawned window", []twv1.BrowserWindow{win("s", twv1.SourceSpawned, "", twv1.WindowPending)}, false},
+		{"a bound tab", []twv1.BrowserWindow{win("b", twv1.SourceBind, "", twv1.WindowPending)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(movable(tc.windows)).To(Equal(tc.want))
+		})
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/up/access"
 )
 
 var (
@@ -55,7 +56,7 @@ func TestMain(m *testing.M) {
 func startController(t *testing.T) *testenv.Role { return testenv.StartController(t, cfg) }
 
 func startAgent(t *testing.T, profile string, b browser.Browser) *testenv.Role {
-	return testenv.StartAgent(t, cfg, agent.Options{Profile: profile, Driver: twv1.DriverFake, Browser: b, LeaseNamespace: "default"})
+	return testenv.StartAgent(t, cfg, agent.Options{Profile: profile, Driver: twv1.DriverFake, Browser: b, LeaseNamespace: access.SystemNamespace})
 }
 
 func newNamespace(t *testing.T) string { return testenv.NewNamespace(t, k8s, "tw-") }

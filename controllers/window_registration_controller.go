@@ -3,9 +3,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -91,18 +93,44 @@ func (r *WindowRegistrationReconciler) reconcileRegistration(ctx context.Context
 	if !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	if w.Labels[twv1.ProfileLabel] == "" && clearUnregistered(w, s) {
+		// The session appeared: the refusal this controller wrote goes, in a
+		// status write of its own while no agent sees the window yet (the
+		// profile label, which hands it to one, follows on the next reconcile).
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	if w.Labels == nil {
 		w.Labels = map[string]string{}
 	}
 	w.Labels[twv1.SessionLabel] = s.Name
 	w.Labels[twv1.SourceLabel] = sourceLabel(w.Spec.Source)
-	if s.Status.ProfileName != "" {
-		w.Labels[twv1.ProfileLabel] = s.Status.ProfileName
+	if p := s.Status.ProfileName; p != "" && (w.Labels[twv1.ProfileLabel] == "" || !controllerutil.ContainsFinalizer(w, twv1.PageFinalizer)) {
+		// A window follows its session to another profile (moved off a lost
+		// one) only while no agent has taken it: one whose page finalizer is
+		// stored may have a page in the old browser, and stays that agent's.
+		w.Labels[twv1.ProfileLabel] = p
 	}
 	if err := controllerutil.SetControllerReference(s, w, r.Scheme()); err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// clearUnregistered replaces the session_unregistered refusal of a window whose
+// session now exists: Registered=True, and the Ready condition (the agent's to
+// set) removed. Reports whether anything changed.
+func clearUnregistered(w *twv1.BrowserWindow, s *twv1.BrowserSession) bool {
+	changed := false
+	if c := apimeta.FindStatusCondition(w.Status.Conditions, twv1.ReadyCondition); c != nil && c.Reason == twv1.ReasonSessionUnregistered {
+		apimeta.RemoveStatusCondition(&w.Status.Conditions, twv1.ReadyCondition)
+		changed = true
+	}
+	if c := apimeta.FindStatusCondition(w.Status.Conditions, twv1.RegisteredCondition); c != nil && c.Reason == twv1.ReasonSessionUnregistered {
+		setCondition(w, twv1.RegisteredCondition, metav1.ConditionTrue, twv1.ReasonRegistered,
+			fmt.Sprintf("BrowserSession %q exists; the window waits for its placement on a profile", s.Name))
+		changed = true
+	}
+	return changed
 }
 
 // UnregisteredWindowMessage teaches how to register the session a window names.
@@ -132,8 +160,11 @@ func (r *WindowRegistrationReconciler) sessionToWindows(ctx context.Context, o c
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for _, w := range list.Items {
-		// Only windows that still lack something the session gives them.
-		if w.Labels[twv1.ProfileLabel] == "" || metav1.GetControllerOf(&w) == nil {
+		// Only windows that still lack something the session gives them, or
+		// that the session left behind on another profile.
+		s := o.(*twv1.BrowserSession)
+		moved := s.Status.ProfileName != "" && w.Labels[twv1.ProfileLabel] != s.Status.ProfileName
+		if w.Labels[twv1.ProfileLabel] == "" || metav1.GetControllerOf(&w) == nil || moved {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&w)})
 		}
 	}

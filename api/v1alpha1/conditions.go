@@ -108,6 +108,26 @@ const (
 	ReasonAgentConnected = "AgentConnected"
 	// ReasonAgentDisconnected: the agent does not reach its browser.
 	ReasonAgentDisconnected = "AgentDisconnected"
+	// ReasonAgentLost: set by the controller (Connected=Unknown) when the
+	// profile's heartbeat Lease was not renewed within the grace period; the
+	// agent sets Connected=True again when it returns.
+	ReasonAgentLost = "AgentLost"
+)
+
+// Profile liveness, as seen by a session.
+const (
+	// ProfileReachableCondition says whether the agent of the session's profile
+	// is alive. False (reason profile_lost) while the controller holds the agent
+	// lost: the session's pages are neither opened nor closed meanwhile, and a
+	// selector session with no page yet is placed on another profile.
+	ProfileReachableCondition = "ProfileReachable"
+	// ReasonProfileLost: the agent of the session's profile stopped renewing its
+	// heartbeat Lease; the session keeps its pages and converges when it returns.
+	ReasonProfileLost = "profile_lost"
+	// ReasonProfileReachable: the agent of the session's profile renews its Lease.
+	ReasonProfileReachable = "ProfileReachable"
+	// EventRescheduled: a selector session with no page moved off a lost profile.
+	EventRescheduled = "Rescheduled"
 )
 
 // Event reasons recorded for things that happened.

@@ -44,6 +44,8 @@ func runController(name string, args []string, _, stderr io.Writer) error {
 	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader so that only one controller replica reconciles at a time")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
 		"namespace of the leader election Lease (default: the pod's namespace in a cluster; required outside one when --leader-elect)")
+	fs.StringVar(&o.LeaseNamespace, "lease-namespace", "tabwarden-system", "namespace of the agents' heartbeat Leases (the agents' --lease-namespace)")
+	fs.DurationVar(&o.AgentGrace, "agent-grace-period", 40*time.Second, "how long a profile's heartbeat Lease may go unrenewed before its agent is lost (Connected=Unknown)")
 	lf.bind(fs, false)
 	if err := parse(fs, args); err != nil {
 		return err

@@ -6,6 +6,11 @@ package run
 import (
 	"context"
 	"fmt"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,6 +23,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/controllers"
 	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/up/access"
 )
 
 // Scheme knows the built-in kinds and tabwarden's.
@@ -86,6 +92,12 @@ type ControllerOptions struct {
 	Common
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaseNamespace holds the agents' heartbeat Leases (tabwarden-profile-<profile>);
+	// default tabwarden-system. "" there means the default, not "off".
+	LeaseNamespace string
+	// AgentGrace is how long a heartbeat Lease may go unrenewed before the
+	// profile's agent is lost (Connected=Unknown); default 40s.
+	AgentGrace time.Duration
 }
 
 // Controller runs the controller role until ctx ends.
@@ -95,6 +107,14 @@ func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) erro
 	opts.LeaderElectionID = "controller.tabwarden.dev"
 	opts.LeaderElectionNamespace = o.LeaderElectionNamespace
 	opts.LeaderElectionReleaseOnCancel = true
+	leaseNS := o.LeaseNamespace
+	if leaseNS == "" {
+		leaseNS = access.SystemNamespace
+	}
+	// Leases are read in the lease namespace only (the controller may list them nowhere else).
+	opts.Cache.ByObject = map[client.Object]cache.ByObject{
+		&coordv1.Lease{}: {Namespaces: map[string]cache.Config{leaseNS: {}}},
+	}
 	mgr, err := ctrl.NewManager(o.apply(cfg), opts)
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)
@@ -103,6 +123,9 @@ func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) erro
 		return err
 	}
 	if err := (&controllers.SessionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controllers.ProfileLivenessReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tabwarden-controller"), LeaseNamespace: leaseNS, Grace: o.AgentGrace}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&controllers.WindowRegistrationReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {

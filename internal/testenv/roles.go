@@ -51,9 +51,17 @@ func RunRole(t testing.TB, f func(ctx context.Context) error) *Role {
 // config testenv.Start returned.
 func StartController(t testing.TB, admin *rest.Config) *Role {
 	t.Helper()
+	return StartControllerWith(t, admin, run.ControllerOptions{})
+}
+
+// StartControllerWith is StartController with options (the agent grace period,
+// the lease namespace).
+func StartControllerWith(t testing.TB, admin *rest.Config, o run.ControllerOptions) *Role {
+	t.Helper()
 	cfg := MustConfig(t)(ControllerConfig(admin))
+	o.SkipNameValidation = true
 	return RunRole(t, func(ctx context.Context) error {
-		return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
+		return run.Controller(ctx, cfg, o)
 	})
 }
 

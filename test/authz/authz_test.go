@@ -614,11 +614,18 @@ func TestController(t *testing.T) {
 			says: []string{`cannot patch resource "browserprofiles"`},
 		},
 		{
-			name: "controller writes a profile's status", as: asController, want: byRBAC,
+			name: "controller writes a profile's counts", as: asController, want: profilePolicy,
 			do: func(ctx context.Context, c client.Client) error {
-				return statusPatch(c, ctx, profile("a"), `{"status":{"sessions":0}}`)
+				return statusPatch(c, ctx, profile("a"), `{"status":{"sessions":7}}`)
 			},
-			says: []string{`cannot patch resource "browserprofiles/status"`},
+			says: []string{"the tabwarden controller writes only the liveness of BrowserProfile a", "Connected=True are its agent's"},
+		},
+		{
+			name: "controller says a profile is connected", as: asController, want: profilePolicy,
+			do: func(ctx context.Context, c client.Client) error {
+				return statusPatch(c, ctx, profile("a"), `{"status":{"conditions":[{"type":"Connected","status":"True","reason":"AgentConnected","message":"forged","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+			},
+			says: []string{"writes only the liveness of BrowserProfile a"},
 		},
 		{
 			name: "controller creates a Spawned window", as: asController, want: byRBAC,
@@ -656,6 +663,19 @@ func TestController(t *testing.T) {
 		{
 			name: "controller deletes an ended session's window", as: asController, want: allowed,
 			do: func(ctx context.Context, c client.Client) error { return c.Delete(ctx, window(ns, openB)) },
+		},
+		{
+			name: "controller marks a profile's agent lost", as: asController, want: allowed,
+			do: func(ctx context.Context, c client.Client) error {
+				return statusPatch(c, ctx, profile("a"), `{"status":{"conditions":[{"type":"Connected","status":"Unknown","reason":"AgentLost","message":"lease not renewed","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+			},
+		},
+		{
+			name: "controller reads the agents' heartbeat leases", as: asController, want: allowed,
+			do: func(ctx context.Context, c client.Client) error {
+				var l coordv1.LeaseList
+				return c.List(ctx, &l, client.InNamespace(access.SystemNamespace))
+			},
 		},
 		{
 			name: "controller renews its leader election lease", as: asController, want: allowed,
