@@ -61,6 +61,9 @@ type Agent struct {
 	profileDirty chan struct{}
 	// pool mirrors the profile's spec.pool: one browser context per session.
 	pool atomic.Bool
+	// profileRead is set once the profile was read: until then whether pages
+	// must be isolated per session (pool) is not known, and nothing opens.
+	profileRead atomic.Bool
 }
 
 // CacheOptions restricts a manager's cache of BrowserWindows to this profile's.

@@ -111,6 +111,7 @@ func (pl *profileLoop) publish(ctx context.Context) error {
 		return err
 	}
 	a.pool.Store(p.Spec.Pool)
+	a.profileRead.Store(true) // windows held until now requeue themselves
 	helper := patch.NewHelper(p, a.client)
 	ready, epoch := a.model.state()
 	a.model.mu.RLock()

@@ -235,6 +235,13 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 			heldMessage(s, unacked))
 		return ctrl.Result{}, nil
 	}
+	if !a.profileRead.Load() {
+		// A pool profile isolates each session in its own browser context: open
+		// nothing before knowing whether this profile is one.
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonOpening,
+			fmt.Sprintf("Waiting for the agent to read profile %q", a.opts.Profile))
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	if ready, _ := a.model.state(); !ready {
 		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonBrowserUnreachable,
 			fmt.Sprintf("Waiting for the browser of profile %q; the page opens once the agent reaches it", a.opts.Profile))
