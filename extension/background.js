@@ -673,6 +673,33 @@ export function createWorker(chrome, deps = {}) {
     }
   }
 
+  /**
+   * Like tryGetTab, but only Chrome's "No tab with id" counts as gone; any other failure of
+   * the lookup is thrown. Used where "gone" drops a record: a record dropped for a tab that
+   * still exists would leave an agent page open that looks like the user's own.
+   */
+  async function lookupTab(tabId) {
+    try {
+      return await chrome.tabs.get(tabId);
+    } catch (e) {
+      if (/no tab with id/i.test(String(e?.message ?? e))) return null;
+      throw new CommandError("failed", `looking up tab ${tabId} failed (${e?.message ?? e}); its record is kept, retry`);
+    }
+  }
+
+  /** The largest tab id the browser has handed out so far (ids only grow). */
+  async function maxTabIdSeen() {
+    let max = 0;
+    for (const t of await chrome.tabs.query({})) if (Number.isInteger(t?.id) && t.id > max) max = t.id;
+    return max;
+  }
+
+  /** The tab's opener as Chrome reported it at tabs.onCreated, else its current openerTabId. */
+  async function openerOf(tab) {
+    const remembered = await getOne(session, openerKey(tab.id));
+    return Number.isInteger(remembered) ? remembered : tab.openerTabId;
+  }
+
   async function open(args) {
     const owner = requireOwner(args);
     const url = requireOpenUrl(args.url);
@@ -703,7 +730,11 @@ export function createWorker(chrome, deps = {}) {
 
     // The marker survives a worker restart: if this worker dies between tabs.create and the
     // record write below, the next worker's onCreated still attributes the tab to its owner.
-    await session.set({ [pendingKey(owner)]: { owner, url, windowId, newWindow, at: now() } });
+    // maxTabId bounds what it may claim: the tab this open creates gets a larger id than every
+    // tab that exists now (Chrome's ids only grow), so an older tab whose onCreated arrives
+    // late can never be taken for it.
+    const maxTabId = await maxTabIdSeen();
+    await session.set({ [pendingKey(owner)]: { owner, url, windowId, newWindow, maxTabId, at: now() } });
     try {
       let tab;
       if (newWindow) {
@@ -755,8 +786,7 @@ export function createWorker(chrome, deps = {}) {
     if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
     // Chrome may stop reporting openerTabId later (e.g. after the opener navigates or closes):
     // the opener seen at tabs.onCreated wins.
-    const remembered = await getOne(session, openerKey(tabId));
-    const opener = Number.isInteger(remembered) ? remembered : tab.openerTabId;
+    const opener = await openerOf(tab);
     const openerRec = Number.isInteger(opener) ? await getOne(session, recKey(opener)) : undefined;
     if (!openerRec || openerRec.owner !== parent) {
       throw new CommandError(
@@ -789,6 +819,16 @@ export function createWorker(chrome, deps = {}) {
       if (existing.owner === owner && kindOf(existing) === KIND_BOUND) return { tabId, windowId: tab.windowId };
       throw new CommandError("in_use", `tab ${tabId} is recorded under another owner or as ${kindOf(existing)}`);
     }
+    // A spawn of a recorded page belongs to that session's adoption. Between its creation and
+    // the adopt, it is unrecorded: another namespace must not bind it in that window.
+    const opener = await openerOf(tab);
+    const openerRec = Number.isInteger(opener) ? await getOne(session, recKey(opener)) : undefined;
+    if (openerRec) {
+      throw new CommandError(
+        "in_use",
+        `tab ${tabId} was spawned by tab ${opener} of session ${openerRec.owner}'s page; it belongs to that session's adoption`,
+      );
+    }
     const other = await liveRecordOf(owner, tabId);
     if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
     await session.set({ [recKey(tabId)]: { owner, tabId, windowId: tab.windowId, createdWindow: false, kind: KIND_BOUND } });
@@ -807,10 +847,12 @@ export function createWorker(chrome, deps = {}) {
 
   /**
    * Closes one recorded tab, keeping its window alive unless the window was created for this
-   * owner. Must run inside the queue. Returns whether a tab was removed.
+   * owner. Must run inside the queue. Returns whether a tab was removed; the record is dropped
+   * only when the tab is gone. A tab that is still open after a failed remove (Chrome refuses
+   * while the user drags a tab) keeps its record and throws `failed`: the agent retries.
    */
   async function closeRecorded(rec) {
-    const tab = await tryGetTab(rec.tabId);
+    const tab = await lookupTab(rec.tabId);
     if (!tab) {
       await session.remove(recKey(rec.tabId)); // already gone (the user closed it): harmless
       return false;
@@ -828,8 +870,13 @@ export function createWorker(chrome, deps = {}) {
     let closed = true;
     try {
       await chrome.tabs.remove(rec.tabId);
-    } catch {
-      closed = false; // vanished between get and remove
+    } catch (e) {
+      // Gone between get and remove, or refused ("Tabs cannot be edited right now (user may
+      // be dragging a tab)"): only a second look tells. A tab still open stays recorded.
+      if (await lookupTab(rec.tabId)) {
+        throw new CommandError("failed", `tab ${rec.tabId} could not be closed (${e?.message ?? e}); it is still open and still recorded, retry`);
+      }
+      closed = false;
     }
     await session.remove(recKey(rec.tabId));
     return closed;
@@ -857,8 +904,25 @@ export function createWorker(chrome, deps = {}) {
       .filter((r) => r.owner === owner && OWNED_KINDS.has(kindOf(r)))
       .sort((a, b) => a.tabId - b.tabId);
     const closed = [];
-    for (const rec of mine) if (await closeRecorded(rec)) closed.push(rec.tabId);
+    const kept = [];
+    let why = "";
+    // One tab that cannot be closed right now does not keep the others open; the cleanup
+    // still fails (the agent retries), and the kept tab's record stays for that retry.
+    for (const rec of mine) {
+      try {
+        if (await closeRecorded(rec)) closed.push(rec.tabId);
+      } catch (e) {
+        kept.push(rec.tabId);
+        why ||= String(e?.message ?? e);
+      }
+    }
     await session.remove(pendingKey(owner));
+    if (kept.length) {
+      throw new CommandError(
+        "failed",
+        `cleanup of ${owner} closed [${closed.join(",")}] but tabs [${kept.join(",")}] are still open and recorded (${why}); retry`,
+      );
+    }
     return { closed };
   }
 
@@ -875,12 +939,21 @@ export function createWorker(chrome, deps = {}) {
   // ---- browser events --------------------------------------------------------------------------
 
   // A tab the host did not create may still be the child of an interrupted open: the marker
-  // written before tabs.create names the owner. Only an unambiguous, fresh match claims it.
+  // written before tabs.create names the owner. Only an unambiguous, fresh match claims it, and
+  // only a tab that open could have created: no opener (open never sets one; a tab with an
+  // opener is a page's spawn, the user's or another session's) and an id above every tab that
+  // existed when the marker was stored (a marker without that bound claims nothing).
   async function claimFromPending(tab) {
+    if (Number.isInteger(tab.openerTabId) || !Number.isInteger(tab.id)) return undefined;
     const url = normalizeUrl(tab.pendingUrl || tab.url || "");
     const t = now();
     const matches = (await allWithPrefix("pending:")).filter(
-      (m) => t - m.at < PENDING_TTL_MS && m.url === url && (m.newWindow || m.windowId === tab.windowId),
+      (m) =>
+        t - m.at < PENDING_TTL_MS &&
+        Number.isInteger(m.maxTabId) &&
+        tab.id > m.maxTabId &&
+        m.url === url &&
+        (m.newWindow || m.windowId === tab.windowId),
     );
     if (matches.length !== 1) return undefined;
     const m = matches[0];

@@ -251,3 +251,79 @@ test("adopting a tab that is alone in a pre-existing user window never lets clea
   assert.equal(left.length, 1);
   assert.equal(left[0].pendingUrl ?? left[0].url, "about:blank");
 });
+
+const DRAGGING = "Tabs cannot be edited right now (user may be dragging a tab).";
+
+test("close while Chrome refuses to remove (user dragging a tab): failed, tab and record kept, the retry closes it", async () => {
+  const env = await setup();
+  const { browser, user, chrome } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  browser.failNext("tabs.remove", 1, DRAGGING);
+  const r = await env.cmd("close", { owner: "uid-a", tabId: a.tabId });
+  refused(r, "failed");
+  assert.match(r.error.message, /dragging/);
+  assert.ok(browser.tab(a.tabId), "the page is still open");
+  assert.deepEqual(ok(await env.cmd("records")).records, [
+    { owner: "uid-a", tabId: a.tabId, windowId: user.windowId, createdWindow: false, kind: "opened" },
+  ], "still recorded, so it never passes for a user tab");
+  assert.equal(chrome.storage.session.snapshot()[`rec:${a.tabId}`]?.owner, "uid-a");
+  // A bare retry works once the drag is over.
+  assert.deepEqual(ok(await env.cmd("close", { owner: "uid-a", tabId: a.tabId })), { closed: true });
+  assert.equal(browser.tab(a.tabId), undefined);
+  assert.deepEqual(ok(await env.cmd("records")).records, []);
+});
+
+test("cleanup while Chrome refuses one remove: failed, that tab stays recorded, the others close; the retry finishes", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const spawned = browser.openTab(user.windowId, { url: "https://a.example/spawn", openerTabId: a.tabId, active: false });
+  await env.settle();
+  ok(await env.cmd("adopt", { owner: "uid-s", tabId: spawned, parent: "uid-a" }));
+  const w = ok(await env.cmd("open", { owner: "uid-w", url: "https://w.example/", newWindow: true }));
+
+  browser.failNext("tabs.remove", 1, DRAGGING);
+  refused(await env.cmd("cleanup", { owner: "uid-s" }), "failed");
+  assert.ok(browser.tab(spawned), "the spawn is still open");
+  assert.deepEqual(
+    ok(await env.cmd("records")).records.map((r) => [r.owner, r.tabId, r.kind]),
+    [["uid-a", a.tabId, "opened"], ["uid-s", spawned, "spawned"], ["uid-w", w.tabId, "opened"]],
+  );
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-s" })), { closed: [spawned] });
+  assert.equal(browser.tab(spawned), undefined);
+
+  // The owner's own window: the refused remove keeps the window and the record.
+  browser.failNext("tabs.remove", 1, DRAGGING);
+  refused(await env.cmd("close", { owner: "uid-w", tabId: w.tabId }), "failed");
+  assert.ok(browser.window(w.windowId));
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-w" })), { closed: [w.tabId] });
+  assert.equal(browser.window(w.windowId), undefined);
+  assert.deepEqual(ok(await env.cmd("records")).records.map((r) => r.owner), ["uid-a"]);
+});
+
+test("a remove that fails because the tab really is gone answers closed:false and drops the record", async () => {
+  const env = await setup();
+  const { browser, user, chrome } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  // The user closes the tab between the worker's get and its remove.
+  const origRemove = chrome.tabs.remove;
+  chrome.tabs.remove = async (id) => {
+    chrome.tabs.remove = origRemove;
+    browser.closeTab(id);
+    return origRemove(id);
+  };
+  assert.deepEqual(ok(await env.cmd("close", { owner: "uid-a", tabId: a.tabId })), { closed: false });
+  assert.deepEqual(ok(await env.cmd("records")).records, []);
+  assert.deepEqual(browser.tabIds(), [user.tabId]);
+});
+
+test("a failed tab lookup is not 'gone': the record of an open tab is kept", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  browser.failNext("tabs.get", 1);
+  refused(await env.cmd("cleanup", { owner: "uid-a" }), "failed");
+  assert.ok(browser.tab(a.tabId));
+  assert.equal(ok(await env.cmd("records")).records.length, 1);
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [a.tabId] });
+});

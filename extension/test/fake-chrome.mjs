@@ -100,7 +100,7 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
   let nextWindowId = 1;
   let nextTabId = 101; // a different range from window ids, so mixing them up fails tests
   const calls = []; // {api, args} for every extension API call the worker made
-  const faults = new Map(); // api name -> remaining injected failures
+  const faults = new Map(); // api name -> {left, message}: remaining injected failures
 
   const events = {
     tabsCreated: new FakeEvent(),
@@ -214,10 +214,10 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
   async function api(name, args, fn) {
     calls.push({ api: name, args: clone(args) });
     await tick();
-    const left = faults.get(name) ?? 0;
-    if (left > 0) {
-      faults.set(name, left - 1);
-      throw new Error(`injected failure in ${name}`);
+    const fault = faults.get(name);
+    if (fault && fault.left > 0) {
+      fault.left--;
+      throw new Error(fault.message ?? `injected failure in ${name}`);
     }
     const result = fn();
     await tick();
@@ -372,8 +372,12 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     window: (id) => (windows.has(id) ? windowView(windows.get(id), true) : undefined),
     windowIds: () => [...windows.keys()].sort((a, b) => a - b),
     focusedWindowId: () => [...windows.values()].find((w) => w.focused)?.id,
-    /** Next call(s) to `api` (e.g. "tabs.query") reject. */
-    failNext: (name, times = 1) => faults.set(name, times),
+    /**
+     * Next call(s) to `api` (e.g. "tabs.query") reject, with Chrome's wording when given:
+     * failNext("tabs.remove", 1, "Tabs cannot be edited right now (user may be dragging a tab).")
+     * fails one remove and leaves the tab open, as Chrome does mid-drag.
+     */
+    failNext: (name, times = 1, message) => faults.set(name, { left: times, message }),
     /** Chrome terminates the service worker: listeners vanish, tabs and storage stay. */
     killWorker() {
       for (const e of Object.values(events)) e.listeners = [];

@@ -163,3 +163,34 @@ test("records of an older build (via open/adopt) keep their meaning", async () =
   assert.deepEqual((await records(env)).map((r) => r.kind), ["opened", "spawned"]);
   assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-old" })), { closed: [t] });
 });
+
+test("bind of a recorded page's spawn is in_use: it belongs to that session's adoption", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  ok(await env.cmd("bind", { owner: "uid-b", tabId: user.tabId }));
+  // uid-a's page spawns a tab; before uid-a's session adopts it, another namespace tries to bind it.
+  const child = browser.openTab(user.windowId, { url: "https://a.example/child", openerTabId: a.tabId, active: false });
+  // Chrome may stop reporting the opener; the one seen at onCreated still counts.
+  const child2 = browser.openTab(user.windowId, { url: "https://a.example/child2", openerTabId: a.tabId, active: false });
+  // A spawn of a bound page is that session's too.
+  const boundChild = browser.openTab(user.windowId, { url: "https://mail.example.com/x", openerTabId: user.tabId, active: false });
+  // Not a session's spawn: a typed tab, and a spawn of an unrecorded tab.
+  const typed = browser.openTab(user.windowId, { url: "https://typed.example/", active: false });
+  const typedChild = browser.openTab(user.windowId, { url: "https://typed.example/c", openerTabId: typed, active: false });
+  await env.settle();
+  browser.dropOpener(child2);
+
+  const r = await env.cmd("bind", { owner: "uid-x", tabId: child });
+  refused(r, "in_use");
+  assert.match(r.error.message, /spawned by tab .* uid-a/);
+  refused(await env.cmd("bind", { owner: "uid-y", tabId: child2 }), "in_use");
+  refused(await env.cmd("bind", { owner: "uid-z", tabId: boundChild }), "in_use");
+  assert.deepEqual((await records(env)).map((r) => r.owner).sort(), ["uid-a", "uid-b"], "nothing was bound");
+
+  // The spawn stays adoptable by its session.
+  ok(await env.cmd("adopt", { owner: "uid-c", tabId: child, parent: "uid-a" }));
+  // Unrelated tabs bind as before (the child first: once its opener is bound, it is that session's).
+  ok(await env.cmd("bind", { owner: "uid-y", tabId: typedChild }));
+  ok(await env.cmd("bind", { owner: "uid-x", tabId: typed }));
+});

@@ -59,9 +59,10 @@ test("a worker that died mid-open: the pending marker lets the next worker own t
   const env = await setup({ connect: false });
   const { browser, user, chrome, clock } = env;
   // The previous worker wrote its marker and called tabs.create, then died before recording.
+  // (maxTabId: the largest tab id that worker had seen; here the user's tab, the only one.)
   await chrome.storage.session.set({
-    "pending:uid-a": { owner: "uid-a", url: "https://a.example/", windowId: user.windowId, newWindow: false, at: clock.now() },
-    "pending:uid-old": { owner: "uid-old", url: "https://old.example/", windowId: user.windowId, newWindow: false, at: clock.now() - PENDING_TTL_MS - 1 },
+    "pending:uid-a": { owner: "uid-a", url: "https://a.example/", windowId: user.windowId, newWindow: false, maxTabId: user.tabId, at: clock.now() },
+    "pending:uid-old": { owner: "uid-old", url: "https://old.example/", windowId: user.windowId, newWindow: false, maxTabId: user.tabId, at: clock.now() - PENDING_TTL_MS - 1 },
   });
   const tabId = browser.openTab(user.windowId, { url: "https://a.example/", committed: false, active: false });
   const stale = browser.openTab(user.windowId, { url: "https://old.example/", committed: false, active: false });
@@ -237,4 +238,59 @@ test("an unknown op is refused with unknown_op", async () => {
     assert.equal(r.error.reason, "unknown_op");
   }
   assert.deepEqual(env.browser.tabIds(), before);
+});
+
+test("open's pending marker stores the largest tab id the worker had seen", async () => {
+  const env = await setup();
+  const { browser, user, chrome } = env;
+  const other = browser.openTab(user.windowId, { url: "https://news.example/", active: false });
+  let marker;
+  const origCreate = chrome.tabs.create;
+  chrome.tabs.create = async (p) => {
+    marker = chrome.storage.session.snapshot()["pending:uid-a"];
+    return origCreate(p);
+  };
+  const r = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  assert.equal(marker?.maxTabId, other, "the largest id that existed when the marker was stored");
+  assert.ok(r.tabId > marker.maxTabId);
+});
+
+test("a pending marker never claims a tab with an opener or an id it had already seen", async () => {
+  const env = await setup({ connect: false });
+  const { browser, user, chrome, clock } = env;
+  const url = "https://a.example/";
+  // The user's own tab with the same url, created before the marker was stored.
+  const early = browser.openTab(user.windowId, { url, active: false });
+  await settle(env.worker);
+  await chrome.storage.session.set({
+    "pending:uid-a": { owner: "uid-a", url, windowId: user.windowId, newWindow: false, maxTabId: early, at: clock.now() },
+  });
+  // The old tab's onCreated arrives late (delivered to the next worker): not claimed.
+  browser.events.tabsCreated.dispatch(browser.tab(early));
+  // Another session's spawn with the same url (a page called window.open): not claimed.
+  const spawn = browser.openTab(user.windowId, { url, openerTabId: user.tabId, active: false, committed: false });
+  await settle(env.worker);
+  let s = chrome.storage.session.snapshot();
+  assert.equal(s[`rec:${early}`], undefined, "the user's older tab is not claimed");
+  assert.equal(s[`rec:${spawn}`], undefined, "a spawn is not claimed");
+  assert.ok(s["pending:uid-a"], "the marker waits for its own tab");
+  // A marker of an older build, without maxTabId, claims nothing.
+  await chrome.storage.session.set({
+    "pending:uid-legacy": { owner: "uid-legacy", url: "https://legacy.example/", windowId: user.windowId, newWindow: false, at: clock.now() },
+  });
+  const legacy = browser.openTab(user.windowId, { url: "https://legacy.example/", active: false, committed: false });
+  // The tab the interrupted open created: no opener, a fresh id. Claimed.
+  const mine = browser.openTab(user.windowId, { url, active: false, committed: false });
+  await settle(env.worker);
+  s = chrome.storage.session.snapshot();
+  assert.equal(s[`rec:${legacy}`], undefined);
+  assert.equal(s[`rec:${mine}`]?.owner, "uid-a");
+  assert.equal(s[`rec:${mine}`]?.kind, "opened");
+
+  await env.worker.start();
+  env.sock = await env.host.waitSocket();
+  await env.host.handshake(env.sock);
+  await settle(env.worker);
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [mine] });
+  assert.ok(browser.tab(early) && browser.tab(spawn) && browser.tab(legacy), "nobody else's tab closed");
 });
