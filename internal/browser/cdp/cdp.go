@@ -1204,38 +1204,35 @@ func click(ctx context.Context, c *conn, sess string, x, y float64, button strin
 // targetCreated, must be recorded under req.Parent, or the page must have
 // appeared without an opener while an Act keyed req.Parent ran.
 func (b *Browser) Adopt(_ context.Context, req browser.AdoptRequest) error {
-	if _, err := b.current(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	t, ok := b.targets[req.ID]
-	var opener, attributed string
-	if ok {
-		opener, attributed = t.info.OpenerID, t.attributed
-	}
-	b.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("adopt page %s: %w", req.ID, browser.ErrNotFound)
+	opener, attributed, err := b.observed(req.ID)
+	if err != nil {
+		return fmt.Errorf("adopt page %s: %w", req.ID, err)
 	}
 	return b.ledger.Adopt(req, opener, attributed)
 }
 
 // Bind implements browser.Browser.
 func (b *Browser) Bind(_ context.Context, req browser.BindRequest) error {
-	if _, err := b.current(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	t, ok := b.targets[req.ID]
-	var opener, attributed string
-	if ok {
-		opener, attributed = t.info.OpenerID, t.attributed
-	}
-	b.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("bind tab %s: %w", req.ID, browser.ErrNotFound)
+	opener, attributed, err := b.observed(req.ID)
+	if err != nil {
+		return fmt.Errorf("bind tab %s: %w", req.ID, err)
 	}
 	return b.ledger.Bind(req, opener, attributed)
+}
+
+// observed is what the driver itself saw of a page's origin: its opener, and
+// the key of the Act it appeared during (opener-less pages only).
+func (b *Browser) observed(id string) (opener, attributed string, err error) {
+	if _, err := b.current(); err != nil {
+		return "", "", err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.targets[id]
+	if !ok {
+		return "", "", browser.ErrNotFound
+	}
+	return t.info.OpenerID, t.attributed, nil
 }
 
 // Release implements browser.Browser.

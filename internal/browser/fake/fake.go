@@ -213,28 +213,35 @@ func (b *Browser) Close(_ context.Context, req browser.CloseRequest) error {
 func (b *Browser) Adopt(_ context.Context, req browser.AdoptRequest) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.connected {
-		return browser.ErrNotConnected
+	opener, attributed, err := b.observedLocked(req.ID)
+	if err != nil {
+		return err
 	}
-	t, ok := b.tabs[req.ID]
-	if !ok {
-		return fmt.Errorf("page %s: %w", req.ID, browser.ErrNotFound)
-	}
-	return b.ledger.Adopt(req, t.opener, b.attributed[t.id])
+	return b.ledger.Adopt(req, opener, attributed)
 }
 
 // Bind implements browser.Browser.
 func (b *Browser) Bind(_ context.Context, req browser.BindRequest) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	opener, attributed, err := b.observedLocked(req.ID)
+	if err != nil {
+		return err
+	}
+	return b.ledger.Bind(req, opener, attributed)
+}
+
+// observedLocked is what the fake saw of a page's origin: its opener, and the
+// key of the Act it appeared during.
+func (b *Browser) observedLocked(id string) (opener, attributed string, err error) {
 	if !b.connected {
-		return browser.ErrNotConnected
+		return "", "", browser.ErrNotConnected
 	}
-	t, ok := b.tabs[req.ID]
+	t, ok := b.tabs[id]
 	if !ok {
-		return fmt.Errorf("tab %s: %w", req.ID, browser.ErrNotFound)
+		return "", "", fmt.Errorf("page %s: %w", id, browser.ErrNotFound)
 	}
-	return b.ledger.Bind(req, t.opener, b.attributed[t.id])
+	return t.opener, b.attributed[t.id], nil
 }
 
 // Release implements browser.Browser.
