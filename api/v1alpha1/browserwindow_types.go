@@ -255,15 +255,3 @@ func (w *BrowserWindow) Live() bool {
 	}
 	return false
 }
-
-// PageID is the browser id of the window's page: the bound tab, the spawned page,
-// or (for Open windows) the page the agent opened, once it has.
-func (w *BrowserWindow) PageID() string {
-	switch {
-	case w.Spec.Source == SourceBind:
-		return w.Spec.BindTabID
-	case w.Spec.Spawn != nil:
-		return w.Spec.Spawn.TabID
-	}
-	return w.Status.TabID
-}
