@@ -78,6 +78,9 @@ func (pl *profileLoop) Start(ctx context.Context) error {
 		if err := pl.heartbeat(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Renewing the profile's heartbeat Lease failed; retrying")
 		}
+		if err := a.disposeEndedContexts(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Disposing the browser contexts of ended sessions failed; retrying")
+		}
 		select {
 		case <-ctx.Done():
 			return nil

@@ -431,6 +431,11 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 	}
 	controllerutil.RemoveFinalizer(w, twv1.PageFinalizer)
 	a.model.forgetOwner(string(w.UID))
+	if a.poolProfile() {
+		// The session's last window may be gone: the profile loop disposes
+		// its browser context once nothing of the session lives in it.
+		a.markProfileDirty()
+	}
 	return ctrl.Result{}, nil
 }
 

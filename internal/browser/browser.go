@@ -10,7 +10,9 @@
 // what a caller claims. Every driver keeps a ledger of Records, one per page at
 // most: pages it opened (recorded as soon as the browser answers the create, before
 // Open returns; the create is marked beforehand so that the new page is never
-// mistaken for a spawn or attributed to an action), pages it saw spawned from a recorded page (or attributed to a running
+// mistaken for a spawn or attributed to an action; the cdp driver also writes an
+// intent before the create, so that a driver killed in between adopts the page it
+// created instead of opening another), pages it saw spawned from a recorded page (or attributed to a running
 // Act) and adopted, and tabs bound for use (never closed). Close, Act and Adopt
 // check the ledger, so a bug or a forged object above the seam still cannot close
 // or drive a page tabwarden does not own. The ledger survives the agent's restart
@@ -223,6 +225,17 @@ type Browser interface {
 	Events() <-chan Event
 	// Connected reports whether the driver reaches the browser now.
 	Connected() bool
+}
+
+// ContextPool is implemented by drivers that isolate pool sessions in browser
+// contexts of their own (cdp). The agent checks for it with a type assertion;
+// the fake and extension drivers need nothing.
+type ContextPool interface {
+	// PoolContexts names the contexts the driver has recorded (persisted, so a
+	// restarted driver reuses a session's context).
+	PoolContexts() []string
+	// DisposeContext ends a context and every page in it; unknown names are not an error.
+	DisposeContext(ctx context.Context, name string) error
 }
 
 var (

@@ -35,7 +35,15 @@
 //     rather than closing the user's window. Closes are serialized per window.
 //   - With Options.Pool, OpenRequest.Context names a browser context (created on
 //     first use with disposeOnDetach:false so that a dropped websocket does not
-//     close its pages; DisposeContext ends it).
+//     close its pages; DisposeContext ends it). The name → browserContextId map
+//     is kept in the ledger file, so a restarted driver reuses a session's
+//     context (and its cookies).
+//   - Open is crash-consistent: an intent (key, url, context, and the ids of
+//     every page that exists) is written to the ledger before
+//     Target.createTarget and replaced by the record when the reply comes; a
+//     later Open of a key with an intent adopts the one page that matches it
+//     and did not exist then, creates the page when none does, and refuses when
+//     several do.
 //   - When the websocket drops, Connected() turns false, a Disconnected event is
 //     emitted, calls return browser.ErrNotConnected, and no page is reported
 //     removed. On reconnect targets are re-discovered silently and a Connected
@@ -87,6 +95,25 @@ type Options struct {
 	// restarted agent can still close the pages it opened or adopted (and only
 	// those). Empty: in memory only, lost with the process.
 	LedgerPath string
+
+	// fault, in tests, is called at each step of an Open (see the fault*
+	// constants) with the page created so far; an error stops the Open right
+	// there, as if the process had been killed: nothing after it is written.
+	fault func(step, page string) error
+}
+
+// Steps of an Open where a test can stop the driver.
+const (
+	faultBeforeIntent = "before-intent" // nothing recorded, nothing created
+	faultAfterIntent  = "after-intent"  // the intent is recorded, nothing created
+	faultAfterCreate  = "after-create"  // the browser created the page; no record
+)
+
+func (b *Browser) faultAt(step, page string) error {
+	if b.opts.fault == nil {
+		return nil
+	}
+	return b.opts.fault(step, page)
 }
 
 // target is one page target in the model.
@@ -130,7 +157,6 @@ type Browser struct {
 	targets   map[string]*target
 	seq       int64
 	ledger    *ledger.Ledger
-	contexts  map[string]string // context name → browserContextId
 	ctxNames  map[string]string // browserContextId → name (or id when not ours)
 	acts      []actEntry
 	actSeq    int64
@@ -176,7 +202,6 @@ func New(ctx context.Context, endpoint string, opts Options) (*Browser, error) {
 		log:       opts.Logger,
 		events:    newEventQueue(),
 		targets:   map[string]*target{},
-		contexts:  map[string]string{},
 		ctxNames:  map[string]string{},
 		ownCreate: map[string]int{},
 		destroyed: map[string][]chan struct{}{},
@@ -325,16 +350,21 @@ func (b *Browser) connect(ctx context.Context) (*conn, error) {
 	for _, id := range bcs.IDs {
 		live[id] = true
 	}
-	for name, id := range b.contexts {
+	contexts := b.ledger.Contexts()
+	for name, id := range contexts {
 		if !live[id] {
-			delete(b.contexts, name)
+			// Gone with the browser it lived in (a restarted Chromium).
+			delete(contexts, name)
+			if err := b.ledger.DropContext(name); err != nil {
+				b.log.Error(err, "forgetting a browser context that is gone", "name", name)
+			}
 		}
 	}
 	b.ctxNames = map[string]string{}
 	for _, id := range bcs.IDs {
 		b.ctxNames[id] = id
 	}
-	for name, id := range b.contexts {
+	for name, id := range contexts {
 		b.ctxNames[id] = name
 	}
 	// Discovered silently: the consumer re-snapshots on Connected. Ids and windows
@@ -805,14 +835,13 @@ func lockFor(m map[string]*sync.Mutex, mu *sync.Mutex, k string) *sync.Mutex {
 	return l
 }
 
-// ensureContext returns the browserContextId for a pool context name.
+// ensureContext returns the browserContextId for a pool context name. The
+// name → id map is kept in the ledger, so a restarted driver reuses the
+// session's context (and its cookies) rather than creating another.
 func (b *Browser) ensureContext(ctx context.Context, c *conn, name string) (string, error) {
 	b.ctxLock.Lock()
 	defer b.ctxLock.Unlock()
-	b.mu.Lock()
-	id, ok := b.contexts[name]
-	b.mu.Unlock()
-	if ok {
+	if id, ok := b.ledger.Context(name); ok {
 		return id, nil
 	}
 	var r struct {
@@ -821,8 +850,12 @@ func (b *Browser) ensureContext(ctx context.Context, c *conn, name string) (stri
 	if err := call(ctx, c, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": false}, &r); err != nil {
 		return "", fmt.Errorf("create browser context %q: %w", name, err)
 	}
+	if err := b.ledger.SetContext(name, r.ID); err != nil {
+		// Unrecorded, it would outlive the session: end it now.
+		_ = call(ctx, c, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": r.ID}, nil)
+		return "", err
+	}
 	b.mu.Lock()
-	b.contexts[name] = r.ID
 	b.ctxNames[r.ID] = name
 	b.mu.Unlock()
 	b.log.V(1).Info("created browser context", "name", name, "id", r.ID)
@@ -837,19 +870,24 @@ func (b *Browser) DisposeContext(ctx context.Context, name string) error {
 	}
 	b.ctxLock.Lock()
 	defer b.ctxLock.Unlock()
-	b.mu.Lock()
-	id, ok := b.contexts[name]
-	b.mu.Unlock()
+	id, ok := b.ledger.Context(name)
 	if !ok {
 		return nil
 	}
 	if err := call(ctx, c, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": id}, nil); err != nil && !isGone(err) {
 		return err
 	}
-	b.mu.Lock()
-	delete(b.contexts, name)
-	b.mu.Unlock()
-	return nil
+	return b.ledger.DropContext(name)
+}
+
+// PoolContexts returns the names of the pool contexts the driver has recorded.
+func (b *Browser) PoolContexts() []string {
+	var out []string
+	for name := range b.ledger.Contexts() {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Open implements browser.Browser.
@@ -905,11 +943,8 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 		}
 		params["browserContextId"] = id
 	}
-	id, err := b.createTarget(ctx, c, params)
+	id, err := b.createRecorded(ctx, c, req, params)
 	if err != nil {
-		return browser.Page{}, err
-	}
-	if err := b.ledger.Opened(req.Key, id); err != nil {
 		return browser.Page{}, err
 	}
 	b.mu.Lock()
@@ -930,6 +965,119 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 			"page", p.ID, "want", req.WindowID, "got", p.WindowID)
 	}
 	return p, nil
+}
+
+// createRecorded creates the page of an Open and records it under the key,
+// crash-consistently: an intent (the key, the url, and every page id that
+// exists) is written to the ledger before Target.createTarget and replaced by
+// the record when the reply comes. A key that still has an intent (a driver
+// stopped between the create and the record) first resolves it from what the
+// browser shows: exactly one page without an opener, recorded under no key, at
+// the intent's url, in the intent's context, that did not exist when the
+// intent was written, is the page it created and is recorded; none means
+// nothing was created, and the page is created now; several are refused
+// rather than guessed between.
+func (b *Browser) createRecorded(ctx context.Context, c *conn, req browser.OpenRequest, params map[string]any) (string, error) {
+	if in, ok := b.ledger.IntentOf(req.Key); ok {
+		id, err := b.resolveIntent(ctx, c, in)
+		if err != nil {
+			return "", err
+		}
+		if id != "" {
+			b.log.Info("adopted the page an interrupted open created", "key", req.Key, "page", id, "url", in.URL)
+			return id, b.ledger.Opened(req.Key, id)
+		}
+	}
+	if err := b.faultAt(faultBeforeIntent, ""); err != nil {
+		return "", err
+	}
+	infos, err := b.pageInfos(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	existing := make([]string, 0, len(infos))
+	for _, ti := range infos {
+		existing = append(existing, ti.TargetID)
+	}
+	in := ledger.Intent{Key: req.Key, URL: req.URL, NewWindow: req.NewWindow, Context: req.Context, Existing: existing}
+	if err := b.ledger.Intend(in); err != nil {
+		return "", err
+	}
+	if err := b.faultAt(faultAfterIntent, ""); err != nil {
+		return "", err
+	}
+	id, err := b.createTarget(ctx, c, params)
+	if err != nil {
+		// The intent stays: a create whose reply was lost may still have made
+		// the page, and the next Open resolves it.
+		return "", err
+	}
+	if err := b.faultAt(faultAfterCreate, id); err != nil {
+		return "", err
+	}
+	if err := b.ledger.Opened(req.Key, id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// pageInfos returns every page target the browser reports now, in every context.
+func (b *Browser) pageInfos(ctx context.Context, c *conn) ([]targetInfo, error) {
+	var r struct {
+		TargetInfos []targetInfo `json:"targetInfos"`
+	}
+	if err := call(ctx, c, "", "Target.getTargets", nil, &r); err != nil {
+		return nil, err
+	}
+	out := r.TargetInfos[:0]
+	for _, ti := range r.TargetInfos {
+		if isPage(ti) {
+			out = append(out, ti)
+		}
+	}
+	return out, nil
+}
+
+// resolveIntent finds the page an interrupted open created: "" when there is
+// none (create it now), an error when several pages could be it.
+func (b *Browser) resolveIntent(ctx context.Context, c *conn, in ledger.Intent) (string, error) {
+	infos, err := b.pageInfos(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	ctxID, pooled := "", in.Context != ""
+	if pooled {
+		id, ok := b.ledger.Context(in.Context)
+		if !ok {
+			return "", nil // the context is gone, and every page of it
+		}
+		ctxID = id
+	}
+	pool := b.ledger.Contexts()
+	ours := map[string]bool{}
+	for _, id := range pool {
+		ours[id] = true
+	}
+	var found []string
+	for _, ti := range infos {
+		switch {
+		case ti.OpenerID != "",
+			slices.Contains(in.Existing, ti.TargetID),
+			normURL(ti.URL) != normURL(in.URL),
+			b.ledger.Recorded(ti.TargetID),
+			pooled && ti.BrowserContextID != ctxID,
+			!pooled && ours[ti.BrowserContextID]:
+			continue
+		}
+		found = append(found, ti.TargetID)
+	}
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("open %s under %s: an interrupted open may have created any of pages %s (none recorded, all new since): refusing to guess; close the ones that are not this window's and retry", in.URL, in.Key, strings.Join(found, ", "))
 }
 
 func (b *Browser) createTarget(ctx context.Context, c *conn, params map[string]any) (string, error) {

@@ -20,23 +20,43 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser"
 )
 
-// Ledger holds at most one record per page and per key. Safe for concurrent use.
+// Ledger holds at most one record per page and per key, the open intents not yet
+// resolved, and the driver's named browser contexts. Safe for concurrent use.
 type Ledger struct {
-	mu    sync.Mutex
-	path  string
-	pages map[string]browser.Record // page → record
-	keys  map[string]string         // key → page
+	mu       sync.Mutex
+	path     string
+	pages    map[string]browser.Record // page → record
+	keys     map[string]string         // key → page
+	intents  map[string]Intent         // key → intent
+	contexts map[string]string         // context name → driver's context id
+}
+
+// Intent is an open about to be asked of the browser, recorded before the
+// create so that a driver stopped between the create and the record can tell,
+// after a restart, which page it created: one that matches the intent and did
+// not exist when the intent was written.
+type Intent struct {
+	Key       string `json:"key"`
+	URL       string `json:"url"`
+	NewWindow bool   `json:"newWindow,omitempty"`
+	Context   string `json:"context,omitempty"`
+	// Existing is every page id the browser reported just before the intent was
+	// written: none of them can be the page this intent creates.
+	Existing []string `json:"existing"`
 }
 
 type fileFormat struct {
-	Version int              `json:"version"`
-	Records []browser.Record `json:"records"`
+	Version  int               `json:"version"`
+	Records  []browser.Record  `json:"records"`
+	Intents  []Intent          `json:"intents,omitempty"`
+	Contexts map[string]string `json:"contexts,omitempty"`
 }
 
 // New returns a ledger; with a non-empty path it loads the records stored there
 // (a missing file is an empty ledger) and persists every change to it.
 func New(path string) (*Ledger, error) {
-	l := &Ledger{path: path, pages: map[string]browser.Record{}, keys: map[string]string{}}
+	l := &Ledger{path: path, pages: map[string]browser.Record{}, keys: map[string]string{},
+		intents: map[string]Intent{}, contexts: map[string]string{}}
 	if path == "" {
 		return l, nil
 	}
@@ -77,6 +97,16 @@ func New(path string) (*Ledger, error) {
 		l.pages[r.Page] = r
 		l.keys[r.Key] = r.Page
 	}
+	for _, in := range f.Intents {
+		if in.Key != "" {
+			l.intents[in.Key] = in
+		}
+	}
+	for name, id := range f.Contexts {
+		if name != "" && id != "" {
+			l.contexts[name] = id
+		}
+	}
 	return l, nil
 }
 
@@ -85,7 +115,15 @@ func (l *Ledger) saveLocked() error {
 	if l.path == "" {
 		return nil
 	}
-	data, err := json.Marshal(fileFormat{Version: 1, Records: l.recordsLocked()})
+	f := fileFormat{Version: 1, Records: l.recordsLocked()}
+	for _, in := range l.intents {
+		f.Intents = append(f.Intents, in)
+	}
+	slices.SortFunc(f.Intents, func(a, b Intent) int { return strings.Compare(a.Key, b.Key) })
+	if len(l.contexts) > 0 {
+		f.Contexts = l.contexts
+	}
+	data, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
@@ -122,6 +160,8 @@ func (l *Ledger) putLocked(r browser.Record) error {
 	}
 	l.pages[r.Page] = r
 	l.keys[r.Key] = r.Page
+	// A recorded page resolves whatever the key intended.
+	delete(l.intents, r.Key)
 	return l.saveLocked()
 }
 
@@ -263,3 +303,92 @@ func (l *Ledger) MayAct(owner, page string) error {
 
 // Closed drops the record of a page that is gone after key closed it.
 func (l *Ledger) Closed(key, page string) error { return l.Release(key, page) }
+
+// Intend records an open intent for in.Key before the driver asks the browser
+// for the page; it replaces an earlier intent of the key. ErrInUse when the key
+// already has a page.
+func (l *Ledger) Intend(in Intent) error {
+	if in.Key == "" {
+		return errors.New("ledger: an intent needs a key")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p, ok := l.keys[in.Key]; ok {
+		return fmt.Errorf("key %s already has page %s: %w", in.Key, p, browser.ErrInUse)
+	}
+	in.Existing = slices.Clone(in.Existing)
+	slices.Sort(in.Existing)
+	l.intents[in.Key] = in
+	return l.saveLocked()
+}
+
+// IntentOf returns the unresolved open intent of a key.
+func (l *Ledger) IntentOf(key string) (Intent, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	in, ok := l.intents[key]
+	return in, ok
+}
+
+// DropIntent forgets a key's intent (the create failed and created nothing).
+func (l *Ledger) DropIntent(key string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.intents[key]; !ok {
+		return nil
+	}
+	delete(l.intents, key)
+	return l.saveLocked()
+}
+
+// Recorded reports whether any key has a record of page.
+func (l *Ledger) Recorded(page string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.pages[page]
+	return ok
+}
+
+// Context returns the driver's id of a named browser context.
+func (l *Ledger) Context(name string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id, ok := l.contexts[name]
+	return id, ok
+}
+
+// Contexts returns every named browser context (name → id).
+func (l *Ledger) Contexts() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]string, len(l.contexts))
+	for k, v := range l.contexts {
+		out[k] = v
+	}
+	return out
+}
+
+// SetContext records the id of a named browser context.
+func (l *Ledger) SetContext(name, id string) error {
+	if name == "" || id == "" {
+		return fmt.Errorf("ledger: a context needs a name and an id (name %q, id %q)", name, id)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.contexts[name] == id {
+		return nil
+	}
+	l.contexts[name] = id
+	return l.saveLocked()
+}
+
+// DropContext forgets a named browser context (disposed, or gone with its browser).
+func (l *Ledger) DropContext(name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.contexts[name]; !ok {
+		return nil
+	}
+	delete(l.contexts, name)
+	return l.saveLocked()
+}

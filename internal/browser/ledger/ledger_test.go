@@ -498,3 +498,49 @@ func TestWritableByOthersIsRefused(t *testing.T) {
 		t.Fatalf("a world-writable state directory: %v, want a refusal that says chmod go-w", err)
 	}
 }
+
+// TestIntentsAndContextsPersist: an open intent and the named contexts survive
+// a reload; a record resolves its key's intent; an intent is refused for a key
+// that already has a page.
+func TestIntentsAndContextsPersist(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "ledger.json")
+	l := standard(t, path)
+	in := Intent{Key: "k", URL: "https://example.test/", NewWindow: true, Context: "ns/s", Existing: []string{"P2", "P1"}}
+	checkErr(t, "intend", l.Intend(in), nil)
+	checkErr(t, "intend for a key with a page", l.Intend(Intent{Key: "owner", URL: "x"}), browser.ErrInUse)
+	checkErr(t, "intend without a key", l.Intend(Intent{URL: "x"}), errAny)
+	checkErr(t, "set context", l.SetContext("ns/s", "CTX1"), nil)
+	checkErr(t, "set context without id", l.SetContext("ns/t", ""), errAny)
+
+	r, err := New(path)
+	checkErr(t, "reload", err, nil)
+	got, ok := r.IntentOf("k")
+	if !ok || got.URL != in.URL || !got.NewWindow || got.Context != in.Context || !slices.Equal(got.Existing, []string{"P1", "P2"}) {
+		t.Fatalf("intent after reload: %+v %v", got, ok)
+	}
+	if _, ok := r.IntentOf("owner"); ok {
+		t.Error("a refused intent was recorded")
+	}
+	if id, ok := r.Context("ns/s"); !ok || id != "CTX1" {
+		t.Errorf("context after reload: %q %v", id, ok)
+	}
+	if !r.Recorded("P1") || r.Recorded("P9") {
+		t.Error("Recorded")
+	}
+	checkErr(t, "opened", r.Opened("k", "P9"), nil)
+	checkErr(t, "drop context", r.DropContext("ns/s"), nil)
+
+	r2, err := New(path)
+	checkErr(t, "reload", err, nil)
+	if _, ok := r2.IntentOf("k"); ok {
+		t.Error("the intent outlived its record")
+	}
+	if _, ok := r2.Context("ns/s"); ok {
+		t.Error("a dropped context came back")
+	}
+	checkErr(t, "intend again", r2.Intend(Intent{Key: "j", URL: "u"}), nil)
+	checkErr(t, "drop intent", r2.DropIntent("j"), nil)
+	if _, ok := r2.IntentOf("j"); ok {
+		t.Error("a dropped intent stayed")
+	}
+}

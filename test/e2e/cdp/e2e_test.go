@@ -277,7 +277,7 @@ func TestPoolSessionsAreIsolated(t *testing.T) {
 	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns}}}
 	g.Expect(k8s.Create(ctx, profile)).To(Succeed())
 	startController(t)
-	startAgent(t, "pool", chrome.WebSocketURL, true)
+	agt := startAgent(t, "pool", chrome.WebSocketURL, true)
 
 	for _, name := range []string{"alice", "bob"} {
 		g.Expect(k8s.Create(ctx, session(ns, name, "pool"))).To(Succeed())
@@ -297,11 +297,39 @@ func TestPoolSessionsAreIsolated(t *testing.T) {
 		g.Expect(get(t, bob).Status.Title).To(Equal(fixture.CookiesTitle(cookie("user", "bob"))))
 	}).Should(Succeed())
 
+	// Each session's context is recorded in the agent's ledger file.
+	aliceCtx, ok := poolContext(t, "pool", ns+"/alice")
+	g.Expect(ok).To(BeTrue(), "alice's context is recorded")
+	bobCtx, ok := poolContext(t, "pool", ns+"/bob")
+	g.Expect(ok).To(BeTrue(), "bob's context is recorded")
+	g.Expect(aliceCtx).NotTo(Equal(bobCtx))
+	g.Expect(browserContexts(t)).To(And(HaveKey(aliceCtx), HaveKey(bobCtx)))
+
+	// An agent restart mid-session reuses bob's context: his cookie, set
+	// before the restart, is seen by a page opened after it.
+	agt.Stop()
+	agt = startAgent(t, "pool", chrome.WebSocketURL, true)
+	after := openWindow(ns, "bob-after-restart", "bob", site.Path("/cookies?restarted=bob"))
+	g.Expect(k8s.Create(ctx, after)).To(Succeed())
+	waitOpen(t, g, after)
+	g.Eventually(func() string { return get(t, after).Status.Title }).Should(Equal(fixture.CookiesTitle(cookie("user", "bob"))))
+	ctxAfter, _ := poolContext(t, "pool", ns+"/bob")
+	g.Expect(ctxAfter).To(Equal(bobCtx), "the same context after the restart")
+
 	a := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"}}
 	g.Expect(k8s.Delete(ctx, a)).To(Succeed())
 	g.Eventually(func() int { return pagesAt(t, h, site.Path("/cookies?who=alice")) }).Should(BeZero())
 	g.Expect(pagesAt(t, h, site.Path("/cookies?who=bob"))).To(Equal(1))
 	g.Expect(pagesAt(t, h, site.Path("/set-cookie?user=bob"))).To(Equal(1))
+	// Alice's session over, her context is disposed; bob's stays.
+	g.Eventually(func(g Gomega) {
+		g.Expect(browserContexts(t)).NotTo(HaveKey(aliceCtx))
+		_, ok := poolContext(t, "pool", ns+"/alice")
+		g.Expect(ok).To(BeFalse(), "the ledger forgets alice's context")
+	}).Should(Succeed())
+	g.Expect(browserContexts(t)).To(HaveKey(bobCtx))
+	g.Expect(pagesAt(t, h, site.Path("/cookies?who=bob"))).To(Equal(1))
+	g.Expect(pagesAt(t, h, site.Path("/cookies?restarted=bob"))).To(Equal(1))
 	// Bob's cookie is still his: reload-free check through a fresh page of his session.
 	again := openWindow(ns, "bob-again", "bob", site.Path("/cookies?who=bob-again"))
 	g.Expect(k8s.Create(ctx, again)).To(Succeed())

@@ -1,0 +1,143 @@
+package cdp
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/ledger"
+	"github.com/tabwarden/tabwarden/internal/fixture"
+)
+
+var errKilled = errors.New("killed by the test")
+
+// pagesAtURL counts the pages Chromium itself lists at url.
+func pagesAtURL(t *testing.T, url string) []string {
+	t.Helper()
+	var ids []string
+	for id, p := range chromiumPages(t) {
+		if normURL(p.URL) == normURL(url) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// TestOpenIsCrashConsistent stops the driver at each step of an Open (before
+// the intent is written, after it, after the browser created the page and
+// before the record) and opens again under the same key with a fresh driver on
+// the same ledger file: every case ends with exactly one page of the driver's,
+// recorded under the key, and the user's tab at the same url, opened before
+// by a second connection, never claimed.
+func TestOpenIsCrashConsistent(t *testing.T) {
+	for i, step := range []string{faultBeforeIntent, faultAfterIntent, faultAfterCreate} {
+		t.Run(step, func(t *testing.T) {
+			ctx := tctx(t)
+			path := LedgerFile(filepath.Join(t.TempDir(), "state"), "crash")
+			path1 := "/quiet?crash=" + string(rune('a'+i))
+			url := site.Path(path1)
+			hand, hr := newDriver(t, Options{})
+			b0, r0 := newDriver(t, Options{})
+			user := userTab(t, r0, hand, hr, "user", path1, fixture.TitleQuiet)
+			b0.Shutdown()
+
+			created := ""
+			a, _ := newDriver(t, Options{LedgerPath: path, fault: func(s, page string) error {
+				if s == step {
+					created = page
+					return errKilled
+				}
+				return nil
+			}})
+			req := browser.OpenRequest{Key: "win", URL: url, NewWindow: true}
+			if _, err := a.Open(ctx, req); !errors.Is(err, errKilled) {
+				t.Fatalf("open with a kill at %s: %v", step, err)
+			}
+			a.Shutdown()
+			if step == faultAfterCreate {
+				if created == "" {
+					t.Fatal("no page created before the kill")
+				}
+				t.Cleanup(func() { userCloses(t, created) })
+			}
+			l, err := ledger.New(path)
+			noErr(t, "read the ledger", err)
+			_, intent := l.IntentOf("win")
+			if want := step != faultBeforeIntent; intent != want {
+				t.Fatalf("after a kill at %s the ledger has an intent: %v, want %v", step, intent, want)
+			}
+
+			b, _ := newDriver(t, Options{LedgerPath: path})
+			p, err := b.Open(ctx, req)
+			noErr(t, "open again after the restart", err)
+			t.Cleanup(func() { userCloses(t, p.ID) })
+			if created != "" && p.ID != created {
+				t.Errorf("the restarted driver opened %s; the page created before the kill was %s", p.ID, created)
+			}
+			if p.ID == user.ID {
+				t.Fatalf("the user's tab %s was claimed", user.ID)
+			}
+			ids := pagesAtURL(t, url)
+			if len(ids) != 2 || !contains(ids, user.ID) || !contains(ids, p.ID) {
+				t.Errorf("pages at %s: %v, want the user's %s and the driver's %s", url, ids, user.ID, p.ID)
+			}
+			wantRecords(t, b, "after the restart", browser.Record{Key: "win", Page: p.ID, Kind: browser.RecordOpened})
+			// Idempotent from here on.
+			again, err := b.Open(ctx, req)
+			if err != nil || again.ID != p.ID {
+				t.Errorf("third open: %+v %v, want %s", again, err, p.ID)
+			}
+			l, err = ledger.New(path)
+			noErr(t, "read the ledger", err)
+			if _, ok := l.IntentOf("win"); ok {
+				t.Error("the intent outlived its record")
+			}
+		})
+	}
+}
+
+// TestInterruptedOpenNeverGuesses: a kill after the create, then the user
+// opens the same url (no opener) before the restart: two pages could be the
+// one the driver created, and the driver refuses rather than take either.
+func TestInterruptedOpenNeverGuesses(t *testing.T) {
+	ctx := tctx(t)
+	path := LedgerFile(filepath.Join(t.TempDir(), "state"), "crash")
+	url := site.Path("/quiet?crash=ambiguous")
+	created := ""
+	a, _ := newDriver(t, Options{LedgerPath: path, fault: func(s, page string) error {
+		if s == faultAfterCreate {
+			created = page
+			return errKilled
+		}
+		return nil
+	}})
+	req := browser.OpenRequest{Key: "win", URL: url, NewWindow: true}
+	if _, err := a.Open(ctx, req); !errors.Is(err, errKilled) {
+		t.Fatalf("open: %v", err)
+	}
+	a.Shutdown()
+	t.Cleanup(func() { userCloses(t, created) })
+	hand, hr := newDriver(t, Options{})
+	b, r := newDriver(t, Options{LedgerPath: path})
+	user := userTab(t, r, hand, hr, "user", "/quiet?crash=ambiguous", fixture.TitleQuiet)
+
+	_, err := b.Open(ctx, req)
+	if err == nil || !strings.Contains(err.Error(), "refusing to guess") {
+		t.Fatalf("open with two candidates: %v, want a refusal", err)
+	}
+	wantRecords(t, b, "after the refusal")
+	mustBeOpen(t, "after the refusal", created, user.ID)
+	if ids := pagesAtURL(t, url); len(ids) != 2 {
+		t.Errorf("pages at %s: %v, want 2 (nothing opened)", url, ids)
+	}
+	// Once the user's tab is gone, the driver's page is the only candidate.
+	userCloses(t, user.ID)
+	waitGone(t, "user's tab", user.ID)
+	p, err := b.Open(ctx, req)
+	if err != nil || p.ID != created {
+		t.Fatalf("open after the user closed theirs: %+v %v, want %s", p, err, created)
+	}
+	wantRecords(t, b, "adopted", browser.Record{Key: "win", Page: created, Kind: browser.RecordOpened})
+}
