@@ -6,13 +6,29 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # starts its own kube-apiserver or Chromium.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
 
-.PHONY: all build generate manifests verify vet test test-go test-node run bench bench-short bench-deps envtest chromium clean
+.PHONY: image image-chromium image-check all build generate manifests verify vet test test-go test-node run bench bench-short bench-deps envtest chromium clean
 
 all: build
 
 ## build: the tabwarden binary into bin/.
 build:
 	$(GO) build -o bin/tabwarden ./cmd/tabwarden
+
+## image: the tabwarden image (Dockerfile; needs docker): make image IMAGE=<registry>/tabwarden TAG=<tag>
+IMAGE ?= tabwarden
+TAG ?= dev
+CHROMIUM_IMAGE ?= tabwarden-chromium
+image:
+	docker build --build-arg VERSION=$(TAG) -t $(IMAGE):$(TAG) .
+
+## image-chromium: the pool's browser image (hack/chromium-image: Debian's Chromium, non-root).
+image-chromium:
+	docker build -t $(CHROMIUM_IMAGE):$(TAG) hack/chromium-image
+
+## image-check: without docker, the Dockerfiles checked (pinned bases, non-root) and their go build run,
+## and config/default checked and applied to a real kube-apiserver with each role under its ServiceAccount.
+image-check: envtest
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test -count=1 ./test/deploy
 
 ## generate: deepcopy functions for the API types.
 generate:

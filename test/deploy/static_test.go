@@ -1,0 +1,356 @@
+// Package deploy_test proves what ships for a cluster as far as a machine without a
+// container engine or a kubelet allows: the Dockerfiles statically (pinned bases,
+// non-root users) with their go build run for real; the manifests config/default
+// renders (securityContext, probes, resources, flags that must agree); and, on a
+// real kube-apiserver, server-side apply of all of it and each role run under its
+// ServiceAccount's pod-bound token (deploy_test.go).
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/browser/ledger"
+	"github.com/tabwarden/tabwarden/internal/testenv"
+)
+
+// dockerfile is a parsed Dockerfile: its instructions, continuation lines joined.
+type instruction struct{ op, args string }
+
+func parseDockerfile(t *testing.T, path string) []instruction {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []instruction
+	var cur strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if cur.Len() == 0 && (line == "" || strings.HasPrefix(line, "#")) {
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			cur.WriteString(strings.TrimSuffix(line, "\\") + " ")
+			continue
+		}
+		cur.WriteString(line)
+		op, args, _ := strings.Cut(cur.String(), " ")
+		out = append(out, instruction{strings.ToUpper(op), strings.TrimSpace(args)})
+		cur.Reset()
+	}
+	return out
+}
+
+// pinned: a base image named with a tag other than latest, or a digest.
+var pinnedRE = regexp.MustCompile(`^[a-z0-9./-]+(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$`)
+
+func checkBases(t *testing.T, ins []instruction) (final []instruction) {
+	t.Helper()
+	stages := map[string]bool{}
+	for i, in := range ins {
+		if in.op != "FROM" {
+			continue
+		}
+		f := strings.Fields(in.args)
+		img := f[0]
+		if !stages[img] {
+			ok := pinnedRE.MatchString(img) && (strings.Contains(img, "@sha256:") || strings.Contains(img[strings.LastIndex(img, "/")+1:], ":"))
+			if !ok || strings.HasSuffix(img, ":latest") {
+				t.Errorf("FROM %s: pin the base image by a tag other than latest (or a digest)", img)
+			}
+		}
+		if len(f) == 3 && strings.EqualFold(f[1], "AS") {
+			stages[f[2]] = true
+		}
+		final = ins[i+1:]
+	}
+	if final == nil {
+		t.Fatal("no FROM")
+	}
+	return final
+}
+
+// user returns the last USER of a stage, failing when it is missing or root.
+func nonRootUser(t *testing.T, stage []instruction) string {
+	t.Helper()
+	user := ""
+	for _, in := range stage {
+		if in.op == "USER" {
+			user = in.args
+		}
+	}
+	uid, _, _ := strings.Cut(user, ":")
+	n, err := strconv.Atoi(uid)
+	if err != nil || n == 0 {
+		t.Errorf("the runtime stage's USER is %q: want a numeric non-root uid (runAsNonRoot can check only a number)", user)
+	}
+	return uid
+}
+
+// TestDockerfile: the tabwarden image builds the binary with a command that builds
+// here (run for real), on pinned bases, into a runtime stage without a shell as
+// user 65532; the Chromium image runs as a non-root user too.
+func TestDockerfile(t *testing.T) {
+	root := testenv.Root()
+	ins := parseDockerfile(t, filepath.Join(root, "Dockerfile"))
+	final := checkBases(t, ins)
+	if uid := nonRootUser(t, final); uid != "65532" {
+		t.Errorf("the tabwarden image runs as %s, want 65532 (config/manager and config/agent say so)", uid)
+	}
+	var build, entry string
+	copied := false
+	for _, in := range ins {
+		if in.op == "RUN" && strings.Contains(in.args, "go build") {
+			build = in.args
+		}
+	}
+	for _, in := range final {
+		switch in.op {
+		case "RUN":
+			t.Errorf("the runtime stage runs %q: it has no shell; build everything in the builder", in.args)
+		case "ENTRYPOINT":
+			entry = in.args
+		case "COPY":
+			copied = copied || strings.HasSuffix(in.args, " /tabwarden")
+		}
+	}
+	if !copied || entry != `["/tabwarden"]` {
+		t.Errorf("the runtime stage must hold the binary at /tabwarden and run it (ENTRYPOINT %q): the manifests run command /tabwarden", entry)
+	}
+	if !strings.Contains(build, "CGO_ENABLED=0 go build -trimpath") || !strings.HasSuffix(build, " ./cmd/tabwarden") {
+		t.Fatalf("the builder's go build is %q: want CGO_ENABLED=0 go build -trimpath … ./cmd/tabwarden (a static binary for a base without libc)", build)
+	}
+
+	// What the build reads is in the build context.
+	ignored, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", "./cmd/tabwarden")
+	list.Dir = root
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue // a module dependency
+		}
+		top := strings.Split(rel, string(filepath.Separator))[0]
+		for _, line := range strings.Split(string(ignored), "\n") {
+			if strings.TrimSpace(line) == top {
+				t.Errorf(".dockerignore leaves out %s, which ./cmd/tabwarden builds from (%s)", top, rel)
+			}
+		}
+	}
+
+	// The exact build command, here (into a temporary directory instead of /out).
+	bin := filepath.Join(t.TempDir(), "tabwarden")
+	cmd := exec.Command("bash", "-c", strings.ReplaceAll(build, "/out/tabwarden", bin))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "VERSION=v0.0.0-imagecheck")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the Dockerfile's build, %q, fails here: %v\n%s", build, err, out)
+	}
+	got, err := exec.Command(bin, "version").Output()
+	if err != nil || !strings.HasPrefix(string(got), "tabwarden v0.0.0-imagecheck") {
+		t.Errorf("the built binary's version: %q, %v", got, err)
+	}
+
+	chromium := parseDockerfile(t, filepath.Join(root, "hack", "chromium-image", "Dockerfile"))
+	final = checkBases(t, chromium)
+	nonRootUser(t, final)
+}
+
+// render is `kubectl kustomize config/default`, decoded.
+func render(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := exec.Command("kubectl", "kustomize", filepath.Join(testenv.Root(), "config", "default")).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("kubectl kustomize config/default: %v\n%s", err, stderr)
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func convert[T any](t *testing.T, u *unstructured.Unstructured, into *T) *T {
+	t.Helper()
+	if u == nil {
+		t.Fatal("missing from config/default")
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return into
+}
+
+// flagValue is the value of --name=value in args ("" when absent).
+func flagValue(args []string, name string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func container(t *testing.T, spec *corev1.PodSpec, name string) *corev1.Container {
+	t.Helper()
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return &spec.Containers[i]
+		}
+	}
+	t.Fatalf("no container %s", name)
+	return nil
+}
+
+// controllerPod and agentPod are the pod templates config/default ships.
+func workloads(t *testing.T, objs []*unstructured.Unstructured) (*appsv1.Deployment, *appsv1.StatefulSet) {
+	return convert(t, find(objs, "Deployment", "tabwarden-controller"), &appsv1.Deployment{}),
+		convert(t, find(objs, "StatefulSet", "remote-chrome"), &appsv1.StatefulSet{})
+}
+
+// TestManifests: every container of config/default is locked down (non-root,
+// read-only root, no privilege escalation, no capabilities), has requests and a
+// memory limit, is probed where it serves probes; the flags of the roles agree with
+// each other and with the volumes; the agent's ledger can live where its
+// --state-dir points (an emptyDir is writable by everyone; the ledger refuses that).
+func TestManifests(t *testing.T) {
+	objs := render(t)
+	dep, sts := workloads(t, objs)
+	for _, pod := range []struct {
+		name string
+		spec *corev1.PodSpec
+	}{{"Deployment tabwarden-controller", &dep.Spec.Template.Spec}, {"StatefulSet remote-chrome", &sts.Spec.Template.Spec}} {
+		psc := pod.spec.SecurityContext
+		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil {
+			t.Errorf("%s: the pod's securityContext wants runAsNonRoot: true and a seccompProfile", pod.name)
+		}
+		for _, c := range pod.spec.Containers {
+			where := pod.name + " container " + c.Name
+			sc := c.SecurityContext
+			if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+				sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+				sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+				t.Errorf("%s: want readOnlyRootFilesystem, allowPrivilegeEscalation: false, capabilities drop ALL", where)
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+				t.Errorf("%s: want cpu and memory requests and a memory limit", where)
+			}
+			if addr, ok := flagValue(c.Args, "health-probe-bind-address"); ok {
+				_, port, _ := strings.Cut(addr, ":")
+				if c.LivenessProbe == nil || c.ReadinessProbe == nil {
+					t.Errorf("%s serves probes on %s but has no liveness or readiness probe", where, addr)
+				}
+				for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+					if p == nil || p.HTTPGet == nil {
+						continue
+					}
+					named := false
+					for _, cp := range c.Ports {
+						if cp.Name == p.HTTPGet.Port.String() && strconv.Itoa(int(cp.ContainerPort)) == port {
+							named = true
+						}
+					}
+					if !named {
+						t.Errorf("%s: a probe on port %s, which is not the container port of --health-probe-bind-address %s", where, p.HTTPGet.Port.String(), addr)
+					}
+				}
+			}
+		}
+	}
+
+	ctl := container(t, &dep.Spec.Template.Spec, "controller")
+	agt := container(t, &sts.Spec.Template.Spec, "agent")
+	ns, _ := flagValue(agt.Args, "lease-namespace")
+	if cns, _ := flagValue(ctl.Args, "lease-namespace"); ns == "" || ns != cns {
+		t.Errorf("the agent renews its Lease in %q and the controller watches %q", ns, cns)
+	}
+	if v, _ := flagValue(ctl.Args, "leader-election-namespace"); v != "tabwarden-system" {
+		t.Errorf("--leader-election-namespace=%q: the leader election Role is in tabwarden-system", v)
+	}
+	if v, _ := flagValue(agt.Args, "profile"); v != "$(POD_NAME)" {
+		t.Errorf("the agent's --profile=%q: the admission policies allow it only the profile named after its pod", v)
+	}
+	if len(agt.Env) == 0 || agt.Env[0].Name != "POD_NAME" || agt.Env[0].ValueFrom == nil || agt.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("the agent's POD_NAME must come from metadata.name")
+	}
+
+	// The ledger: --state-dir on a volume of the agent, in a directory the agent
+	// makes its own (an emptyDir is mode 0777, which the ledger refuses).
+	stateDir, _ := flagValue(agt.Args, "state-dir")
+	var mount string
+	for _, m := range agt.VolumeMounts {
+		if stateDir == m.MountPath || strings.HasPrefix(stateDir, m.MountPath+"/") {
+			mount = m.MountPath
+			if m.ReadOnly {
+				t.Errorf("--state-dir %s is on a read-only mount", stateDir)
+			}
+		}
+	}
+	if mount == "" {
+		t.Fatalf("--state-dir %s is on no volume: the root filesystem is read-only", stateDir)
+	}
+	emptyDir := t.TempDir()
+	if err := os.Chmod(emptyDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(emptyDir, strings.TrimPrefix(stateDir, mount))
+	if _, err := ledger.New(cdp.LedgerFile(dir, "remote-chrome-0")); err != nil {
+		t.Errorf("the agent's ledger at --state-dir %s on an emptyDir (mode 0777) at %s: %v", stateDir, mount, err)
+	}
+	// Chromium writes its profile, HOME and temporary files to volumes.
+	chr := container(t, &sts.Spec.Template.Spec, "chromium")
+	mounts := map[string]bool{}
+	for _, m := range chr.VolumeMounts {
+		mounts[m.MountPath] = !m.ReadOnly
+	}
+	udd, _ := flagValue(chr.Args, "user-data-dir")
+	if !mounts["/tmp"] || !mounts[filepath.Dir(udd)] {
+		t.Errorf("chromium needs writable /tmp and %s (--user-data-dir %s): mounts %v", filepath.Dir(udd), udd, mounts)
+	}
+}
