@@ -331,3 +331,52 @@ func TestIdleTimeout(t *testing.T) {
 	g.Expect(b.HasPage(tabs[1])).To(BeTrue())
 	g.Expect(windowsOf(ns, "sleepy")).To(BeEmpty())
 }
+
+// TestTabPlacementPinnedCondition: the first Tab page pins its window (Placed=True,
+// status.pinnedWindowId); a page the driver could not place there says so
+// (Placed=False, placement_not_pinned, naming both windows and why), and the pin
+// does not move to where that page landed.
+func TestTabPlacementPinnedCondition(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	startController(t)
+	startAgent(t, "pinned", b)
+	s := session(ns, "tabs", "pinned")
+	s.Spec.Placement = twv1.PlacementTab
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+
+	placed := func(w *twv1.BrowserWindow) *metav1.Condition {
+		return apimeta.FindStatusCondition(w.Status.Conditions, twv1.PlacedCondition)
+	}
+	first := openWindow(ns, "first", "tabs", "https://work.example/1")
+	g.Expect(k8s.Create(ctx, first)).To(Succeed())
+	openedTabs(t, g, first)
+	pin := first.Status.WindowID
+	g.Expect(pin).NotTo(BeEmpty())
+	g.Expect(first.Status.PinnedWindowID).To(Equal(pin))
+	g.Expect(placed(first)).NotTo(BeNil())
+	g.Expect(placed(first).Status).To(Equal(metav1.ConditionTrue))
+
+	other, _ := b.UserOpenWindow("https://user.example/new")
+	b.MisplaceTabs(other)
+	second := openWindow(ns, "second", "tabs", "https://work.example/2")
+	g.Expect(k8s.Create(ctx, second)).To(Succeed())
+	openedTabs(t, g, second)
+	g.Expect(second.Status.WindowID).To(Equal(other))
+	g.Expect(second.Status.PinnedWindowID).To(Equal(pin))
+	c := placed(second)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Reason).To(Equal(twv1.ReasonPlacementNotPinned))
+	g.Expect(c.Message).To(And(ContainSubstring(pin), ContainSubstring(other), ContainSubstring("cannot place")))
+
+	b.MisplaceTabs("")
+	third := openWindow(ns, "third", "tabs", "https://work.example/3")
+	g.Expect(k8s.Create(ctx, third)).To(Succeed())
+	openedTabs(t, g, third)
+	g.Expect(third.Status.WindowID).To(Equal(pin), "the pin never follows where a page landed")
+	g.Expect(placed(third).Status).To(Equal(metav1.ConditionTrue))
+}

@@ -150,6 +150,12 @@ type BrowserWindowStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	WindowID string `json:"windowId,omitempty"`
+	// pinnedWindowId is the window a Tab placement page was asked to open in: the
+	// session's pinned window, recorded once when the page opened. It differs from
+	// windowId when the page could not be placed there (condition Placed=False).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PinnedWindowID string `json:"pinnedWindowId,omitempty"`
 	// ownsWindow is true when the browser window was created for this page (a new
 	// window or a spawned popup), so closing the page may close the window.
 	// +optional
@@ -171,7 +177,7 @@ type BrowserWindowStatus struct {
 	// closedTime is when the page closed.
 	// +optional
 	ClosedTime *metav1.Time `json:"closedTime,omitempty"`
-	// conditions: Registered, Opened (or Bound) and Ready.
+	// conditions: Registered, Opened (or Bound), Placed (Tab placement) and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

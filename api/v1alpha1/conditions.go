@@ -40,6 +40,10 @@ const (
 	OpenedCondition = "Opened"
 	// BoundCondition says whether a Bind window still has its user tab.
 	BoundCondition = "Bound"
+	// PlacedCondition says whether a Tab placement page opened in its session's
+	// pinned window: True when it did, False (reason placement_not_pinned) with the
+	// requested window, the actual one and why when it landed elsewhere.
+	PlacedCondition = "Placed"
 	// ConnectedCondition says whether a profile's agent reaches its browser.
 	ConnectedCondition = "Connected"
 )
@@ -64,6 +68,13 @@ const (
 	// spawned from a page of the window's session (a forged or mistaken object);
 	// the page is never touched.
 	ReasonSpawnNotObserved = "spawn_not_observed"
+	// ReasonPlacementNotPinned: a Tab placement page opened outside the session's
+	// pinned window (the message names both windows and why, e.g. the CDP driver
+	// owns no page of the session in the pinned window to open the tab from, and
+	// CDP cannot name a new tab's window).
+	ReasonPlacementNotPinned = "placement_not_pinned"
+	// ReasonPinned: a Tab placement page opened in the session's pinned window.
+	ReasonPinned = "Pinned"
 	// ReasonTabInUse: a Bind window names a tab that another window already owns
 	// or binds; a tab is bound by at most one window.
 	ReasonTabInUse = "tab_in_use"

@@ -147,6 +147,7 @@ func (r *WindowReconciler) reconcileProvenance(ctx context.Context, s *twv1.Brow
 			r.agent.recorder.Eventf(w, nil, corev1.EventTypeWarning, twv1.ReasonSpawnNotObserved, "Verify",
 				"status.tabId %s is not a page tabwarden opened for this window; it is ignored and never touched", w.Status.TabID)
 			w.Status.TabID, w.Status.WindowID, w.Status.URL, w.Status.Title, w.Status.OpenedTime = "", "", "", "", nil
+			w.Status.PinnedWindowID = ""
 			w.Status.Phase = twv1.WindowPending
 		}
 	case twv1.SourceSpawned:
@@ -254,6 +255,11 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	req := browser.OpenRequest{Key: string(w.UID), URL: w.Spec.URL, NewWindow: placement != twv1.PlacementTab}
 	if !req.NewWindow {
 		req.WindowID = pinnedWindow(s, siblings)
+		for i := range siblings {
+			if siblings[i].UID != w.UID {
+				req.Anchors = append(req.Anchors, string(siblings[i].UID))
+			}
+		}
 	}
 	if a.poolProfile() {
 		req.Context = s.Namespace + "/" + s.Name
@@ -276,6 +282,9 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	w.Status.TabID, w.Status.WindowID, w.Status.OwnsWindow = page.ID, page.WindowID, req.NewWindow
 	w.Status.OpenedTime = &now
 	w.Status.Phase = twv1.WindowOpen
+	if !req.NewWindow {
+		setPlaced(w, req.WindowID, page)
+	}
 	// No Event: the status records the open, and an Event per page doubles the
 	// API writes of the common path. Events are kept for refusals, adoptions and cleanup.
 	ctrl.LoggerFrom(ctx).Info("Opened page", "page", page.ID, "url", w.Spec.URL, "newWindow", req.NewWindow)

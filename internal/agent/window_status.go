@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
 )
 
 func setWindowCondition(w *twv1.BrowserWindow, typ string, status metav1.ConditionStatus, reason, msg string) {
@@ -67,19 +68,67 @@ func heldMessage(s *twv1.BrowserSession, unacked []string) string {
 		s.Name, len(unacked), strings.Join(unacked, ", "), strings.Join(cmds, "; "))
 }
 
-// pinnedWindow is the browser window Tab placement opens into: the session's
-// pinned window, else the window of a page the session already opened as a tab.
+// pinnedWindow is the browser window Tab placement opens into, never the one
+// that has focus now: spec.pinnedWindowId, else the window the session's first
+// Tab page pinned (status.pinnedWindowId, recorded once when each Tab page
+// opened: the window it was asked for, or for the first page the one it landed
+// in; it outlives the page). Empty before the first Tab page.
 func pinnedWindow(s *twv1.BrowserSession, siblings []twv1.BrowserWindow) string {
 	if s.Spec.PinnedWindowID != "" {
 		return s.Spec.PinnedWindowID
 	}
+	var first *twv1.BrowserWindow
+	pin := ""
 	for i := range siblings {
 		w := &siblings[i]
-		if w.Spec.Source == twv1.SourceOpen && !w.Status.OwnsWindow && w.Status.WindowID != "" {
-			return w.Status.WindowID
+		if w.Spec.Source != twv1.SourceOpen || w.Status.OwnsWindow {
+			continue
+		}
+		p := w.Status.PinnedWindowID
+		if p == "" {
+			p = w.Status.WindowID
+		}
+		if p == "" {
+			continue
+		}
+		if first == nil || earlier(w, first) {
+			first, pin = w, p
 		}
 	}
-	return ""
+	return pin
+}
+
+// earlier orders windows by creation, then name.
+func earlier(a, b *twv1.BrowserWindow) bool {
+	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	return a.Name < b.Name
+}
+
+// setPlaced records where a Tab placement page was asked to open and whether it
+// did: Placed=True, or False (placement_not_pinned) naming both windows and why.
+func setPlaced(w *twv1.BrowserWindow, requested string, page browser.Page) {
+	if requested == "" {
+		// The first Tab page pins the window it opened in.
+		w.Status.PinnedWindowID = page.WindowID
+		setWindowCondition(w, twv1.PlacedCondition, metav1.ConditionTrue, twv1.ReasonPinned,
+			fmt.Sprintf("First tab of the session: pins window %s; the session's later tabs open there", page.WindowID))
+		return
+	}
+	w.Status.PinnedWindowID = requested
+	if page.WindowID == requested {
+		setWindowCondition(w, twv1.PlacedCondition, metav1.ConditionTrue, twv1.ReasonPinned,
+			fmt.Sprintf("Opened in the session's pinned window %s", requested))
+		return
+	}
+	why := page.Misplaced
+	if why == "" {
+		why = "the driver placed it there"
+	}
+	setWindowCondition(w, twv1.PlacedCondition, metav1.ConditionFalse, twv1.ReasonPlacementNotPinned,
+		fmt.Sprintf("Asked for the session's pinned window %s, opened in window %s instead: %s", requested, page.WindowID, why))
 }
 
 func setConds(conds *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {

@@ -40,6 +40,10 @@ type Page struct {
 	Popup bool
 	// Context is the browser context (CDP) the page lives in; empty for the default.
 	Context string
+	// Misplaced is set by Open only, when a background tab asked for in
+	// OpenRequest.WindowID landed in another window: why the driver could not
+	// place it there.
+	Misplaced string
 	// Attributed names the key of an operation that was running when the page
 	// appeared without an opener; the agent adopts it into that operation's session.
 	Attributed string
@@ -142,6 +146,10 @@ type OpenRequest struct {
 	// (or, when WindowID is empty, in the browser's current normal window).
 	NewWindow bool
 	WindowID  string
+	// Anchors are keys (the session's other windows) whose owned pages (opened or
+	// spawned, never bound) the driver may use to open the tab in WindowID when the
+	// browser cannot name a new tab's window (CDP); drivers that can ignore them.
+	Anchors []string
 	// Context isolates the page in a browser context of that name (pool members).
 	Context string
 }

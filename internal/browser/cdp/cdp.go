@@ -23,9 +23,11 @@
 //     opener's window and is not a popup.
 //   - Open never focuses: Target.createTarget{background:true}. CDP cannot name
 //     the window of a new tab; Chrome puts a background tab in the last active
-//     normal window of the browser context. When OpenRequest.WindowID names
-//     another window, the page is still opened and the returned Page carries the
-//     real WindowID (compare it).
+//     normal window of the browser context. When OpenRequest.WindowID names a
+//     window, the tab is opened from a page of OpenRequest.Anchors that the
+//     driver owns in that window (place.go); when there is none, the page is
+//     still opened by createTarget and the returned Page carries the real
+//     WindowID and, when it differs, Misplaced says why.
 //   - Close waits for Target.targetDestroyed. Closing the last page of a window
 //     the caller does not own first opens an about:blank tab in that same window:
 //     the driver middle-clicks an injected about:blank link in the page being
@@ -167,6 +169,7 @@ type Browser struct {
 	keyLocks  map[string]*sync.Mutex
 	ctxLock   sync.Mutex // serializes context creation
 	phLock    sync.Mutex // serializes placeholder creation
+	misplaced sync.Map   // key → why its tab is outside the window asked for (place.go)
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -907,7 +910,8 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 		if t, ok := b.targets[id]; ok {
 			p := b.pageLocked(t)
 			b.mu.Unlock()
-			return b.withWindow(ctx, c, p)
+			p, err := b.withWindow(ctx, c, p)
+			return b.noteMisplaced(req, p, ""), err
 		}
 		b.mu.Unlock()
 		// The page the key opened is gone: the record has served.
@@ -943,9 +947,18 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 		}
 		params["browserContextId"] = id
 	}
-	id, err := b.createRecorded(ctx, c, req, params)
-	if err != nil {
-		return browser.Page{}, err
+	// Window choice (place.go): a tab for a named window opens from a page the
+	// session owns there; createTarget (crash-consistent) otherwise.
+	var id, misplaced string
+	if req.WindowID != "" && !req.NewWindow {
+		if id, misplaced, err = b.openInWindow(ctx, c, req); err != nil {
+			return browser.Page{}, err
+		}
+	}
+	if id == "" {
+		if id, err = b.createRecorded(ctx, c, req, params); err != nil {
+			return browser.Page{}, err
+		}
 	}
 	b.mu.Lock()
 	t, ok := b.targets[id]
@@ -960,11 +973,7 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 	if err != nil {
 		return p, err
 	}
-	if req.WindowID != "" && !req.NewWindow && p.WindowID != req.WindowID {
-		b.log.Info("background tab opened outside the requested window (CDP cannot choose a tab's window)",
-			"page", p.ID, "want", req.WindowID, "got", p.WindowID)
-	}
-	return p, nil
+	return b.noteMisplaced(req, p, misplaced), nil
 }
 
 // createRecorded creates the page of an Open and records it under the key,

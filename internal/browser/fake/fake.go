@@ -44,6 +44,10 @@ type Browser struct {
 	// ledger lives in the browser, like the extension's records in
 	// chrome.storage.session: it survives the agent's restarts.
 	ledger *ledger.Ledger
+	// misplaceTo, when set, is where background tabs for another named window
+	// land, like a CDP browser whose session owns no page there.
+	misplaceTo   string
+	misplacedWhy map[string]string // key → Page.Misplaced of its tab
 }
 
 var _ browser.Browser = (*Browser)(nil)
@@ -154,7 +158,9 @@ func (b *Browser) Open(_ context.Context, req browser.OpenRequest) (browser.Page
 	}
 	if id, ok := b.ledger.PageOf(req.Key); ok {
 		if t, ok := b.tabs[id]; ok {
-			return b.page(t), nil
+			p := b.page(t)
+			p.Misplaced = b.misplacedWhy[req.Key]
+			return p, nil
 		}
 	}
 	var t *tab
@@ -178,12 +184,38 @@ func (b *Browser) Open(_ context.Context, req browser.OpenRequest) (browser.Page
 			t = b.newWindowLocked(req.URL, "", false)
 			break
 		}
+		misplaced := ""
+		if m := b.misplaceTo; m != "" && req.WindowID != "" && m != req.WindowID {
+			if _, ok := b.windows[m]; ok {
+				wid, misplaced = m, "the fake browser cannot place tabs in a named window"
+			}
+		}
 		t = b.newTabLocked(wid, req.URL, "")
+		if err := b.ledger.Opened(req.Key, t.id); err != nil {
+			return browser.Page{}, err
+		}
+		p := b.page(t)
+		if misplaced != "" {
+			if b.misplacedWhy == nil {
+				b.misplacedWhy = map[string]string{}
+			}
+			b.misplacedWhy[req.Key] = misplaced
+		}
+		p.Misplaced = misplaced
+		return p, nil
 	}
 	if err := b.ledger.Opened(req.Key, t.id); err != nil {
 		return browser.Page{}, err
 	}
 	return b.page(t), nil
+}
+
+// MisplaceTabs makes background tabs asked for in another window land in window
+// w instead (Open says why in Page.Misplaced); "" places them exactly again.
+func (b *Browser) MisplaceTabs(w string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.misplaceTo = w
 }
 
 // Close implements browser.Browser, with the last-tab rule.

@@ -15,6 +15,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/fixture"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
@@ -359,6 +360,116 @@ func TestTabPlacement(t *testing.T) {
 	waitOpen(t, g, second)
 	g.Expect(second.Status.WindowID).To(Equal(first.Status.WindowID), "pinned to the window of the first tab")
 	g.Expect(pages(t, h)).To(HaveKey(second.Status.TabID))
+}
+
+// landsIn returns the window a background tab lands in when nothing names one:
+// Chromium's last active window (the probe tab is closed again).
+func landsIn(t *testing.T, h *cdp.Browser) string {
+	t.Helper()
+	ctx := context.Background()
+	key := fmt.Sprintf("probe-%d", time.Now().UnixNano())
+	p, err := h.Open(ctx, browser.OpenRequest{Key: key, URL: "about:blank#probe"})
+	if err != nil {
+		t.Fatalf("probe tab: %v", err)
+	}
+	if err := h.Close(ctx, browser.CloseRequest{Key: key, ID: p.ID}); err != nil {
+		t.Fatalf("closing the probe tab: %v", err)
+	}
+	return p.WindowID
+}
+
+// TestTabPlacementNeverFollowsFocus: the session's first Tab page pins the
+// user's window W; the user then opens a new window, which Chromium makes the
+// last active one (where createTarget would put a tab); the session's next Tab
+// pages still land in W, opened from the session's own page there, and the
+// user's pages are untouched. A session that owns no page in its pinned window
+// falls back and says so: Placed=False, placement_not_pinned, both windows and why.
+func TestTabPlacementNeverFollowsFocus(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	h := hand(t)
+	ns := newNamespace(t)
+	startController(t)
+	startAgent(t, "focus", chrome.WebSocketURL, false)
+	placed := func(w *twv1.BrowserWindow) metav1.Condition {
+		c := apimeta.FindStatusCondition(w.Status.Conditions, twv1.PlacedCondition)
+		g.Expect(c).NotTo(BeNil(), "window %s has a Placed condition", w.Name)
+		return *c
+	}
+
+	userW := userNewWindow(t, site.Path("/landing?user=w"))
+	W := userW.WindowID
+	g.Expect(landsIn(t, h)).To(Equal(W), "a new window is the last active one")
+	s := session(ns, "focus", "focus")
+	s.Spec.Placement = twv1.PlacementTab
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	first := openWindow(ns, "first", "focus", site.Path("/landing?tab=1"))
+	g.Expect(k8s.Create(ctx, first)).To(Succeed())
+	waitOpen(t, g, first)
+	g.Expect(first.Status.WindowID).To(Equal(W), "the first tab opens in the user's window and pins it")
+	g.Expect(first.Status.PinnedWindowID).To(Equal(W))
+	g.Expect(placed(first).Status).To(Equal(metav1.ConditionTrue))
+
+	// The user opens a new window: Chromium's last active window now.
+	userX := userNewWindow(t, site.Path("/landing?user=x"))
+	X := userX.WindowID
+	g.Expect(X).NotTo(Equal(W))
+	g.Expect(landsIn(t, h)).To(Equal(X), "createTarget would now put a tab in the user's new window")
+
+	for i, name := range []string{"second", "third"} {
+		w := openWindow(ns, name, "focus", site.Path(fmt.Sprintf("/landing?tab=%d", i+2)))
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		id := waitOpen(t, g, w)
+		g.Expect(w.Status.WindowID).To(Equal(W), "%s: in the pinned window, not the newest one", name)
+		g.Expect(w.Status.PinnedWindowID).To(Equal(W))
+		g.Expect(placed(w).Status).To(Equal(metav1.ConditionTrue))
+		g.Eventually(func(g Gomega) {
+			p, ok := pages(t, h)[id]
+			g.Expect(ok).To(BeTrue())
+			g.Expect(p.WindowID).To(Equal(W))
+			g.Expect(p.OpenerID).To(BeEmpty())
+			g.Expect(p.URL).To(Equal(site.Path(fmt.Sprintf("/landing?tab=%d", i+2))))
+		}).Should(Succeed())
+		// Nothing is focused: the new page is a background tab, and each user
+		// window keeps its active tab.
+		g.Expect(visibility(t, id)).To(Equal("hidden"), "%s is a background tab", name)
+		g.Expect(visibility(t, userW.ID)).To(Equal("visible"), "the pinned window keeps the user's active tab")
+		g.Expect(visibility(t, userX.ID)).To(Equal("visible"), "the user's newest window keeps its active tab")
+	}
+	// The user's pages are untouched, and the new window holds only the user's page.
+	now := pages(t, h)
+	for _, u := range []browser.Page{userW, userX} {
+		g.Expect(now).To(HaveKey(u.ID))
+		g.Expect(now[u.ID].URL).To(Equal(u.URL))
+		g.Expect(now[u.ID].WindowID).To(Equal(u.WindowID))
+	}
+	inX := 0
+	for _, p := range now {
+		if p.WindowID == X {
+			inX++
+		}
+	}
+	g.Expect(inX).To(Equal(1), "nothing of the session's in the user's new window")
+
+	// Fallback: a session pinned to W that owns no page there.
+	userY := userNewWindow(t, site.Path("/landing?user=y"))
+	Y := userY.WindowID
+	g.Expect(landsIn(t, h)).To(Equal(Y))
+	s2 := session(ns, "nopage", "focus")
+	s2.Spec.Placement = twv1.PlacementTab
+	s2.Spec.PinnedWindowID = W
+	g.Expect(k8s.Create(ctx, s2)).To(Succeed())
+	lost := openWindow(ns, "lost", "nopage", site.Path("/landing?tab=lost"))
+	g.Expect(k8s.Create(ctx, lost)).To(Succeed())
+	waitOpen(t, g, lost)
+	g.Expect(lost.Status.WindowID).To(Equal(Y))
+	g.Expect(lost.Status.PinnedWindowID).To(Equal(W))
+	c := placed(lost)
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Reason).To(Equal(twv1.ReasonPlacementNotPinned))
+	g.Expect(c.Message).To(And(ContainSubstring(W), ContainSubstring(Y), ContainSubstring("owns no page in window "+W)))
+	g.Expect(pages(t, h)).To(HaveKey(userW.ID))
 }
 
 // TestForgedObjectsNeverCloseUserTabs: on real Chromium, a Spawned window that
