@@ -1228,15 +1228,6 @@ func (b *Browser) closeTarget(ctx context.Context, c *conn, id string) error {
 	}
 }
 
-const placeholderJS = `(() => {
-  const a = document.createElement('a');
-  a.href = 'about:blank';
-  a.textContent = ' ';
-  a.setAttribute('style', 'all:initial !important; position:fixed !important; left:0 !important; top:0 !important; width:24px !important; height:24px !important; display:block !important; z-index:2147483647 !important; pointer-events:auto !important; opacity:0 !important; cursor:default !important');
-  (document.body || document.documentElement).appendChild(a);
-  return true;
-})()`
-
 // placeholder opens an about:blank tab in window w, next to page id which is
 // about to close, and verifies where it landed.
 func (b *Browser) placeholder(ctx context.Context, c *conn, id, w, ctxID string) error {
@@ -1245,7 +1236,7 @@ func (b *Browser) placeholder(ctx context.Context, c *conn, id, w, ctxID string)
 
 	// 1. A middle click on an about:blank link inside the page: Chrome opens a
 	// background tab in the page's own window, without an opener.
-	pid, err := b.placeholderByClick(ctx, c, id)
+	pid, err := b.openFrom(ctx, c, id)
 	if err == nil {
 		pw, werr := windowFor(ctx, c, pid)
 		if werr == nil && pw == w {
@@ -1283,48 +1274,6 @@ func (b *Browser) isNonDefault(ctxID string) bool {
 	defer b.mu.Unlock()
 	_, ok := b.ctxNames[ctxID]
 	return ok
-}
-
-func (b *Browser) placeholderByClick(ctx context.Context, c *conn, id string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	sess, detach, err := attach(ctx, c, id)
-	if err != nil {
-		return "", err
-	}
-	defer detach()
-	var r struct {
-		Result struct {
-			Value bool `json:"value"`
-		} `json:"result"`
-		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
-	}
-	if err := call(ctx, c, sess, "Runtime.evaluate", map[string]any{"expression": placeholderJS, "returnByValue": true}, &r); err != nil {
-		return "", err
-	}
-	if !r.Result.Value {
-		return "", fmt.Errorf("cannot inject the placeholder link: %s", r.ExceptionDetails)
-	}
-	ch := make(chan string, 1)
-	b.mu.Lock()
-	b.phWaiters = append(b.phWaiters, ch)
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.phWaiters = slices.DeleteFunc(b.phWaiters, func(x chan string) bool { return x == ch })
-		b.mu.Unlock()
-	}()
-	if err := click(ctx, c, sess, 12, 12, "middle"); err != nil {
-		return "", err
-	}
-	select {
-	case pid := <-ch:
-		return pid, nil
-	case <-ctx.Done():
-		return "", fmt.Errorf("no tab appeared after the placeholder click: %w", ctx.Err())
-	case <-c.closed:
-		return "", browser.ErrNotConnected
-	}
 }
 
 // attach opens a flattened session on a page; detach ends it.

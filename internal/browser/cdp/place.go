@@ -29,8 +29,9 @@ import (
 // back to createTarget and says why in Page.Misplaced when the page lands
 // outside W.
 
-// anchorLinkJS appends the about:blank link to middle-click (as placeholderJS,
-// marked so that it is removed again); removeAnchorLinkJS removes it.
+// anchorLinkJS appends the about:blank link to middle-click (for a tab in the
+// pinned window, or the last-tab placeholder), marked so that it is removed
+// again; removeAnchorLinkJS removes it.
 const anchorLinkJS = `(() => {
   const a = document.createElement('a');
   a.href = 'about:blank';
