@@ -57,6 +57,13 @@ type BrowserProfileSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? (has(e.values) && size(e.values) > 0) : (e.operator in ['Exists', 'DoesNotExist'] && (!has(e.values) || size(e.values) == 0)))",message="spec.namespaceSelector.matchExpressions: operator In or NotIn takes a non-empty values list, Exists or DoesNotExist takes none, for example matchExpressions: [{key: team, operator: In, values: [a, b]}]; namespaceSelector: {} admits every namespace"
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// hostIdleTimeout is how long the browser's host lets a connection sit idle
+	// before it ends it (remote Chrome pools often do). A session driven here for
+	// more than 10 minutes without spec.keepalive gets the no_keepalive warning.
+	// Unset: the host does not idle-time-out.
+	// +optional
+	HostIdleTimeout *metav1.Duration `json:"hostIdleTimeout,omitempty"`
 }
 
 // Admits reports whether the profile lets sessions in namespace ns, whose labels

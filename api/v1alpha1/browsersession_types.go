@@ -90,6 +90,18 @@ type BrowserSessionSpec struct {
 	// times have one-second resolution.
 	// +optional
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+
+	// keepalive keeps the browser's connection busy while the session is active,
+	// on hosts that end idle connections (BrowserProfile spec.hostIdleTimeout).
+	// +optional
+	Keepalive *KeepalivePolicy `json:"keepalive,omitempty"`
+}
+
+// KeepalivePolicy says how the agent keeps a session's browser connection alive.
+type KeepalivePolicy struct {
+	// interval between keepalive pings of the session's pages; below the host's idle timeout.
+	// +required
+	Interval metav1.Duration `json:"interval"`
 }
 
 // WindowCounts counts a session's windows.

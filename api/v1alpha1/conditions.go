@@ -79,6 +79,35 @@ const (
 	// or binds; a tab is bound by at most one window.
 	ReasonTabInUse = "tab_in_use"
 
+	// ReasonStaleCoordinates: a click by point whose observation is older than the
+	// page's last scroll, navigation or re-render.
+	ReasonStaleCoordinates = "stale_coordinates"
+	// ReasonStaleRef: a ref from an observation of another document, page or
+	// session, or one that no longer names a connected element; never retargeted.
+	ReasonStaleRef = "stale_ref"
+	// ReasonAmbiguousTarget: a click or type by text matching more than one
+	// visible element; the refusal lists the candidates' refs.
+	ReasonAmbiguousTarget = "ambiguous_target"
+	// ReasonTargetNotFound: no visible element matches the target.
+	ReasonTargetNotFound = "target_not_found"
+	// ReasonSessionOwnedByAnotherThread: an action from a thread that is not the session's.
+	ReasonSessionOwnedByAnotherThread = "session_owned_by_another_thread"
+	// ReasonFocusViolation: a step that would focus a window or tab, or switch
+	// tabs (browser shortcuts such as Ctrl+T or Ctrl+Tab); ordinary operations
+	// never focus.
+	ReasonFocusViolation = "focus_violation"
+	// ReasonNoKeepalive: a warning, not a refusal: the session has been driven
+	// for more than 10 minutes on a host that ends idle connections, without
+	// spec.keepalive.
+	ReasonNoKeepalive = "no_keepalive"
+	// ReasonWindowNotInSession: an action names a window that is not one of its
+	// session's, or whose page the agent does not hold.
+	ReasonWindowNotInSession = "window_not_in_session"
+	// ReasonPageGone: the window's page closed before or while the action ran.
+	ReasonPageGone = "page_gone"
+	// ReasonStepFailed: the browser could not run the step (timeout, navigation error).
+	ReasonStepFailed = "step_failed"
+
 	// ReasonRegistered: the object is registered.
 	ReasonRegistered = "Registered"
 	// ReasonNoProfile: no connected profile matches the session's selector, or the pinned one is missing.
@@ -149,7 +178,25 @@ const (
 	EventTabDetached    = "TabDetached"
 	EventPageGone       = "PageGone"
 	EventSessionCleaned = "SessionCleaned"
+	// EventActionRefused: a guard refused a BrowserAction (the Event's reason
+	// field is ActionRefused; its message starts with the guard reason).
+	EventActionRefused = "ActionRefused"
 )
+
+// Guards lists every guard reason of DESIGN.md's guard table, in its order. The
+// guard coverage test classifies every step type against each one.
+var Guards = []string{
+	ReasonSessionUnregistered,
+	ReasonUnacknowledgedSpawns,
+	ReasonDirtySession,
+	ReasonStaleCoordinates,
+	ReasonAmbiguousTarget,
+	ReasonProfileMismatch,
+	ReasonNoKeepalive,
+	ReasonWaitingForUser,
+	ReasonSessionOwnedByAnotherThread,
+	ReasonFocusViolation,
+}
 
 // Tenancy: which namespaces may use a profile (spec.namespaces, spec.namespaceSelector).
 const (

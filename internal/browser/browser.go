@@ -191,19 +191,122 @@ type CloseRequest struct {
 	OwnsWindow bool
 }
 
-// ActRequest is one curated step against a page. No evaluation, no passthrough.
+// ActRequest is one curated step against a page. No evaluation, no passthrough:
+// a driver runs only its bundled page functions (observe, locate, scroll, find
+// text) and real input events.
 type ActRequest struct {
 	// Key is the operation's key; pages that appear without an opener while it runs
-	// are attributed to it.
+	// (and for a short while after: a noopener link's page is reported late) are
+	// attributed to it.
 	Key string
 	// Owner is the key the page is recorded under (opened, spawned or bound); the
 	// driver refuses (ErrNotOwned) to act on any other page.
 	Owner string
 	Page  string
-	// Click dispatches a real mouse click on the centre of the first element matching
-	// the CSS selector.
+	// Step is what to do.
+	Step Step
+	// ClickSelector is shorthand for Step{Kind: StepClick, Target: Target{Selector: s}}
+	// (tests and the bench).
 	ClickSelector string
 }
+
+// StepKind is one kind of step.
+type StepKind string
+
+// Step kinds; they mirror the BrowserAction step types.
+const (
+	StepObserve  StepKind = "observe"
+	StepNavigate StepKind = "navigate"
+	StepClick    StepKind = "click"
+	StepType     StepKind = "type"
+	StepPress    StepKind = "press"
+	StepScroll   StepKind = "scroll"
+	StepWait     StepKind = "wait"
+)
+
+// Step is one curated step.
+type Step struct {
+	Kind StepKind
+	// URL to load (navigate).
+	URL string
+	// Target is what click and type aim at; zero for type means the focused element.
+	Target Target
+	// Text to type (type) or to wait for (wait).
+	Text string
+	// Key to press (press): a key name (Enter, Tab, Escape, Backspace, Delete,
+	// ArrowUp/Down/Left/Right, Home, End, PageUp, PageDown, Space) or one
+	// character, optionally with modifiers: "Shift+Tab", "Control+a".
+	Key string
+	// DeltaX and DeltaY scroll by CSS pixels (scroll).
+	DeltaX, DeltaY int
+	// Timeout bounds a wait for text; a wait without text sleeps this long.
+	Timeout time.Duration
+	// MaxElements bounds an observation's element list (default 200).
+	MaxElements int
+}
+
+// Target is an element or a point on the page, as an earlier observation saw it.
+type Target struct {
+	// Ref is an element id from an observation (e.g. "e12"), valid only in
+	// Document; the driver refuses (ReasonStaleRef) a ref from another document
+	// or one whose element is gone, and never picks another element.
+	Ref string
+	// Document is the observation's document id (PageObservation.Document). A ref
+	// or point from another document is stale.
+	Document string
+	// Text picks the visible element whose text or accessible name is Text
+	// (exactly, after trimming and collapsing white space; else the only one that
+	// contains it): more than one is ReasonAmbiguousTarget, none ReasonTargetNotFound.
+	Text string
+	// Selector picks the single visible element matching a CSS selector (tests).
+	Selector string
+	// Point, with X and Y in viewport CSS pixels, clicks there; Epoch is the
+	// observation's render epoch: once the page scrolled, navigated or re-rendered
+	// since, the point is refused (ReasonStaleCoordinates).
+	Point bool
+	X, Y  float64
+	Epoch int64
+}
+
+// Element is one visible interactive element of an observation.
+type Element struct {
+	// ID names the element within its document (e.g. "e12"), stable for as long as
+	// the document lives.
+	ID   string
+	Role string
+	Name string
+	X, Y, Width, Height int
+}
+
+// PageObservation is what an observe step saw.
+type PageObservation struct {
+	// Document identifies the page's current document: a navigation, a reload or
+	// a new driver connection makes a new one, and refs of the old one are stale.
+	Document string
+	// Epoch counts the document's scrolls, resizes and re-renders (DOM changes).
+	Epoch            int64
+	URL, Title       string
+	ScrollX, ScrollY int
+	Elements         []Element
+	Truncated        bool
+}
+
+// ActResult is what a step returns.
+type ActResult struct {
+	// Observation is set by observe.
+	Observation *PageObservation
+}
+
+// ActError is a step the driver refused because of the page's state: Reason is
+// a guard reason of the API (stale_ref, stale_coordinates, ambiguous_target,
+// target_not_found); Candidates lists the matches of an ambiguous target.
+type ActError struct {
+	Reason     string
+	Message    string
+	Candidates []Element
+}
+
+func (e *ActError) Error() string { return e.Reason + ": " + e.Message }
 
 // Browser is one browser profile as the agent sees it.
 type Browser interface {
@@ -227,8 +330,10 @@ type Browser interface {
 	// Release drops req.Key's record of the page and leaves the page open.
 	// Idempotent; a page recorded under another key is left alone.
 	Release(ctx context.Context, req ReleaseRequest) error
-	// Act runs one curated step.
-	Act(ctx context.Context, req ActRequest) error
+	// Act runs one curated step on a page recorded under req.Owner (ErrNotOwned
+	// otherwise). It never focuses a window or tab. A step refused because of the
+	// page's state returns an *ActError.
+	Act(ctx context.Context, req ActRequest) (ActResult, error)
 	// Events streams what the browser reports until ctx ends. One consumer.
 	Events() <-chan Event
 	// Connected reports whether the driver reaches the browser now.

@@ -1352,7 +1352,12 @@ func (b *Browser) Records() []browser.Record { return b.ledger.Records() }
 // Act implements browser.Browser: a real mouse click on the centre of the first
 // element matching req.ClickSelector. Pages that appear without an opener while
 // it runs are attributed to req.Key (to the latest Act when several run at once).
-func (b *Browser) Act(ctx context.Context, req browser.ActRequest) error {
+func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActResult, error) {
+	return browser.ActResult{}, b.clickSelector(ctx, req)
+}
+
+// clickSelector clicks the first element matching req.ClickSelector.
+func (b *Browser) clickSelector(ctx context.Context, req browser.ActRequest) error {
 	c, err := b.current()
 	if err != nil {
 		return err

@@ -137,7 +137,7 @@ func TestOpenBackgroundTabAndNewWindow(t *testing.T) {
 func act(t *testing.T, b *Browser, key, owner, page, sel string) time.Time {
 	t.Helper()
 	start := time.Now()
-	if err := b.Act(tctx(t), browser.ActRequest{Key: key, Owner: owner, Page: page, ClickSelector: sel}); err != nil {
+	if _, err := b.Act(tctx(t), browser.ActRequest{Key: key, Owner: owner, Page: page, ClickSelector: sel}); err != nil {
 		t.Fatalf("click %s: %v", sel, err)
 	}
 	return start
@@ -542,7 +542,7 @@ func TestDisconnectAndReconnect(t *testing.T) {
 	if err := b.Close(tctx(t), browser.CloseRequest{Key: "quiet", ID: p.ID}); !isNotConnected(err) {
 		t.Errorf("Close while disconnected: %v", err)
 	}
-	if err := b.Act(tctx(t), browser.ActRequest{Key: "act", Owner: "quiet", Page: p.ID, ClickSelector: "#noop"}); !isNotConnected(err) {
+	if _, err := b.Act(tctx(t), browser.ActRequest{Key: "act", Owner: "quiet", Page: p.ID, ClickSelector: "#noop"}); !isNotConnected(err) {
 		t.Errorf("Act while disconnected: %v", err)
 	}
 	time.Sleep(300 * time.Millisecond) // a few refused reconnects
@@ -586,10 +586,10 @@ func TestDisconnectAndReconnect(t *testing.T) {
 func TestActErrors(t *testing.T) {
 	b, r := newDriver(t, Options{})
 	q := openWindow(t, b, r, "quiet", "/quiet", fixture.TitleQuiet)
-	if err := b.Act(tctx(t), browser.ActRequest{Key: "k", Owner: "quiet", Page: q.ID, ClickSelector: "#missing"}); err == nil || errors.Is(err, browser.ErrNotOwned) {
+	if _, err := b.Act(tctx(t), browser.ActRequest{Key: "k", Owner: "quiet", Page: q.ID, ClickSelector: "#missing"}); err == nil || errors.Is(err, browser.ErrNotOwned) {
 		t.Errorf("click on a missing element: %v", err)
 	}
-	if err := b.Act(tctx(t), browser.ActRequest{Key: "k", Owner: "quiet", Page: "NOSUCH", ClickSelector: "#noop"}); !errors.Is(err, browser.ErrNotFound) {
+	if _, err := b.Act(tctx(t), browser.ActRequest{Key: "k", Owner: "quiet", Page: "NOSUCH", ClickSelector: "#noop"}); !errors.Is(err, browser.ErrNotFound) {
 		t.Errorf("click on a missing page: %v, want ErrNotFound", err)
 	}
 	act(t, b, "k", "quiet", q.ID, "#noop")

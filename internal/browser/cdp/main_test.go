@@ -377,3 +377,9 @@ func (p *proxy) cut() {
 }
 
 func isNotConnected(err error) bool { return errors.Is(err, browser.ErrNotConnected) }
+
+// actErr runs an Act and keeps its error.
+func actErr(b browser.Browser, ctx context.Context, req browser.ActRequest) error {
+	_, err := b.Act(ctx, req)
+	return err
+}

@@ -126,7 +126,7 @@ func TestAdoptRequiresObservedSpawn(t *testing.T) {
 	}
 	// Nor a tab the user spawned by clicking in their own page.
 	start := time.Now()
-	noErr(t, "the user clicks", hand.Act(ctx, browser.ActRequest{Key: "hand-act", Owner: "user", Page: user.ID, ClickSelector: "#open-landing"}))
+	noErr(t, "the user clicks", actErr(hand, ctx, browser.ActRequest{Key: "hand-act", Owner: "user", Page: user.ID, ClickSelector: "#open-landing"}))
 	e := r.wait(t, 5*time.Second, "the user's spawn", func(e browser.Event) bool { return created(user.ID)(e) && e.Time.After(start) })
 	userSpawn := e.Page.ID
 	t.Cleanup(func() { userCloses(t, userSpawn) })
@@ -186,7 +186,7 @@ func TestAdoptRequiresObservedSpawn(t *testing.T) {
 	// The adopted page is driven and closed under its own key only.
 	waitTitle(t, b, consent, fixture.TitleConsent)
 	wantErr(t, "the parent clicks in consent",
-		b.Act(ctx, browser.ActRequest{Key: "a", Owner: "auth", Page: consent, ClickSelector: "#allow"}), browser.ErrNotOwned)
+		actErr(b, ctx, browser.ActRequest{Key: "a", Owner: "auth", Page: consent, ClickSelector: "#allow"}), browser.ErrNotOwned)
 	time.Sleep(200 * time.Millisecond)
 	if p := chromiumPages(t)[consent]; p.Title != fixture.TitleConsent {
 		t.Errorf("after a refused click consent is titled %q", p.Title)
@@ -248,7 +248,7 @@ func TestBindIsExclusive(t *testing.T) {
 	wantErr(t, "bind a missing tab", b.Bind(ctx, browser.BindRequest{Key: "bind-c", ID: "NOSUCH"}), browser.ErrNotFound)
 
 	// Bound is for use: the binder clicks in it, another key does not.
-	wantErr(t, "another key clicks", b.Act(ctx, browser.ActRequest{Key: "k", Owner: "bind-b", Page: user.ID, ClickSelector: "#noop"}), browser.ErrNotOwned)
+	wantErr(t, "another key clicks", actErr(b, ctx, browser.ActRequest{Key: "k", Owner: "bind-b", Page: user.ID, ClickSelector: "#noop"}), browser.ErrNotOwned)
 	if v := noopText(t, hand, user.ID); v != "Do nothing" {
 		t.Fatalf("after a refused click the button says %v", v)
 	}
@@ -262,7 +262,7 @@ func TestBindIsExclusive(t *testing.T) {
 	wantErr(t, "bind after a foreign release", b.Bind(ctx, browser.BindRequest{Key: "bind-b", ID: user.ID}), browser.ErrInUse)
 	noErr(t, "release", b.Release(ctx, browser.ReleaseRequest{Key: "bind-a", ID: user.ID}))
 	noErr(t, "release again", b.Release(ctx, browser.ReleaseRequest{Key: "bind-a", ID: user.ID}))
-	wantErr(t, "the old binder clicks", b.Act(ctx, browser.ActRequest{Key: "k", Owner: "bind-a", Page: user.ID, ClickSelector: "#noop"}), browser.ErrNotOwned)
+	wantErr(t, "the old binder clicks", actErr(b, ctx, browser.ActRequest{Key: "k", Owner: "bind-a", Page: user.ID, ClickSelector: "#noop"}), browser.ErrNotOwned)
 	noErr(t, "bind after release", b.Bind(ctx, browser.BindRequest{Key: "bind-b", ID: user.ID}))
 	noErr(t, "release", b.Release(ctx, browser.ReleaseRequest{Key: "bind-b", ID: user.ID}))
 	mustBeOpen(t, "the bound tab", user.ID)
@@ -292,12 +292,12 @@ func TestActRefusedWithoutRecord(t *testing.T) {
 	}
 	for _, owner := range []string{"", "k", "user"} {
 		wantErr(t, "click in a user's tab as "+owner,
-			b.Act(ctx, browser.ActRequest{Key: "k", Owner: owner, Page: user.ID, ClickSelector: "#noop"}), browser.ErrNotOwned)
+			actErr(b, ctx, browser.ActRequest{Key: "k", Owner: owner, Page: user.ID, ClickSelector: "#noop"}), browser.ErrNotOwned)
 	}
 	mine := openWindow(t, b, r, "owner", "/quiet", fixture.TitleQuiet)
 	for _, owner := range []string{"", "intruder"} {
 		wantErr(t, "click in an owned page as "+owner,
-			b.Act(ctx, browser.ActRequest{Key: "k", Owner: owner, Page: mine.ID, ClickSelector: "#noop"}), browser.ErrNotOwned)
+			actErr(b, ctx, browser.ActRequest{Key: "k", Owner: owner, Page: mine.ID, ClickSelector: "#noop"}), browser.ErrNotOwned)
 	}
 	time.Sleep(200 * time.Millisecond)
 	for _, id := range []string{user.ID, mine.ID} {

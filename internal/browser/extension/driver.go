@@ -558,8 +558,8 @@ func (d *Driver) Release(ctx context.Context, req browser.ReleaseRequest) error 
 
 // Act implements browser.Browser. Curated clicks through the extension are future
 // work; the driver refuses instead of emulating.
-func (d *Driver) Act(context.Context, browser.ActRequest) error {
-	return fmt.Errorf("extension driver: %w", errActUnsupported)
+func (d *Driver) Act(context.Context, browser.ActRequest) (browser.ActResult, error) {
+	return browser.ActResult{}, fmt.Errorf("extension driver: %w", errActUnsupported)
 }
 
 // Events implements browser.Browser. The channel closes when the Host is closed.

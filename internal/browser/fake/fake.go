@@ -18,6 +18,13 @@ import (
 
 type tab struct {
 	id, window, opener, url, title string
+	// doc counts the tab's documents (navigations); epoch its scrolls and
+	// re-renders in the current document.
+	doc, epoch int64
+	scrollY    int
+	// typed and pressed record the text typed and keys pressed into the page.
+	typed   string
+	pressed []string
 }
 
 type window struct {
@@ -48,6 +55,8 @@ type Browser struct {
 	// land, like a CDP browser whose session owns no page there.
 	misplaceTo   string
 	misplacedWhy map[string]string // key → Page.Misplaced of its tab
+	// sites gives the pages at a url their interactive elements (SetSite).
+	sites map[string][]Element
 }
 
 var _ browser.Browser = (*Browser)(nil)
@@ -62,6 +71,7 @@ func New() *Browser {
 		epoch:      1,
 		events:     make(chan browser.Event, 4096),
 		attributed: map[string]string{},
+		sites:      map[string][]Element{},
 	}
 	b.ledger, _ = ledger.New("")
 	return b
@@ -289,18 +299,6 @@ func (b *Browser) Release(_ context.Context, req browser.ReleaseRequest) error {
 // Records returns the fake's ledger.
 func (b *Browser) Records() []browser.Record { return b.ledger.Records() }
 
-// Act implements browser.Browser: a click spawns nothing by itself in the fake;
-// tests call Spawn. The key is held so that opener-less pages created meanwhile
-// are attributed.
-func (b *Browser) Act(_ context.Context, req browser.ActRequest) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.tabs[req.Page]; !ok {
-		return browser.ErrNotFound
-	}
-	return b.ledger.MayAct(req.Owner, req.Page)
-}
-
 // ActSpawn runs an Act on req.Page during which the page makes a new page appear
 // in its window without an opener (a noopener link, a download or a viewer the
 // browser opens on its own). It returns the new page's id; the page is attributed
@@ -373,6 +371,7 @@ func (b *Browser) Navigate(id, url string) {
 	defer b.mu.Unlock()
 	if t, ok := b.tabs[id]; ok {
 		t.url, t.title = url, title(url)
+		t.doc, t.epoch, t.scrollY = t.doc+1, 0, 0
 		b.emit(browser.PageUpdated, b.page(t))
 	}
 }

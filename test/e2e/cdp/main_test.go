@@ -150,7 +150,7 @@ func click(ctx context.Context, h *cdp.Browser, page, selector string) error {
 		return err
 	}
 	defer func() { _ = h.Release(ctx, browser.ReleaseRequest{Key: "hand-" + page, ID: page}) }()
-	return h.Act(ctx, browser.ActRequest{Owner: "hand-" + page, Page: page, ClickSelector: selector})
+	return actErr(h, ctx, browser.ActRequest{Owner: "hand-" + page, Page: page, ClickSelector: selector})
 }
 
 // pagesAt counts the pages whose url starts with prefix.
@@ -252,4 +252,10 @@ func (p *proxy) URL() string { return "http://" + p.ln.Addr().String() }
 
 func cookie(name, value string) []*http.Cookie {
 	return []*http.Cookie{{Name: name, Value: value}}
+}
+
+// actErr runs an Act and keeps its error.
+func actErr(b browser.Browser, ctx context.Context, req browser.ActRequest) error {
+	_, err := b.Act(ctx, req)
+	return err
 }

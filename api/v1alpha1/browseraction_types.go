@@ -1,0 +1,364 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StepType is what one step of a BrowserAction does.
+// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait
+type StepType string
+
+const (
+	// StepObserve reads the page: url, title, scroll position and the visible
+	// interactive elements, each with a ref that later steps can target.
+	StepObserve StepType = "Observe"
+	// StepNavigate loads url in the window's page.
+	StepNavigate StepType = "Navigate"
+	// StepClick clicks a target with a real mouse click.
+	StepClick StepType = "Click"
+	// StepType types text into a target (or the focused element).
+	StepTypeText StepType = "Type"
+	// StepPress presses one key (Enter, Tab, Escape, ArrowDown, a letter...).
+	StepPress StepType = "Press"
+	// StepScroll scrolls the page by deltaX/deltaY pixels.
+	StepScroll StepType = "Scroll"
+	// StepWait waits for text to appear on the page, or for a duration.
+	StepWait StepType = "Wait"
+)
+
+// StepTypes lists every step type; the guard coverage test classifies each.
+var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait}
+
+// Mutating reports whether a step changes the page (and so is refused while the
+// session waits for the user or has unacknowledged spawns). Observe, Scroll and
+// Wait only read or move the viewport.
+func (t StepType) Mutating() bool {
+	switch t {
+	case StepNavigate, StepClick, StepTypeText, StepPress:
+		return true
+	}
+	return false
+}
+
+// ActionPhase is where a BrowserAction is.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Refused;Failed
+type ActionPhase string
+
+const (
+	// ActionPending: no agent has taken the action yet.
+	ActionPending ActionPhase = "Pending"
+	// ActionRunning: the agent is running the steps.
+	ActionRunning ActionPhase = "Running"
+	// ActionSucceeded: every step ran.
+	ActionSucceeded ActionPhase = "Succeeded"
+	// ActionRefused: a guard refused a step (status.reason, status.hint); the steps
+	// before it ran, none after.
+	ActionRefused ActionPhase = "Refused"
+	// ActionFailed: a step failed in the browser (the page is gone, a timeout).
+	ActionFailed ActionPhase = "Failed"
+)
+
+// Finished reports whether the phase is final.
+func (p ActionPhase) Finished() bool {
+	return p == ActionSucceeded || p == ActionRefused || p == ActionFailed
+}
+
+// ActionTarget is what a Click or Type step aims at: exactly one of ref, text or
+// a point (x and y with the observation they were read from).
+// +kubebuilder:validation:XValidation:rule="(has(self.ref) ? 1 : 0) + (has(self.text) ? 1 : 0) + (has(self.x) || has(self.y) ? 1 : 0) == 1",message="a target is exactly one of ref (from an Observe step, e.g. {ref: o3.e12}), text (the element's visible text, e.g. {text: \"Send\"}) or a point with its observation (e.g. {x: 120, y: 340, observation: o3})"
+// +kubebuilder:validation:XValidation:rule="has(self.x) == has(self.y)",message="a point target needs both x and y, for example {x: 120, y: 340, observation: o3}"
+// +kubebuilder:validation:XValidation:rule="!has(self.x) || has(self.observation)",message="a point target names the observation its coordinates came from (stale_coordinates is checked against it), for example {x: 120, y: 340, observation: o3}"
+type ActionTarget struct {
+	// ref is an element ref from an earlier Observe step of the same session and
+	// page, e.g. o3.e12. A ref from another document (the page navigated or
+	// re-loaded) is refused (stale_ref), never retargeted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^o[0-9]+\.e[0-9]+$`
+	Ref string `json:"ref,omitempty"`
+	// text is the visible text (or accessible name) of the element. More than one
+	// visible match is refused (ambiguous_target) with the candidates' refs.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Text string `json:"text,omitempty"`
+	// x is the horizontal viewport coordinate in CSS pixels.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	X *int32 `json:"x,omitempty"`
+	// y is the vertical viewport coordinate in CSS pixels.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	Y *int32 `json:"y,omitempty"`
+	// observation is the Observe step (e.g. o3) a point was read from; a point is
+	// refused (stale_coordinates) once the page scrolled, navigated or re-rendered
+	// since.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^o[0-9]+$`
+	Observation string `json:"observation,omitempty"`
+}
+
+// ActionStep is one step of a BrowserAction.
+// +kubebuilder:validation:XValidation:rule="self.type != 'Navigate' || has(self.url)",message="a Navigate step needs url, for example {type: Navigate, url: \"https://example.com/form\"}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Click' || has(self.target)",message="a Click step needs a target, for example {type: Click, target: {ref: o3.e12}} or {type: Click, target: {text: \"Send\"}}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Type' || has(self.text)",message="a Type step needs text, for example {type: Type, target: {ref: o3.e4}, text: \"Ada Lovelace\"}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Press' || has(self.key)",message="a Press step needs key, for example {type: Press, key: Enter}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Scroll' || has(self.deltaX) || has(self.deltaY)",message="a Scroll step needs deltaY (or deltaX) in pixels, for example {type: Scroll, deltaY: 600}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Wait' || has(self.text) || has(self.duration)",message="a Wait step needs text to wait for or a duration, for example {type: Wait, text: \"Saved\"} or {type: Wait, duration: 2s}"
+type ActionStep struct {
+	// type is Observe, Navigate, Click, Type, Press, Scroll or Wait.
+	// +required
+	Type StepType `json:"type"`
+	// url to load (Navigate): http, https or about:blank.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://') || self == 'about:blank'",message="url must be http(s) or about:blank, for example https://example.com/form"
+	URL string `json:"url,omitempty"`
+	// target is what Click and Type aim at (Type without a target types into the
+	// focused element).
+	// +optional
+	Target *ActionTarget `json:"target,omitempty"`
+	// text to type (Type) or to wait for (Wait).
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Text string `json:"text,omitempty"`
+	// key to press (Press): a key name such as Enter, Tab, Escape, Backspace,
+	// ArrowDown, or one character.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Key string `json:"key,omitempty"`
+	// deltaX scrolls right by this many CSS pixels (negative: left).
+	// +optional
+	// +kubebuilder:validation:Minimum=-100000
+	// +kubebuilder:validation:Maximum=100000
+	DeltaX *int32 `json:"deltaX,omitempty"`
+	// deltaY scrolls down by this many CSS pixels (negative: up).
+	// +optional
+	// +kubebuilder:validation:Minimum=-100000
+	// +kubebuilder:validation:Maximum=100000
+	DeltaY *int32 `json:"deltaY,omitempty"`
+	// duration to wait (Wait), at most 30s; with text, how long to wait for it
+	// (default 10s).
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+}
+
+// ActionWindowReference names the BrowserWindow an action drives.
+type ActionWindowReference struct {
+	// name of the BrowserWindow, in the action's namespace and of its session.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// BrowserActionSpec is one call of one or more steps against a window of a session.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a BrowserAction is one call and cannot be changed; create a new BrowserAction for the next step"
+type BrowserActionSpec struct {
+	// sessionRef names the BrowserSession, in the action's namespace.
+	// +required
+	SessionRef SessionReference `json:"sessionRef"`
+	// thread is who calls: it must be the session's spec.thread
+	// (session_owned_by_another_thread otherwise).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Thread string `json:"thread"`
+	// windowRef names the BrowserWindow of the session whose page the steps drive.
+	// +required
+	WindowRef ActionWindowReference `json:"windowRef"`
+	// profileName, when set, must be the session's profile (profile_mismatch otherwise).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ProfileName string `json:"profileName,omitempty"`
+	// steps run in order in one call; the first refused or failed step ends it.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Steps []ActionStep `json:"steps"`
+	// ttlSecondsAfterFinished removes the action this long after it finished.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=604800
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// ObservedElement is one visible interactive element of an observation.
+type ObservedElement struct {
+	// ref targets the element in a later Click or Type step of the same session, e.g. o3.e12.
+	// +kubebuilder:validation:MaxLength=64
+	Ref string `json:"ref"`
+	// role is the element's role: link, button, textbox, checkbox, combobox...
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Role string `json:"role,omitempty"`
+	// name is the element's visible text or accessible name, truncated.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name,omitempty"`
+	// x, y, width and height: the element's box in viewport CSS pixels.
+	// +optional
+	X int32 `json:"x"`
+	// +optional
+	Y int32 `json:"y"`
+	// +optional
+	Width int32 `json:"width"`
+	// +optional
+	Height int32 `json:"height"`
+}
+
+// Observation is what an Observe step saw.
+type Observation struct {
+	// id names the observation (e.g. o3): point targets cite it, refs start with it.
+	// +kubebuilder:validation:MaxLength=32
+	ID string `json:"id"`
+	// url of the page.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	URL string `json:"url,omitempty"`
+	// title of the page.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Title string `json:"title,omitempty"`
+	// scrollX and scrollY: the page's scroll offset in CSS pixels.
+	// +optional
+	ScrollX int32 `json:"scrollX"`
+	// +optional
+	ScrollY int32 `json:"scrollY"`
+	// elements are the visible interactive elements, in document order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=500
+	Elements []ObservedElement `json:"elements,omitempty"`
+	// truncated is true when the page had more elements than listed.
+	// +optional
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// StepResult is what one step did.
+type StepResult struct {
+	// index of the step in spec.steps.
+	Index int32 `json:"index"`
+	// type of the step.
+	Type StepType `json:"type"`
+	// phase is Succeeded, Refused or Failed.
+	Phase ActionPhase `json:"phase"`
+	// reason is the guard reason when Refused, or why it Failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason,omitempty"`
+	// message says what happened.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Message string `json:"message,omitempty"`
+	// observation is set by an Observe step.
+	// +optional
+	Observation *Observation `json:"observation,omitempty"`
+	// candidates lists the matching elements when a text target was ambiguous.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Candidates []ObservedElement `json:"candidates,omitempty"`
+}
+
+// SpawnedWindow is a window a page spawned while the action ran.
+type SpawnedWindow struct {
+	// name of the BrowserWindow the agent created for the spawned page.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// url the page was spawned with, when the browser said.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	URL string `json:"url,omitempty"`
+}
+
+// BrowserActionStatus is what the agent did.
+type BrowserActionStatus struct {
+	// phase is Pending, Running, Succeeded, Refused or Failed.
+	// +optional
+	Phase ActionPhase `json:"phase,omitempty"`
+	// profileName is the profile whose agent took the action.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ProfileName string `json:"profileName,omitempty"`
+	// reason is the stable snake_case reason of a refusal or failure (a guard
+	// reason such as unacknowledged_spawns).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason,omitempty"`
+	// message says what happened and why.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Message string `json:"message,omitempty"`
+	// hint is the corrected call, ready to run.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Hint string `json:"hint,omitempty"`
+	// warnings are guard warnings that did not refuse the action (no_keepalive).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=1024
+	Warnings []string `json:"warnings,omitempty"`
+	// steps are the results of the steps that ran, in order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Steps []StepResult `json:"steps,omitempty"`
+	// observation is the last observation the action made.
+	// +optional
+	Observation *Observation `json:"observation,omitempty"`
+	// spawned are the windows the action's pages spawned while it ran; each needs
+	// a disposition before the session's next mutating step.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Spawned []SpawnedWindow `json:"spawned,omitempty"`
+	// startTime is when the agent started the action.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// completionTime is when the action finished; the TTL counts from it.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// BrowserAction is one call of steps (observe, navigate, click, type, press,
+// scroll, wait) against a window of a session, admitted or refused by the guards
+// and executed by the session's agent.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=bact,categories=tabwarden
+// +kubebuilder:printcolumn:name="Session",type=string,JSONPath=`.spec.sessionRef.name`
+// +kubebuilder:printcolumn:name="Window",type=string,JSONPath=`.spec.windowRef.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
+// +kubebuilder:printcolumn:name="Hint",type=string,JSONPath=`.status.hint`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BrowserAction struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the call.
+	// +required
+	Spec BrowserActionSpec `json:"spec"`
+	// status is what the agent did.
+	// +optional
+	Status BrowserActionStatus `json:"status,omitempty"`
+}
+
+// BrowserActionList is a list of BrowserActions.
+// +kubebuilder:object:root=true
+type BrowserActionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BrowserAction `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&BrowserAction{}, &BrowserActionList{})
+}
