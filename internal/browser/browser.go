@@ -272,9 +272,9 @@ type Target struct {
 type Element struct {
 	// ID names the element within its document (e.g. "e12"), stable for as long as
 	// the document lives.
-	ID   string
-	Role string
-	Name string
+	ID                  string
+	Role                string
+	Name                string
 	X, Y, Width, Height int
 }
 
