@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/hint"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
 // WindowUIDIndex indexes BrowserWindows by uid: the driver's records name a
