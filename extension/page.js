@@ -25,8 +25,9 @@
 //     so a ref never names a replacement element, however alike.
 //
 // Ops (args in braces) and results; errors are returned as data, never thrown:
-//   init({world})            first call in a new world: remember the world nonce
-//   info()                   {document, epoch, url, title, readyState, scrollX, scrollY}
+//   init({world})            first call in a new world: a new document id, epoch 0, no refs;
+//                            remember the world nonce
+//   info()                   {document, epoch, url, title, readyState, scrollX, scrollY, mac}
 //   observe({max})           the visible interactive elements (links, buttons, inputs, selects,
 //                            textareas, summary, contenteditable, [onclick], ARIA widget roles)
 //                            in document order: {document, epoch, url, title, scrollX, scrollY,
@@ -76,10 +77,11 @@
     if (typeof args.world !== "string" || args.world === "") {
       return fail("bad_request", "init needs a world nonce");
     }
-    if (!S || S.doc !== document) {
-      S = newState();
-      Object.defineProperty(globalThis, KEY, { value: S, configurable: true });
-    }
+    // A new world for the driver is a new document id, even when the browser hands
+    // back a world this script ran in before (another driver connection).
+    if (S) S.stop();
+    S = newState();
+    Object.defineProperty(globalThis, KEY, { value: S, configurable: true });
     S.world = args.world;
     return info();
   }
@@ -107,6 +109,11 @@
     });
     addEventListener("scroll", bump, { capture: true, passive: true });
     addEventListener("resize", bump, { passive: true });
+    st.stop = () => {
+      st.mo.disconnect();
+      removeEventListener("scroll", bump, { capture: true });
+      removeEventListener("resize", bump);
+    };
     return st;
   }
 
@@ -404,6 +411,7 @@
     return {
       document: S.document, epoch: S.epoch, url: location.href, title: document.title,
       readyState: document.readyState, scrollX: Math.round(scrollX), scrollY: Math.round(scrollY),
+      mac: /Mac/.test(navigator.platform),
     };
   }
 
