@@ -299,3 +299,115 @@ func TestActWait(t *testing.T) {
 		t.Errorf("a one-minute wait: %v, want refused with the limit", err)
 	}
 }
+
+func TestActSpawnsAreAttributedOrCarryOpener(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	p := openWindow(t, b, r, "opener", "/window-open", fixture.TitleOpen)
+	for _, text := range []string{"Open tab", "Open noopener"} {
+		start := time.Now()
+		stepOK(t, b, "opener", p.ID, click(browser.Target{Text: text}))
+		e := r.wait(t, 10*time.Second, "page spawned by "+text, func(e browser.Event) bool {
+			return e.Type == browser.PageCreated && e.Time.After(start) && e.Page.ID != p.ID
+		})
+		parent := "opener"
+		switch {
+		case e.Page.OpenerID == p.ID:
+		case e.Page.OpenerID == "" && e.Page.Attributed == "act-opener":
+			parent = "act-opener"
+		default:
+			t.Fatalf("%s: spawned page %+v has neither the opener %s nor the action's key", text, e.Page, p.ID)
+		}
+		key := "spawn-" + strings.ReplaceAll(text, " ", "-")
+		adopt(t, b, key, e.Page.ID, parent)
+		t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: key, ID: e.Page.ID}) })
+		waitTitle(t, b, e.Page.ID, fixture.TitleLanding)
+	}
+}
+
+// TestActNotOwned: every step kind is refused, and does nothing, on a page not
+// recorded under the owner given: the user's tab, and another key's page.
+func TestActNotOwned(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	hand, hr := newDriver(t, Options{})
+	user := openWindow(t, hand, hr, "user", "/quiet", fixture.TitleQuiet)
+	mine := openWindow(t, b, r, "mine", "/quiet", fixture.TitleQuiet)
+	steps := []browser.Step{
+		{Kind: browser.StepObserve},
+		{Kind: browser.StepNavigate, URL: site.Path("/landing")},
+		{Kind: browser.StepClick, Target: browser.Target{Text: "Do nothing"}},
+		{Kind: browser.StepType, Text: "x"},
+		{Kind: browser.StepPress, Key: "Enter"},
+		{Kind: browser.StepScroll, DeltaY: 100},
+		{Kind: browser.StepWait, Text: "Quiet"},
+	}
+	for _, s := range steps {
+		t.Run(string(s.Kind), func(t *testing.T) {
+			for _, tc := range []struct{ owner, page string }{{"mine", user.ID}, {"user", user.ID}, {"other", mine.ID}} {
+				res, err := step(b, tc.owner, tc.page, s)
+				if !errors.Is(err, browser.ErrNotOwned) || res.Observation != nil {
+					t.Errorf("%s on page %s as %q: %v %+v, want ErrNotOwned", s.Kind, tc.page, tc.owner, err, res)
+				}
+			}
+		})
+	}
+	ps := chromiumPages(t)
+	for _, id := range []string{user.ID, mine.ID} {
+		if p := ps[id]; p.Title != fixture.TitleQuiet || !strings.HasSuffix(p.URL, "/quiet") {
+			t.Errorf("page %s changed: %+v", id, p)
+		}
+	}
+	for _, id := range []string{user.ID, mine.ID} {
+		if got := evaluate(t, b, id, `document.getElementById("noop").textContent + " " + scrollY`); got != "Do nothing 0" {
+			t.Errorf("page %s: %v, want the button untouched and no scroll", id, got)
+		}
+	}
+}
+
+// TestActNeverFocuses: an agent drives its own background tab (hidden) and it
+// stays hidden, and the user's page stays the focused, visible one. Activating
+// the tab (Target.activateTarget, Page.bringToFront) would make it visible.
+func TestActNeverFocuses(t *testing.T) {
+	b, _ := newDriver(t, Options{})
+	hand, hr := newDriver(t, Options{})
+	user := openWindow(t, hand, hr, "user", "/quiet", fixture.TitleQuiet)
+	// The agent's page is a background tab.
+	agent, err := b.Open(tctx(t), browser.OpenRequest{Key: "agent", URL: site.Path("/form"), WindowID: user.WindowID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: "agent", ID: agent.ID}) })
+	waitTitle(t, b, agent.ID, fixture.TitleForm)
+	// The user brings their page to the front (the user's hand, not the driver).
+	c, err := hand.current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err = call(tctx(t), c, "", "Target.activateTarget", map[string]any{"targetId": user.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const state = `document.visibilityState + " focus=" + document.hasFocus()`
+	userBefore, agentBefore := evaluate(t, hand, user.ID, state), evaluate(t, b, agent.ID, state)
+	t.Logf("before: user page %v, agent page %v", userBefore, agentBefore)
+	if userBefore != "visible focus=true" || !strings.HasPrefix(agentBefore.(string), "hidden ") {
+		t.Fatalf("want the user's page focused and the agent's tab hidden to start with: user %v, agent %v", userBefore, agentBefore)
+	}
+
+	o := observe(t, b, "agent", agent.ID)
+	stepOK(t, b, "agent", agent.ID, browser.Step{Kind: browser.StepType, Target: ref(o, one(t, o, "Name")), Text: "Ada"})
+	stepOK(t, b, "agent", agent.ID, click(browser.Target{Text: "Save"}))
+	stepOK(t, b, "agent", agent.ID, browser.Step{Kind: browser.StepPress, Key: "Tab"})
+	stepOK(t, b, "agent", agent.ID, browser.Step{Kind: browser.StepScroll, DeltaY: 50})
+	stepOK(t, b, "agent", agent.ID, browser.Step{Kind: browser.StepNavigate, URL: site.Path("/quiet")})
+	stepOK(t, b, "agent", agent.ID, click(browser.Target{Text: "Do nothing"}))
+
+	userAfter, agentAfter := evaluate(t, hand, user.ID, state), evaluate(t, b, agent.ID, state)
+	t.Logf("after: user page %v, agent page %v", userAfter, agentAfter)
+	// The agent's page may think itself focused (input goes to it), but the user's
+	// page stays the focused, visible one.
+	if userAfter != userBefore || userAfter != "visible focus=true" {
+		t.Errorf("the user's page changed from %v to %v", userBefore, userAfter)
+	}
+	if vis := strings.Fields(agentAfter.(string))[0]; vis != strings.Fields(agentBefore.(string))[0] {
+		t.Errorf("the agent's page changed visibility: %v → %v", agentBefore, agentAfter)
+	}
+}
