@@ -8,7 +8,12 @@
 //     (<this file>)(<JSON op>, <JSON args>)
 //
 // No other expression is ever evaluated: this is our bundled function called with data, not
-// an eval of caller input. The page cannot see or patch the isolated world's globals or
+// an eval of caller input. The file is one expression whose value is the function; it also
+// assigns it to the isolated world's globalThis.tabwardenPage, so that a driver that cannot
+// evaluate source (an MV3 extension: no eval) can inject the file as is
+// (chrome.scripting.executeScript({files: ["page.js"], world: "ISOLATED"})) and then call
+// globalThis.tabwardenPage(op, args) with executeScript({func, args}). The page's own world
+// never sees it. The page cannot see or patch the isolated world's globals or
 // prototypes; it can only change its DOM, which this script reads as untrusted data.
 //
 // State lives in the isolated world's globalThis, which is per document:
@@ -43,7 +48,7 @@
 // world (a context id that now names another world) returns world_mismatch.
 // Errors: {error: {reason, message, candidates?}}, reason one of stale_ref,
 // stale_coordinates, ambiguous_target, target_not_found, bad_request, world_mismatch.
-(function tabwardenPage(op, args) {
+globalThis.tabwardenPage = function tabwardenPage(op, args) {
   "use strict";
   args = args || {};
   const KEY = "__tabwardenPageState";
@@ -443,4 +448,4 @@
   } catch (e) {
     return fail("bad_request", `page script: ${e && e.message ? e.message : String(e)}`);
   }
-})
+}
