@@ -68,7 +68,21 @@ type pageSession struct {
 	world  int64  // execution context id of the isolated world; 0: none
 	nonce  string // the world's nonce (page.js init)
 	mac    bool   // the page reports a Mac (Mod is Meta there)
+
+	// Guarded by Browser.mu: steps running on the page, the dialogs dismissed
+	// while they ran, and a dialog that opened while none ran.
+	acting    int
+	dismissed []string
+	pending   *dialog
 }
+
+// dialog is a JavaScript dialog (alert, confirm, prompt, beforeunload) a page opened.
+type dialog struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+func (d dialog) String() string { return fmt.Sprintf("%s %q", d.Type, d.Message) }
 
 // session returns the page's session, locked, attaching when needed.
 func (b *Browser) session(ctx context.Context, c *conn, page string) (*pageSession, error) {
@@ -96,7 +110,84 @@ func (b *Browser) session(ctx context.Context, c *conn, page string) (*pageSessi
 	b.mu.Lock()
 	ps.id = r.SessionID
 	b.mu.Unlock()
+	// Page events tell of JavaScript dialogs, which block the page (and every
+	// step) until answered.
+	if err := call(ctx, c, r.SessionID, "Page.enable", nil, nil); err != nil {
+		ps.mu.Unlock()
+		return nil, err
+	}
 	return ps, nil
+}
+
+// onDialog handles a JavaScript dialog on a page the driver acts on. While a
+// step runs it is answered at once, so that the step does not hang: a
+// beforeunload is accepted (the step is leaving the page), anything else is
+// dismissed (cancel: no answer is given on anyone's behalf), and the step
+// reports it. A dialog that opens while no step runs is left to the user; the
+// next step on the page dismisses it first.
+func (b *Browser) onDialog(c *conn, session string, params json.RawMessage) {
+	var d dialog
+	if json.Unmarshal(params, &d) != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ps := range b.sessions {
+		if ps.c != c || ps.id != session {
+			continue
+		}
+		if ps.acting == 0 {
+			ps.pending = &d
+			return
+		}
+		if d.Type != "beforeunload" {
+			ps.dismissed = append(ps.dismissed, d.String())
+		}
+		go answerDialog(c, session, d.Type == "beforeunload")
+		return
+	}
+}
+
+// onDialogClosed forgets a pending dialog that was answered (by the user).
+func (b *Browser) onDialogClosed(c *conn, session string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ps := range b.sessions {
+		if ps.c == c && ps.id == session {
+			ps.pending = nil
+		}
+	}
+}
+
+func answerDialog(c *conn, session string, accept bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.call(ctx, session, "Page.handleJavaScriptDialog", map[string]any{"accept": accept}, nil)
+}
+
+// beginStep marks a step running on ps and answers a dialog left open.
+func (b *Browser) beginStep(ps *pageSession) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ps.acting++
+	ps.dismissed = nil
+	if d := ps.pending; d != nil {
+		ps.pending = nil
+		if d.Type != "beforeunload" {
+			ps.dismissed = append(ps.dismissed, d.String()+" (open before the step)")
+		}
+		go answerDialog(ps.c, ps.id, d.Type == "beforeunload")
+	}
+}
+
+// endStep ends a step on ps and returns the dialogs dismissed meanwhile.
+func (b *Browser) endStep(ps *pageSession) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ps.acting--
+	d := ps.dismissed
+	ps.dismissed = nil
+	return d
 }
 
 // dropSession forgets a page's session after the browser ended it, so the next
@@ -297,7 +388,11 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 			defer b.attribute(req.Key)()
 		}
 	}
+	b.beginStep(ps)
 	res, err := b.step(ctx, ps, step)
+	if dismissed := b.endStep(ps); len(dismissed) > 0 && err == nil {
+		err = fmt.Errorf("the page opened a dialog, which tabwarden dismissed (cancel) so that it would not block the page: %s; observe to see the page now", strings.Join(dismissed, ", "))
+	}
 	if err != nil && isGone(err) {
 		b.dropSession(c, ps.id)
 		if !b.has(req.Page) {

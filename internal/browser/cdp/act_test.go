@@ -467,3 +467,31 @@ func TestActRefusesBadSteps(t *testing.T) {
 		t.Errorf("the page changed: %+v", pg)
 	}
 }
+
+// TestActDismissesDialogs: a confirm() opened by a click would block the page
+// and every later step; the driver dismisses it (cancel) and says so.
+func TestActDismissesDialogs(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	p := openWindow(t, b, r, "dialog", "/dialog", fixture.TitleDialog)
+	_, err := step(b, "dialog", p.ID, click(browser.Target{Text: "Delete"}))
+	if err == nil || !strings.Contains(err.Error(), `confirm "Delete everything?"`) || !strings.Contains(err.Error(), "dismissed") {
+		t.Fatalf("click Delete: %v, want an error naming the dismissed confirm", err)
+	}
+	waitTitle(t, b, p.ID, "Kept")
+	start := time.Now()
+	if o := observe(t, b, "dialog", p.ID); len(named(o, "Delete")) != 1 || time.Since(start) > 5*time.Second {
+		t.Errorf("observe after the dialog: %+v after %v", o, time.Since(start))
+	}
+
+	// A dialog that opened while no step ran is left open until the next step.
+	evaluate(t, b, p.ID, `setTimeout(() => { document.title = confirm("Later?") ? "Later yes" : "Later no" }, 0); 1`)
+	time.Sleep(300 * time.Millisecond)
+	if got := pageTitle(t, p.ID); got != "Kept" {
+		t.Fatalf("title %q while the dialog is open, want Kept", got)
+	}
+	_, err = step(b, "dialog", p.ID, browser.Step{Kind: browser.StepObserve})
+	if err == nil || !strings.Contains(err.Error(), `confirm "Later?" (open before the step)`) {
+		t.Fatalf("observe with a dialog open: %v, want an error naming it", err)
+	}
+	waitTitle(t, b, p.ID, "Later no")
+}

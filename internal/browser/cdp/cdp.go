@@ -529,7 +529,7 @@ func visibleURL(u string) bool {
 
 func isPage(ti targetInfo) bool { return ti.Type == "page" && ti.Subtype == "" }
 
-func (b *Browser) onEvent(c *conn, method, _ string, params json.RawMessage) {
+func (b *Browser) onEvent(c *conn, method, session string, params json.RawMessage) {
 	switch method {
 	case "Target.targetCreated", "Target.targetInfoChanged":
 		var ev struct {
@@ -560,6 +560,10 @@ func (b *Browser) onEvent(c *conn, method, _ string, params json.RawMessage) {
 			return
 		}
 		b.dropSession(c, ev.SessionID)
+	case "Page.javascriptDialogOpening":
+		b.onDialog(c, session, params)
+	case "Page.javascriptDialogClosed":
+		b.onDialogClosed(c, session)
 	}
 }
 
