@@ -395,6 +395,8 @@ func TestActNeverFocuses(t *testing.T) {
 	o := observe(t, b, "agent", agent.ID)
 	stepOK(t, b, "agent", agent.ID, browser.Step{Kind: browser.StepType, Target: ref(o, one(t, o, "Name")), Text: "Ada"})
 	stepOK(t, b, "agent", agent.ID, click(browser.Target{Text: "Save"}))
+	// Real input reaches the hidden tab.
+	stepOK(t, b, "agent", agent.ID, browser.Step{Kind: browser.StepWait, Text: fixture.SavedText + "Ada", Timeout: 10 * time.Second})
 	stepOK(t, b, "agent", agent.ID, browser.Step{Kind: browser.StepPress, Key: "Tab"})
 	stepOK(t, b, "agent", agent.ID, browser.Step{Kind: browser.StepScroll, DeltaY: 50})
 	stepOK(t, b, "agent", agent.ID, browser.Step{Kind: browser.StepNavigate, URL: site.Path("/quiet")})
