@@ -46,7 +46,8 @@
 //   hasText({text})          {found}: whether the page's visible text or title contains text
 // Every op but init takes {world}: the nonce given to init. A call without the nonce of this
 // world (a context id that now names another world) returns world_mismatch.
-// Errors: {error: {reason, message, candidates?}}, reason one of stale_ref,
+// Errors: {error: {reason, message, candidates?, document?, epoch?}} (document and epoch,
+// with candidates, say which page state the candidates' ids are refs of), reason one of stale_ref,
 // stale_coordinates, ambiguous_target, target_not_found, bad_request, world_mismatch.
 globalThis.tabwardenPage = function tabwardenPage(op, args) {
   "use strict";
@@ -65,7 +66,12 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
 
   function fail(reason, message, candidates) {
     const e = { reason, message };
-    if (candidates) e.candidates = candidates;
+    if (candidates) {
+      // The candidates' ids are refs of the page as it is now.
+      e.candidates = candidates;
+      e.document = S.document;
+      e.epoch = S.epoch;
+    }
     return { error: e };
   }
 

@@ -207,6 +207,8 @@ type scriptError struct {
 	Reason     string            `json:"reason"`
 	Message    string            `json:"message"`
 	Candidates []browser.Element `json:"candidates"`
+	Document   string            `json:"document"`
+	Epoch      int64             `json:"epoch"`
 }
 
 // Reasons of the page script that are not guard reasons.
@@ -218,7 +220,11 @@ const (
 func (e *scriptError) err(op string) error {
 	switch e.Reason {
 	case "stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found":
-		return &browser.ActError{Reason: e.Reason, Message: e.Message, Candidates: e.Candidates}
+		ae := &browser.ActError{Reason: e.Reason, Message: e.Message, Candidates: e.Candidates}
+		if len(e.Candidates) > 0 {
+			ae.Document, ae.Epoch = e.Document, e.Epoch
+		}
+		return ae
 	}
 	return fmt.Errorf("page script %s: %s: %s", op, e.Reason, e.Message)
 }

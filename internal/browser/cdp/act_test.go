@@ -142,7 +142,13 @@ func TestActClickByText(t *testing.T) {
 	if len(ae.Candidates) != 2 || ae.Candidates[0].ID != sends[0].ID || ae.Candidates[1].ID != sends[1].ID {
 		t.Errorf("candidates %+v, want the two Send buttons %+v", ae.Candidates, sends)
 	}
+	if ae.Document != o.Document || ae.Epoch != o.Epoch {
+		t.Errorf("candidates of document %s epoch %d, want the page's %s epoch %d", ae.Document, ae.Epoch, o.Document, o.Epoch)
+	}
 	stays(t, p.ID, fixture.TitleTwoSend)
+	// A candidate is a ref of the page as it is now.
+	stepOK(t, b, "two", p.ID, click(browser.Target{Ref: ae.Candidates[1].ID, Document: ae.Document}))
+	waitTitle(t, b, p.ID, "Sent 2")
 
 	// An exact match wins over containing ones; white space is collapsed.
 	stepOK(t, b, "two", p.ID, click(browser.Target{Text: "  Send   later "}))
