@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
@@ -44,21 +45,45 @@ func actionSection(ctx context.Context, l *lab, rep *report) error {
 	name := "action round trip: one Click step"
 	logf("%s: %d repetitions", name, l.cfg.openReps)
 	var tw, raw sample
+	lg := newLegs(name, "create → agent sends the claim (watch, queue, guards)", "claim: status Running", "→ agent sends the result (driver step, spawn settle)", "result: status Succeeded", "result reply → watch MODIFIED at a client")
 	for i := 0; i < l.cfg.openReps+3; i++ {
+		// The agent writes the action's status twice: the claim, then the result.
+		var claim reqEvent
+		writes := 0
+		aname := fmt.Sprintf("act-%d", seq+1)
+		result := l.reqs.expect(func(r reqEvent) bool {
+			if r.role != "agent" || r.name != aname || !strings.HasSuffix(r.key, "browseractions/status") {
+				return false
+			}
+			writes++
+			if writes == 1 {
+				claim = r
+			}
+			return writes == 2
+		})
+		t0 := time.Now()
 		d, err := run(click)
 		if err != nil {
+			result.cancel()
 			return err
 		}
-		t0 := time.Now()
+		if r, err := result.wait(time.Second); err == nil && i >= 3 {
+			seg := []time.Time{t0, claim.start, claim.end, r.start, r.end, t0.Add(d)}
+			for j, n := range lg.names {
+				lg.add(n, seg[j+1].Sub(seg[j]))
+			}
+		}
+		r0 := time.Now()
 		if _, err := k.click(ctx); err != nil {
 			return err
 		}
 		if i >= 3 {
 			tw = append(tw, ms(d))
-			raw = append(raw, ms(time.Since(t0)))
+			raw = append(raw, ms(time.Since(r0)))
 		}
 	}
-	rep.latency(name, tw, "raw CDP press and release of the same element", raw, "create BrowserAction → watch shows Succeeded; the raw click by a second DevTools client, located once")
+	rep.legs = append(rep.legs, lg)
+	rep.latency(name, tw, "raw CDP press and release of the same element", raw, "create BrowserAction → watch shows Succeeded (the agent lets a mutating step's spawns be reported for SpawnSettle, 150 ms, before the result); the raw click by a second DevTools client, located once")
 
 	name = "5 steps in one BrowserAction"
 	logf("%s: %d repetitions", name, l.cfg.openReps)
