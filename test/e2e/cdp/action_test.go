@@ -2,16 +2,77 @@ package cdp_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/fixture"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
+
+// TestScriptedAgentIncidentOnChromium: an AI agent that knows only the API and
+// follows the hint of every refusal runs the incident on real Chromium through
+// BrowserActions, as a user with the shipped tabwarden-edit role: it observes
+// the contacts page, clicks an address (a real click; the compose popup is
+// adopted and listed on the action), is refused its next click until it
+// acknowledges, follows the hint, clicks the next address, and finishes. The
+// user's window is untouched and no page of the session is left.
+func TestScriptedAgentIncidentOnChromium(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	h := hand(t)
+	user := userWindow(t, h, site.Path("/quiet?user=scripted"))
+	ns := newNamespace(t)
+	u := testenv.UserClient(t, cfg, ns, "ada")
+	startController(t)
+	startAgent(t, "scripted", chrome.WebSocketURL, false)
+
+	s := session(ns, "taxes", "scripted")
+	g.Expect(u.Create(ctx, s)).To(Succeed())
+	contacts := openWindow(ns, "contacts", "taxes", site.Path("/contacts"))
+	g.Expect(u.Create(ctx, contacts)).To(Succeed())
+	contactsTab := waitOpen(t, g, contacts)
+	sa := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "taxes", Thread: s.Spec.Thread, Timeout: time.Minute}
+
+	obs := sa.Do("contacts", twv1.ActionStep{Type: twv1.StepObserve}).Status.Observation
+	g.Expect(obs.Title).To(Equal(fixture.TitleContacts))
+	var refs []string
+	for _, c := range fixture.Contacts {
+		for _, e := range obs.Elements {
+			if e.Name == c {
+				refs = append(refs, e.Ref)
+			}
+		}
+	}
+	g.Expect(refs).To(HaveLen(len(fixture.Contacts)), "every address is listed with a ref: %+v", obs.Elements)
+
+	first := sa.Do("contacts", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Ref: refs[0]}})
+	g.Expect(first.Status.Spawned).To(HaveLen(1), "the compose popup the click spawned is listed on the action")
+	compose := &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first.Status.Spawned[0].Name}}
+	g.Eventually(func(g Gomega) {
+		g.Expect(u.Get(ctx, client.ObjectKeyFromObject(compose), compose)).To(Succeed())
+		g.Expect(compose.Spec.Spawn.OpenerTabID).To(Equal(contactsTab))
+		g.Expect(compose.Status.Phase).To(Equal(twv1.WindowOpen))
+	}).Should(Succeed())
+
+	// The next click is refused until the compose window has a disposition;
+	// the agent follows the hint and clicks again.
+	sa.Refusals = nil
+	second := sa.Do("contacts", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: fixture.Contacts[1]}})
+	g.Expect(sa.Refusals).To(Equal([]string{twv1.ReasonUnacknowledgedSpawns}))
+	g.Expect(second.Status.Spawned).To(HaveLen(1))
+	g.Eventually(func() bool { _, open := pages(t, h)[compose.Spec.Spawn.TabID]; return open }).Should(BeFalse(), "the acknowledged compose window closed")
+
+	// Finished: every page of the session closes; the user's window stays.
+	g.Expect(u.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
+	g.Eventually(func() int { return pagesAt(t, h, site.Path("/compose")) + pagesAt(t, h, site.Path("/contacts")) }).Should(BeZero())
+	g.Expect(pages(t, h)).To(HaveKey(user.ID), "the user's page is untouched")
+}
 
 func elementNamed(o *twv1.Observation, name string) *twv1.ObservedElement {
 	for i := range o.Elements {
@@ -22,8 +83,8 @@ func elementNamed(o *twv1.Observation, name string) *twv1.ObservedElement {
 	return nil
 }
 
-// TestBrowserActionsOnChromium: BrowserActions drive a real page through the
-// agent's CDP driver: observe, type by ref, press Enter, wait for the page's
+// TestBrowserActionsOnChromium: BrowserActions, created by a user with the
+// shipped tabwarden-edit role, drive a real page through the agent's CDP driver: observe, type by ref, press Enter, wait for the page's
 // answer; an ambiguous text target is refused with candidates whose refs work;
 // a ref of a page that navigated since is refused, never retargeted.
 func TestBrowserActionsOnChromium(t *testing.T) {
@@ -32,15 +93,16 @@ func TestBrowserActionsOnChromium(t *testing.T) {
 	ctx := context.Background()
 	h := hand(t)
 	ns := newNamespace(t)
+	u := testenv.UserClient(t, cfg, ns, "ada")
 	startController(t)
 	startAgent(t, "actions", chrome.WebSocketURL, false)
 	s := session(ns, "form", "actions")
-	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	g.Expect(u.Create(ctx, s)).To(Succeed())
 	w := openWindow(ns, "form", "form", site.Path("/form"))
-	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	g.Expect(u.Create(ctx, w)).To(Succeed())
 	tab := waitOpen(t, g, w)
 	g.Eventually(func() string { return pages(t, h)[tab].Title }).Should(Equal(fixture.TitleForm))
-	agent := &testenv.ScriptedAgent{T: t, C: k8s, NS: ns, Session: "form", Thread: s.Spec.Thread}
+	agent := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "form", Thread: s.Spec.Thread, Timeout: time.Minute}
 
 	obs := agent.Do("form", twv1.ActionStep{Type: twv1.StepObserve}).Status.Observation
 	g.Expect(obs).NotTo(BeNil())
@@ -82,44 +144,4 @@ func TestBrowserActionsOnChromium(t *testing.T) {
 	g.Expect(act.Status.Reason).To(Equal(twv1.ReasonStaleRef))
 	g.Expect(act.Status.Hint).NotTo(BeEmpty())
 	g.Consistently(func() string { return pages(t, h)[tab].Title }, time.Second).Should(Equal("Sent 2"))
-}
-
-// TestBrowserActionSpawnIsListed: a click in an action that opens a popup lists
-// the spawned window in the action's status, and the session's next mutating
-// step waits for its acknowledgement (the scripted agent follows the hint).
-func TestBrowserActionSpawnIsListed(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
-	ns := newNamespace(t)
-	startController(t)
-	startAgent(t, "action-spawn", chrome.WebSocketURL, false)
-	s := session(ns, "contacts", "action-spawn")
-	g.Expect(k8s.Create(ctx, s)).To(Succeed())
-	w := openWindow(ns, "contacts", "contacts", site.Path("/contacts"))
-	g.Expect(k8s.Create(ctx, w)).To(Succeed())
-	tab := waitOpen(t, g, w)
-	agent := &testenv.ScriptedAgent{T: t, C: k8s, NS: ns, Session: "contacts", Thread: s.Spec.Thread}
-
-	act := agent.Do("contacts", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: fixture.Contacts[0]}})
-	g.Expect(act.Status.Spawned).To(HaveLen(1), "status %+v", act.Status)
-	compose := spawnedOf(ns, "contacts", tab)
-	g.Expect(compose).NotTo(BeNil())
-	g.Expect(compose.Name).To(Equal(act.Status.Spawned[0].Name))
-	g.Eventually(func() string { return get(t, compose).Status.URL }).Should(HavePrefix(site.Path("/compose")))
-	var composeTab string
-	g.Eventually(func() string {
-		for id, p := range pages(t, h) {
-			if p.OpenerID == tab && strings.Contains(p.URL, "/compose") {
-				composeTab = id
-			}
-		}
-		return composeTab
-	}).ShouldNot(BeEmpty())
-
-	// The next click waits for a disposition; the agent follows the hint and clicks.
-	agent.Do("contacts", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: fixture.Contacts[1]}})
-	g.Expect(agent.Refusals).To(ContainElement(twv1.ReasonUnacknowledgedSpawns))
-	g.Eventually(func() any { return pages(t, h) }).ShouldNot(HaveKey(composeTab), "the hint closed the first compose window")
 }
