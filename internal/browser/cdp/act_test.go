@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/fixture"
 )
 
@@ -388,7 +389,7 @@ func TestActNeverFocuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err = call(tctx(t), c, "", "Target.activateTarget", map[string]any{"targetId": user.ID}, nil); err != nil {
+	if _, err = call(tctx(t), c, "", wire.ActivateTarget{TargetID: user.ID}); err != nil {
 		t.Fatal(err)
 	}
 	const state = `document.visibilityState + " focus=" + document.hasFocus()`

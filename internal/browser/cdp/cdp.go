@@ -71,6 +71,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/ledger"
 )
 
@@ -120,23 +121,13 @@ func (b *Browser) faultAt(step, page string) error {
 
 // target is one page target in the model.
 type target struct {
-	info       targetInfo
+	info       wire.TargetInfo
 	windowID   string // "" until known
 	popup      bool
 	attributed string
 	shown      bool // reported to the consumer at least once
 	seq        int64
 	updates    int64 // target infos applied from events, to keep refreshes from going back in time
-}
-
-type targetInfo struct {
-	TargetID         string `json:"targetId"`
-	Type             string `json:"type"`
-	Title            string `json:"title"`
-	URL              string `json:"url"`
-	OpenerID         string `json:"openerId,omitempty"`
-	BrowserContextID string `json:"browserContextId,omitempty"`
-	Subtype          string `json:"subtype,omitempty"`
 }
 
 type actEntry struct {
@@ -152,7 +143,7 @@ type Browser struct {
 	events   *eventQueue
 
 	mu        sync.Mutex
-	conn      *conn // current connection; nil while disconnected
+	conn      *wire.Conn // current connection; nil while disconnected
 	connected bool
 	epoch     int64
 	version   string
@@ -237,7 +228,7 @@ func (b *Browser) Shutdown() {
 		c := b.conn
 		b.mu.Unlock()
 		if c != nil {
-			c.close()
+			c.Close()
 		}
 		<-b.loopDone
 		b.events.close()
@@ -298,18 +289,18 @@ func (b *Browser) resolveWS(ctx context.Context) (string, error) {
 
 // connect dials, discovers targets and makes the connection current. Pages found
 // by discovery are not reported one by one: a Connected event says "snapshot now".
-func (b *Browser) connect(ctx context.Context) (*conn, error) {
+func (b *Browser) connect(ctx context.Context) (*wire.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.DialTimeout)
 	defer cancel()
 	wsURL, err := b.resolveWS(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var c *conn
+	var c *wire.Conn
 	ready := make(chan struct{})
-	c, err = dial(ctx, wsURL, func(method, session string, params json.RawMessage) {
+	c, err = wire.Dial(ctx, wsURL, func(ev wire.Event) {
 		<-ready
-		b.onEvent(c, method, session, params)
+		b.onEvent(c, ev)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", wsURL, err)
@@ -325,8 +316,8 @@ func (b *Browser) connect(ctx context.Context) (*conn, error) {
 	b.mu.Unlock()
 	close(ready)
 
-	fail := func(err error) (*conn, error) {
-		c.close()
+	fail := func(err error) (*wire.Conn, error) {
+		c.Close()
 		b.mu.Lock()
 		if b.conn == c {
 			b.conn = nil
@@ -334,26 +325,22 @@ func (b *Browser) connect(ctx context.Context) (*conn, error) {
 		b.mu.Unlock()
 		return nil, err
 	}
-	var ver struct {
-		Product string `json:"product"`
-	}
-	if err := c.call(ctx, "", "Browser.getVersion", nil, &ver); err != nil {
+	ver, err := wire.Call(ctx, c, "", wire.GetVersion{})
+	if err != nil {
 		return fail(err)
 	}
-	var bcs struct {
-		IDs []string `json:"browserContextIds"`
-	}
-	if err := c.call(ctx, "", "Target.getBrowserContexts", nil, &bcs); err != nil {
+	bcs, err := wire.Call(ctx, c, "", wire.GetBrowserContexts{})
+	if err != nil {
 		return fail(err)
 	}
 	// Discovery: targetCreated for every existing target arrives before the reply.
-	if err := c.call(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true}, nil); err != nil {
+	if _, err := wire.Call(ctx, c, "", wire.SetDiscoverTargets{Discover: true}); err != nil {
 		return fail(err)
 	}
 
 	b.mu.Lock()
 	live := map[string]bool{}
-	for _, id := range bcs.IDs {
+	for _, id := range bcs.BrowserContextIDs {
 		live[id] = true
 	}
 	contexts := b.ledger.Contexts()
@@ -367,7 +354,7 @@ func (b *Browser) connect(ctx context.Context) (*conn, error) {
 		}
 	}
 	b.ctxNames = map[string]string{}
-	for _, id := range bcs.IDs {
+	for _, id := range bcs.BrowserContextIDs {
 		b.ctxNames[id] = id
 	}
 	for name, id := range contexts {
@@ -406,12 +393,12 @@ func (b *Browser) connect(ctx context.Context) (*conn, error) {
 
 // refreshLoop re-reads target infos while c lives: Chrome reports a navigation's
 // url at once but not the title the page sets afterwards.
-func (b *Browser) refreshLoop(c *conn) {
+func (b *Browser) refreshLoop(c *wire.Conn) {
 	t := time.NewTicker(b.opts.RefreshInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-c.closed:
+		case <-c.Done():
 			return
 		case <-b.stop:
 			return
@@ -424,17 +411,15 @@ func (b *Browser) refreshLoop(c *conn) {
 }
 
 // refresh applies Target.getTargets to the model, reporting changes.
-func (b *Browser) refresh(ctx context.Context, c *conn) error {
+func (b *Browser) refresh(ctx context.Context, c *wire.Conn) error {
 	b.mu.Lock()
 	seen := make(map[string]int64, len(b.targets))
 	for id, t := range b.targets {
 		seen[id] = t.updates
 	}
 	b.mu.Unlock()
-	var r struct {
-		TargetInfos []targetInfo `json:"targetInfos"`
-	}
-	if err := call(ctx, c, "", "Target.getTargets", nil, &r); err != nil {
+	r, err := call(ctx, c, "", wire.GetTargets{})
+	if err != nil {
 		return err
 	}
 	for _, ti := range r.TargetInfos {
@@ -450,7 +435,7 @@ func (b *Browser) refresh(ctx context.Context, c *conn) error {
 }
 
 // supervise waits for the connection to drop and reconnects with backoff.
-func (b *Browser) supervise(c *conn) {
+func (b *Browser) supervise(c *wire.Conn) {
 	defer close(b.loopDone)
 	stopCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -460,7 +445,7 @@ func (b *Browser) supervise(c *conn) {
 	}()
 	for {
 		select {
-		case <-c.closed:
+		case <-c.Done():
 		case <-b.stop:
 			return
 		}
@@ -477,7 +462,7 @@ func (b *Browser) supervise(c *conn) {
 			return
 		default:
 		}
-		b.log.Info("browser connection lost", "epoch", epoch, "err", c.err)
+		b.log.Info("browser connection lost", "epoch", epoch, "err", c.Err())
 		b.events.push(browser.Event{Type: browser.Disconnected, Epoch: epoch, Time: time.Now()})
 		backoff := b.opts.MinBackoff
 		for {
@@ -502,7 +487,7 @@ func (b *Browser) supervise(c *conn) {
 }
 
 // current returns the live connection or ErrNotConnected.
-func (b *Browser) current() (*conn, error) {
+func (b *Browser) current() (*wire.Conn, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.conn == nil || !b.connected {
@@ -513,12 +498,12 @@ func (b *Browser) current() (*conn, error) {
 
 // call runs a browser-level or session command and maps a dropped connection to
 // ErrNotConnected.
-func call(ctx context.Context, c *conn, session, method string, params, out any) error {
-	err := c.call(ctx, session, method, params, out)
-	if errors.Is(err, errConnClosed) {
-		return fmt.Errorf("%s: %w", method, browser.ErrNotConnected)
+func call[R any](ctx context.Context, c *wire.Conn, session string, cmd wire.Command[R]) (R, error) {
+	r, err := wire.Call(ctx, c, session, cmd)
+	if errors.Is(err, wire.ErrClosed) {
+		return r, fmt.Errorf("%s: %w", cmd.Method(), browser.ErrNotConnected)
 	}
-	return err
+	return r, err
 }
 
 // --- events from the browser ---
@@ -527,44 +512,32 @@ func visibleURL(u string) bool {
 	return !strings.HasPrefix(u, "devtools://") && !strings.HasPrefix(u, "chrome-extension://")
 }
 
-func isPage(ti targetInfo) bool { return ti.Type == "page" && ti.Subtype == "" }
+func isPage(ti wire.TargetInfo) bool { return ti.Type == "page" && ti.Subtype == "" }
 
-func (b *Browser) onEvent(c *conn, method, session string, params json.RawMessage) {
-	switch method {
-	case "Target.targetCreated", "Target.targetInfoChanged":
-		var ev struct {
-			TargetInfo targetInfo `json:"targetInfo"`
-		}
-		if json.Unmarshal(params, &ev) != nil {
-			return
-		}
-		b.mu.Lock()
-		if t, ok := b.targets[ev.TargetInfo.TargetID]; ok {
-			t.updates++
-		}
-		b.onTargetInfoLocked(c, ev.TargetInfo)
-		b.mu.Unlock()
-	case "Target.targetDestroyed":
-		var ev struct {
-			TargetID string `json:"targetId"`
-		}
-		if json.Unmarshal(params, &ev) != nil {
-			return
-		}
+func (b *Browser) onEvent(c *wire.Conn, e wire.Event) {
+	switch ev := wire.ParseEvent(e).(type) {
+	case *wire.TargetCreated:
+		b.onTargetInfo(c, ev.TargetInfo)
+	case *wire.TargetInfoChanged:
+		b.onTargetInfo(c, ev.TargetInfo)
+	case *wire.TargetDestroyed:
 		b.onDestroyed(c, ev.TargetID)
-	case "Target.detachedFromTarget":
-		var ev struct {
-			SessionID string `json:"sessionId"`
-		}
-		if json.Unmarshal(params, &ev) != nil {
-			return
-		}
+	case *wire.DetachedFromTarget:
 		b.dropSession(c, ev.SessionID)
-	case "Page.javascriptDialogOpening":
-		b.onDialog(c, session, params)
-	case "Page.javascriptDialogClosed":
-		b.onDialogClosed(c, session)
+	case *wire.JavaScriptDialogOpening:
+		b.onDialog(c, e.Session, dialog{Type: ev.Type, Message: ev.Message})
+	case *wire.JavaScriptDialogClosed:
+		b.onDialogClosed(c, e.Session)
 	}
+}
+
+func (b *Browser) onTargetInfo(c *wire.Conn, ti wire.TargetInfo) {
+	b.mu.Lock()
+	if t, ok := b.targets[ti.TargetID]; ok {
+		t.updates++
+	}
+	b.onTargetInfoLocked(c, ti)
+	b.mu.Unlock()
 }
 
 func normURL(u string) string {
@@ -574,7 +547,7 @@ func normURL(u string) string {
 	return strings.TrimSuffix(u, "/")
 }
 
-func (b *Browser) onTargetInfoLocked(c *conn, ti targetInfo) {
+func (b *Browser) onTargetInfoLocked(c *wire.Conn, ti wire.TargetInfo) {
 	if b.conn != c {
 		return
 	}
@@ -631,7 +604,7 @@ func (b *Browser) onTargetInfoLocked(c *conn, ti targetInfo) {
 	b.emitLocked(typ, t)
 }
 
-func (b *Browser) onDestroyed(c *conn, id string) {
+func (b *Browser) onDestroyed(c *wire.Conn, id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.conn != c {
@@ -675,13 +648,10 @@ func (b *Browser) pageLocked(t *target) browser.Page {
 
 // windowFor asks Chrome which window holds a target. It retries briefly: a
 // popup's target exists a moment before its window does.
-func windowFor(ctx context.Context, c *conn, id string) (string, error) {
+func windowFor(ctx context.Context, c *wire.Conn, id string) (string, error) {
 	var lastErr error
 	for i, d := 0, 5*time.Millisecond; i < 8; i, d = i+1, d*2 {
-		var w struct {
-			WindowID int64 `json:"windowId"`
-		}
-		err := call(ctx, c, "", "Browser.getWindowForTarget", map[string]any{"targetId": id}, &w)
+		w, err := call(ctx, c, "", wire.GetWindowForTarget{TargetID: id})
 		if err == nil {
 			return strconv.FormatInt(w.WindowID, 10), nil
 		}
@@ -699,7 +669,7 @@ func windowFor(ctx context.Context, c *conn, id string) (string, error) {
 }
 
 // resolveWindow fills in a page's window (and popup flag) and reports it.
-func (b *Browser) resolveWindow(c *conn, id string) {
+func (b *Browser) resolveWindow(c *wire.Conn, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	b.mu.Lock()
@@ -726,7 +696,7 @@ func (b *Browser) resolveWindow(c *conn, id string) {
 	}
 	w, err := windowFor(ctx, c, id)
 	if err != nil {
-		if !isGone(err) {
+		if !wire.IsGone(err) {
 			b.log.V(1).Info("window lookup failed", "target", id, "err", err)
 		}
 		return
@@ -734,7 +704,7 @@ func (b *Browser) resolveWindow(c *conn, id string) {
 	b.setWindow(c, id, w)
 }
 
-func (b *Browser) setWindow(c *conn, id, w string) {
+func (b *Browser) setWindow(c *wire.Conn, id, w string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.targets[id]
@@ -759,7 +729,7 @@ func (b *Browser) setWindow(c *conn, id, w string) {
 }
 
 // resolveAll looks up the windows of all pages whose window is unknown.
-func (b *Browser) resolveAll(ctx context.Context, c *conn) error {
+func (b *Browser) resolveAll(ctx context.Context, c *wire.Conn) error {
 	b.mu.Lock()
 	var ids []string
 	for id, t := range b.targets {
@@ -782,7 +752,7 @@ func (b *Browser) resolveAll(ctx context.Context, c *conn) error {
 			defer func() { <-sem }()
 			w, err := windowFor(ctx, c, id)
 			if err != nil {
-				if !isGone(err) {
+				if !wire.IsGone(err) {
 					errs[i] = err
 				}
 				return
@@ -857,28 +827,26 @@ func lockFor(m map[string]*sync.Mutex, mu *sync.Mutex, k string) *sync.Mutex {
 // ensureContext returns the browserContextId for a pool context name. The
 // name → id map is kept in the ledger, so a restarted driver reuses the
 // session's context (and its cookies) rather than creating another.
-func (b *Browser) ensureContext(ctx context.Context, c *conn, name string) (string, error) {
+func (b *Browser) ensureContext(ctx context.Context, c *wire.Conn, name string) (string, error) {
 	b.ctxLock.Lock()
 	defer b.ctxLock.Unlock()
 	if id, ok := b.ledger.Context(name); ok {
 		return id, nil
 	}
-	var r struct {
-		ID string `json:"browserContextId"`
-	}
-	if err := call(ctx, c, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": false}, &r); err != nil {
+	r, err := call(ctx, c, "", wire.CreateBrowserContext{DisposeOnDetach: false})
+	if err != nil {
 		return "", fmt.Errorf("create browser context %q: %w", name, err)
 	}
-	if err := b.ledger.SetContext(name, r.ID); err != nil {
+	if err := b.ledger.SetContext(name, r.BrowserContextID); err != nil {
 		// Unrecorded, it would outlive the session: end it now.
-		_ = call(ctx, c, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": r.ID}, nil)
+		_, _ = call(ctx, c, "", wire.DisposeBrowserContext{BrowserContextID: r.BrowserContextID})
 		return "", err
 	}
 	b.mu.Lock()
-	b.ctxNames[r.ID] = name
+	b.ctxNames[r.BrowserContextID] = name
 	b.mu.Unlock()
-	b.log.V(1).Info("created browser context", "name", name, "id", r.ID)
-	return r.ID, nil
+	b.log.V(1).Info("created browser context", "name", name, "id", r.BrowserContextID)
+	return r.BrowserContextID, nil
 }
 
 // DisposeContext closes a pool context and all its pages. Unknown names are not an error.
@@ -893,7 +861,7 @@ func (b *Browser) DisposeContext(ctx context.Context, name string) error {
 	if !ok {
 		return nil
 	}
-	if err := call(ctx, c, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": id}, nil); err != nil && !isGone(err) {
+	if _, err := call(ctx, c, "", wire.DisposeBrowserContext{BrowserContextID: id}); err != nil && !wire.IsGone(err) {
 		return err
 	}
 	return b.ledger.DropContext(name)
@@ -949,10 +917,7 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 			return browser.Page{}, fmt.Errorf("window %s: %w", req.WindowID, browser.ErrNotFound)
 		}
 	}
-	params := map[string]any{"url": req.URL, "background": true}
-	if req.NewWindow {
-		params["newWindow"] = true
-	}
+	params := wire.CreateTarget{URL: req.URL, Background: true, NewWindow: req.NewWindow}
 	if req.Context != "" {
 		if !b.opts.Pool {
 			return browser.Page{}, fmt.Errorf("open in context %q: the driver was not started with Pool", req.Context)
@@ -961,7 +926,7 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 		if err != nil {
 			return browser.Page{}, err
 		}
-		params["browserContextId"] = id
+		params.BrowserContextID = id
 	}
 	// Window choice (place.go): a tab for a named window opens from a page the
 	// session owns there; createTarget (crash-consistent) otherwise.
@@ -1002,7 +967,7 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 // intent was written, is the page it created and is recorded; none means
 // nothing was created, and the page is created now; several are refused
 // rather than guessed between.
-func (b *Browser) createRecorded(ctx context.Context, c *conn, req browser.OpenRequest, params map[string]any) (string, error) {
+func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.OpenRequest, params wire.CreateTarget) (string, error) {
 	if in, ok := b.ledger.IntentOf(req.Key); ok {
 		id, err := b.resolveIntent(ctx, c, in)
 		if err != nil {
@@ -1047,11 +1012,9 @@ func (b *Browser) createRecorded(ctx context.Context, c *conn, req browser.OpenR
 }
 
 // pageInfos returns every page target the browser reports now, in every context.
-func (b *Browser) pageInfos(ctx context.Context, c *conn) ([]targetInfo, error) {
-	var r struct {
-		TargetInfos []targetInfo `json:"targetInfos"`
-	}
-	if err := call(ctx, c, "", "Target.getTargets", nil, &r); err != nil {
+func (b *Browser) pageInfos(ctx context.Context, c *wire.Conn) ([]wire.TargetInfo, error) {
+	r, err := call(ctx, c, "", wire.GetTargets{})
+	if err != nil {
 		return nil, err
 	}
 	out := r.TargetInfos[:0]
@@ -1065,7 +1028,7 @@ func (b *Browser) pageInfos(ctx context.Context, c *conn) ([]targetInfo, error) 
 
 // resolveIntent finds the page an interrupted open created: "" when there is
 // none (create it now), an error when several pages could be it.
-func (b *Browser) resolveIntent(ctx context.Context, c *conn, in ledger.Intent) (string, error) {
+func (b *Browser) resolveIntent(ctx context.Context, c *wire.Conn, in ledger.Intent) (string, error) {
 	infos, err := b.pageInfos(ctx, c)
 	if err != nil {
 		return "", err
@@ -1105,15 +1068,12 @@ func (b *Browser) resolveIntent(ctx context.Context, c *conn, in ledger.Intent) 
 	return "", fmt.Errorf("open %s under %s: an interrupted open may have created any of pages %s (none recorded, all new since): refusing to guess; close the ones that are not this window's and retry", in.URL, in.Key, strings.Join(found, ", "))
 }
 
-func (b *Browser) createTarget(ctx context.Context, c *conn, params map[string]any) (string, error) {
-	u := normURL(fmt.Sprint(params["url"]))
+func (b *Browser) createTarget(ctx context.Context, c *wire.Conn, params wire.CreateTarget) (string, error) {
+	u := normURL(params.URL)
 	b.mu.Lock()
 	b.ownCreate[u]++
 	b.mu.Unlock()
-	var r struct {
-		TargetID string `json:"targetId"`
-	}
-	err := call(ctx, c, "", "Target.createTarget", params, &r)
+	r, err := call(ctx, c, "", params)
 	if err != nil {
 		// The created page (if any) was not seen: forget the marker.
 		b.mu.Lock()
@@ -1130,7 +1090,7 @@ func (b *Browser) createTarget(ctx context.Context, c *conn, params map[string]a
 }
 
 // withWindow fills in a page's window when it is not known yet.
-func (b *Browser) withWindow(ctx context.Context, c *conn, p browser.Page) (browser.Page, error) {
+func (b *Browser) withWindow(ctx context.Context, c *wire.Conn, p browser.Page) (browser.Page, error) {
 	if p.WindowID != "" {
 		return p, nil
 	}
@@ -1168,7 +1128,7 @@ func (b *Browser) Close(ctx context.Context, req browser.CloseRequest) error {
 	}
 	w, err := windowFor(ctx, c, req.ID)
 	if err != nil {
-		if isGone(err) {
+		if wire.IsGone(err) {
 			return b.ledger.Closed(req.Key, req.ID)
 		}
 		return err
@@ -1206,7 +1166,7 @@ func (b *Browser) Close(ctx context.Context, req browser.CloseRequest) error {
 }
 
 // closeOwned closes a page whose ownership was checked and drops its record.
-func (b *Browser) closeOwned(ctx context.Context, c *conn, req browser.CloseRequest) error {
+func (b *Browser) closeOwned(ctx context.Context, c *wire.Conn, req browser.CloseRequest) error {
 	if err := b.closeTarget(ctx, c, req.ID); err != nil {
 		return err
 	}
@@ -1221,7 +1181,7 @@ func (b *Browser) has(id string) bool {
 }
 
 // closeTarget closes a page and waits for targetDestroyed.
-func (b *Browser) closeTarget(ctx context.Context, c *conn, id string) error {
+func (b *Browser) closeTarget(ctx context.Context, c *wire.Conn, id string) error {
 	b.mu.Lock()
 	if _, ok := b.targets[id]; !ok {
 		b.mu.Unlock()
@@ -1230,14 +1190,14 @@ func (b *Browser) closeTarget(ctx context.Context, c *conn, id string) error {
 	done := make(chan struct{})
 	b.destroyed[id] = append(b.destroyed[id], done)
 	b.mu.Unlock()
-	err := call(ctx, c, "", "Target.closeTarget", map[string]any{"targetId": id}, nil)
-	if err != nil && !isGone(err) {
+	_, err := call(ctx, c, "", wire.CloseTarget{TargetID: id})
+	if err != nil && !wire.IsGone(err) {
 		return err
 	}
 	select {
 	case <-done:
 		return nil
-	case <-c.closed:
+	case <-c.Done():
 		return fmt.Errorf("close %s: %w", id, browser.ErrNotConnected)
 	case <-ctx.Done():
 		return fmt.Errorf("close %s: waiting for the page to go: %w", id, ctx.Err())
@@ -1246,7 +1206,7 @@ func (b *Browser) closeTarget(ctx context.Context, c *conn, id string) error {
 
 // placeholder opens an about:blank tab in window w, next to page id which is
 // about to close, and verifies where it landed.
-func (b *Browser) placeholder(ctx context.Context, c *conn, id, w, ctxID string) error {
+func (b *Browser) placeholder(ctx context.Context, c *wire.Conn, id, w, ctxID string) error {
 	b.phLock.Lock()
 	defer b.phLock.Unlock()
 
@@ -1268,9 +1228,9 @@ func (b *Browser) placeholder(ctx context.Context, c *conn, id, w, ctxID string)
 		return err
 	}
 	// 2. createTarget: lands in the context's last active window, which may be w.
-	params := map[string]any{"url": "about:blank", "background": true}
+	params := wire.CreateTarget{URL: "about:blank", Background: true}
 	if ctxID != "" && b.isNonDefault(ctxID) {
-		params["browserContextId"] = ctxID
+		params.BrowserContextID = ctxID
 	}
 	pid, err = b.createTarget(ctx, c, params)
 	if err != nil {
@@ -1293,12 +1253,10 @@ func (b *Browser) isNonDefault(ctxID string) bool {
 }
 
 // attach opens a flattened session on a page; detach ends it.
-func attach(ctx context.Context, c *conn, id string) (string, func(), error) {
-	var r struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := call(ctx, c, "", "Target.attachToTarget", map[string]any{"targetId": id, "flatten": true}, &r); err != nil {
-		if isGone(err) {
+func attach(ctx context.Context, c *wire.Conn, id string) (string, func(), error) {
+	r, err := call(ctx, c, "", wire.AttachToTarget{TargetID: id, Flatten: true})
+	if err != nil {
+		if wire.IsGone(err) {
 			return "", nil, fmt.Errorf("page %s: %w", id, browser.ErrNotFound)
 		}
 		return "", nil, err
@@ -1306,7 +1264,7 @@ func attach(ctx context.Context, c *conn, id string) (string, func(), error) {
 	return r.SessionID, func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = c.call(dctx, "", "Target.detachFromTarget", map[string]any{"sessionId": r.SessionID}, nil)
+		_, _ = wire.Call(dctx, c, "", wire.DetachFromTarget{SessionID: r.SessionID})
 	}, nil
 }
 

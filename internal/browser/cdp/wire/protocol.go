@@ -95,6 +95,15 @@ type CloseTarget struct {
 func (CloseTarget) Method() string { return "Target.closeTarget" }
 func (CloseTarget) result() Empty  { return Empty{} }
 
+// ActivateTarget is Target.activateTarget: the page comes to the front. The
+// driver never sends it (it never focuses); tests do, as the user's hand.
+type ActivateTarget struct {
+	TargetID string `json:"targetId"`
+}
+
+func (ActivateTarget) Method() string { return "Target.activateTarget" }
+func (ActivateTarget) result() Empty  { return Empty{} }
+
 // AttachToTarget is Target.attachToTarget.
 type AttachToTarget struct {
 	TargetID string `json:"targetId"`
