@@ -269,6 +269,11 @@ func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args
 		return err
 	}
 	expr := "(" + pagescript.Source + "\n)(" + string(opJSON) + ", " + string(argsJSON) + ")"
+	if ps.world == 0 {
+		// Never the page's own world (a zero contextId is not sent, and would
+		// mean the main world): as the browser says for a world that is gone.
+		return fmt.Errorf("page script %s: cannot find context: no isolated world", op)
+	}
 	r, err := call(ctx, ps.c, ps.id, wire.Evaluate{Expression: expr, ContextID: ps.world, ReturnByValue: true, Silent: true})
 	if err != nil {
 		return err

@@ -421,6 +421,18 @@ func TestActNeverFocuses(t *testing.T) {
 	}
 }
 
+// The page script never runs in the page's own world: without an isolated
+// world (a zero contextId, which CDP reads as the main world) evaluate refuses
+// before sending anything, with an error that makes run create the world.
+func TestEvaluateNeedsIsolatedWorld(t *testing.T) {
+	b := &Browser{}
+	var out any
+	err := b.evaluate(tctx(t), &pageSession{}, "info", nil, &out)
+	if err == nil || !strings.Contains(err.Error(), "no isolated world") || !worldGone(err) {
+		t.Fatalf("evaluate without a world: %v; want a refusal that reads as a gone world", err)
+	}
+}
+
 func TestParseKey(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
