@@ -197,6 +197,31 @@ func (b *Browser) dropSession(c *wire.Conn, session string) {
 	}
 }
 
+// scriptArgs are the page script's arguments, as JSON data: World for every
+// op, and the one field each op reads (observe Max, locate and focus Target,
+// scroll DX and DY, hasText Text); the others ignore the rest.
+type scriptArgs struct {
+	World  string        `json:"world"`
+	Max    int           `json:"max"`
+	Target *scriptTarget `json:"target,omitempty"`
+	DX     int           `json:"dx"`
+	DY     int           `json:"dy"`
+	Text   string        `json:"text"`
+}
+
+// scriptTarget is a step's target for locate and focus: a ref (with its
+// document), a point (with its document and epoch), a text or a selector.
+type scriptTarget struct {
+	Ref      string  `json:"ref,omitempty"`
+	Point    bool    `json:"point,omitempty"`
+	X        float64 `json:"x"`
+	Y        float64 `json:"y"`
+	Document string  `json:"document"`
+	Epoch    int64   `json:"epoch"`
+	Text     string  `json:"text,omitempty"`
+	Selector string  `json:"selector,omitempty"`
+}
+
 // scriptError is an error the page script returned as data.
 type scriptError struct {
 	Reason     string            `json:"reason"`
@@ -246,7 +271,7 @@ func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
 		Error *scriptError `json:"error"`
 	}
 	ps.world, ps.loader = w.ExecutionContextID, f.LoaderID
-	if err := b.evaluate(ctx, ps, "init", map[string]any{"world": hex.EncodeToString(nonce)}, &info); err != nil {
+	if err := b.evaluate(ctx, ps, "init", scriptArgs{World: hex.EncodeToString(nonce)}, &info); err != nil {
 		ps.world = 0
 		return err
 	}
@@ -259,7 +284,7 @@ func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
 }
 
 // evaluate runs the page script once in ps's world: (Source)(op, args), nothing else.
-func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args map[string]any, out any) error {
+func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args scriptArgs, out any) error {
 	opJSON, err := json.Marshal(op)
 	if err != nil {
 		return err
@@ -289,14 +314,12 @@ func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args
 
 // run runs op in the page's world, creating the world when the page has a new
 // document or the old world is gone. out's Error field receives a script error.
-func (b *Browser) run(ctx context.Context, ps *pageSession, op string, args map[string]any, out any) error {
+func (b *Browser) run(ctx context.Context, ps *pageSession, op string, args scriptArgs, out any) error {
 	for attempt := 0; ; attempt++ {
 		err := b.ensureWorld(ctx, ps)
 		if err == nil {
-			a := map[string]any{"world": ps.nonce}
-			for k, v := range args {
-				a[k] = v
-			}
+			a := args
+			a.World = ps.nonce
 			var probe struct {
 				Error *scriptError `json:"error"`
 			}
@@ -458,7 +481,7 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		}
 		max = min(max, maxElements)
 		var o browser.PageObservation
-		if err := b.run(ctx, ps, "observe", map[string]any{"max": max}, &o); err != nil {
+		if err := b.run(ctx, ps, "observe", scriptArgs{Max: max}, &o); err != nil {
 			return browser.ActResult{}, err
 		}
 		return browser.ActResult{Observation: &o}, nil
@@ -483,7 +506,7 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		return browser.ActResult{}, k.press(ctx, ps.c, ps.id)
 	case browser.StepScroll:
 		var out struct{}
-		return browser.ActResult{}, b.run(ctx, ps, "scroll", map[string]any{"dx": s.DeltaX, "dy": s.DeltaY}, &out)
+		return browser.ActResult{}, b.run(ctx, ps, "scroll", scriptArgs{DX: s.DeltaX, DY: s.DeltaY}, &out)
 	case browser.StepWait:
 		return browser.ActResult{}, b.wait(ctx, ps, s)
 	}
@@ -497,7 +520,7 @@ type point struct {
 // locate runs locate (or focus) for a target. Selector targets may take
 // selectorGrace to appear (a page that was just opened).
 func (b *Browser) locate(ctx context.Context, ps *pageSession, op string, t browser.Target) (point, error) {
-	args := map[string]any{"target": targetArgs(t)}
+	args := scriptArgs{Target: targetArgs(t)}
 	deadline := time.Now().Add(selectorGrace)
 	for {
 		var p point
@@ -516,16 +539,16 @@ func (b *Browser) locate(ctx context.Context, ps *pageSession, op string, t brow
 	}
 }
 
-func targetArgs(t browser.Target) map[string]any {
+func targetArgs(t browser.Target) *scriptTarget {
 	switch {
 	case t.Ref != "":
-		return map[string]any{"ref": t.Ref, "document": t.Document}
+		return &scriptTarget{Ref: t.Ref, Document: t.Document}
 	case t.Point:
-		return map[string]any{"point": true, "x": t.X, "y": t.Y, "document": t.Document, "epoch": t.Epoch}
+		return &scriptTarget{Point: true, X: t.X, Y: t.Y, Document: t.Document, Epoch: t.Epoch}
 	case t.Text != "":
-		return map[string]any{"text": t.Text}
+		return &scriptTarget{Text: t.Text}
 	}
-	return map[string]any{"selector": t.Selector}
+	return &scriptTarget{Selector: t.Selector}
 }
 
 // pressRelease is a real left click at x, y: press and release only (a mouse
@@ -555,7 +578,7 @@ func (b *Browser) navigateStep(ctx context.Context, ps *pageSession, u string) e
 		var info struct {
 			ReadyState string `json:"readyState"`
 		}
-		err := b.run(ctx, ps, "info", nil, &info)
+		err := b.run(ctx, ps, "info", scriptArgs{}, &info)
 		if err == nil && ps.loader == r.LoaderID && info.ReadyState == "complete" {
 			return nil
 		}
@@ -597,7 +620,7 @@ func (b *Browser) wait(ctx context.Context, ps *pageSession, s browser.Step) err
 		var r struct {
 			Found bool `json:"found"`
 		}
-		err := b.run(ctx, ps, "hasText", map[string]any{"text": s.Text}, &r)
+		err := b.run(ctx, ps, "hasText", scriptArgs{Text: s.Text}, &r)
 		if err == nil && r.Found {
 			return nil
 		}

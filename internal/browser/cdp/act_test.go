@@ -427,7 +427,7 @@ func TestActNeverFocuses(t *testing.T) {
 func TestEvaluateNeedsIsolatedWorld(t *testing.T) {
 	b := &Browser{}
 	var out any
-	err := b.evaluate(tctx(t), &pageSession{}, "info", nil, &out)
+	err := b.evaluate(tctx(t), &pageSession{}, "info", scriptArgs{}, &out)
 	if err == nil || !strings.Contains(err.Error(), "no isolated world") || !worldGone(err) {
 		t.Fatalf("evaluate without a world: %v; want a refusal that reads as a gone world", err)
 	}
