@@ -30,6 +30,9 @@ type Helper struct {
 // that the patch itself lets go, by removing its last finalizer).
 func (h *Helper) SkipStatus() { h.skipStatus = true }
 
+// Skipped reports whether SkipStatus was called.
+func (h *Helper) Skipped() bool { return h.skipStatus }
+
 // NewHelper snapshots obj, a pointer to a struct that embeds metav1.ObjectMeta
 // and may have a Status field (every tabwarden kind).
 func NewHelper(obj client.Object, c client.Client) *Helper {
