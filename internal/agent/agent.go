@@ -51,7 +51,7 @@ type Options struct {
 	SpawnSettle time.Duration
 	// OpenSettle is how long the first status write of an Open window waits
 	// for its page's title, so that the open, the url and the title are one
-	// write (default 500ms; negative: write at once).
+	// write (default 150ms; negative: write at once).
 	OpenSettle time.Duration
 	// SpawnStatusSettle is the same for a Spawned window, whose adoption the
 	// create already announced (default 1s; negative: write at once).
@@ -113,7 +113,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 		opts.SpawnSettle = 150 * time.Millisecond
 	}
 	if opts.OpenSettle == 0 {
-		opts.OpenSettle = 500 * time.Millisecond
+		opts.OpenSettle = 150 * time.Millisecond
 	}
 	if opts.SpawnStatusSettle == 0 {
 		opts.SpawnStatusSettle = time.Second

@@ -459,7 +459,11 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 			return ctrl.Result{}, err
 		}
 		if live {
-			r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", rec.Page, w.Status.URL, w.Name)
+			// One Event per page closed on its own; a session's cleanup is told
+			// once, by the controller's SessionCleaned Event, not once per page.
+			if s == nil || (s.DeletionTimestamp.IsZero() && !s.Ended()) {
+				r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", rec.Page, w.Status.URL, w.Name)
+			}
 			w.Status.Phase = twv1.WindowClosed
 		}
 	}
