@@ -81,7 +81,7 @@ bench-short: envtest chromium bench-deps
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) run ./test/bench -short
 
 bench-deps:
-	cd test/bench/node && npm ci --no-audit --no-fund --silent
+	cd test/bench/node && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --silent; }
 
 clean:
 	rm -rf bin .tabwarden

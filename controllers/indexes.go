@@ -22,7 +22,7 @@ const SessionProfileIndex = index.SessionProfile
 
 // SetupIndexes registers the field indexes the controllers list by.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	return index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowSessionRef, index.ActionSessionRef, index.SessionProfileName)
+	return index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowSessionRef, index.ActionSessionRef, index.SessionProfileName, index.SessionUnplaced)
 }
 
 // sessionWindows lists the windows that name the session.

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -26,7 +25,6 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
-	"github.com/tabwarden/tabwarden/internal/hint"
 	"github.com/tabwarden/tabwarden/internal/index"
 )
 
@@ -51,6 +49,19 @@ type Options struct {
 	// (click, type, press, navigate) for the browser to report it, before the
 	// next mutating step's guards or the action's result (default 150ms).
 	SpawnSettle time.Duration
+	// OpenSettle is how long the first status write of an Open window waits
+	// for its page's title, so that the open, the url and the title are one
+	// write (default 150ms; negative: write at once).
+	OpenSettle time.Duration
+	// SpawnStatusSettle is the same for a Spawned window, whose adoption the
+	// create already announced (default 1s; negative: write at once).
+	SpawnStatusSettle time.Duration
+	// ObserveInterval is the least time between two status writes of a window
+	// that only change its page's url, title or browser window (default 1s;
+	// negative: write every change).
+	ObserveInterval time.Duration
+	// WindowWorkers is how many windows are reconciled at once (default 16).
+	WindowWorkers int
 	// KeepaliveWarnAfter is how long a session may be driven on a host that ends
 	// idle connections before actions warn no_keepalive (default 10m).
 	KeepaliveWarnAfter time.Duration
@@ -78,6 +89,8 @@ type Agent struct {
 	// spawnWatch collects the windows adopted for a session while one of its
 	// actions runs.
 	spawnWatch spawnWatch
+	// holds are the window statuses held back to fold a page's stages into one write.
+	holds statusHolds
 }
 
 // CacheOptions restricts a manager's cache of BrowserWindows to this profile's.
@@ -100,6 +113,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	if opts.SpawnSettle == 0 {
 		opts.SpawnSettle = 150 * time.Millisecond
 	}
+	if opts.OpenSettle == 0 {
+		opts.OpenSettle = 150 * time.Millisecond
+	}
+	if opts.SpawnStatusSettle == 0 {
+		opts.SpawnStatusSettle = time.Second
+	}
+	if opts.ObserveInterval == 0 {
+		opts.ObserveInterval = time.Second
+	}
+	if opts.WindowWorkers <= 0 {
+		opts.WindowWorkers = 16
+	}
 	if opts.KeepaliveWarnAfter == 0 {
 		opts.KeepaliveWarnAfter = 10 * time.Minute
 	}
@@ -118,7 +143,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 		observations: newObservations(),
 		spawnWatch:   spawnWatch{m: map[string]*[]twv1.SpawnedWindow{}},
 	}
-	if err := index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowUID, index.WindowSessionRef, index.ActionSessionRef); err != nil {
+	if err := index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowUID, index.WindowSessionRef, index.ActionSessionRef, index.SessionProfileName); err != nil {
 		return nil, err
 	}
 	if err := (&WindowReconciler{agent: a}).SetupWithManager(mgr); err != nil {
@@ -307,10 +332,12 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reas
 		log.Error(err, "Recording the adopted page in the driver failed", "page", p.ID, "window", w.Name)
 	}
 	a.spawnWatch.note(o.Namespace, o.Session, twv1.SpawnedWindow{Name: w.Name, URL: truncate(p.URL, 4096)})
+	// No Event per spawn: the Spawned BrowserWindow is the durable record of the
+	// adoption (spec.spawn: opener, window, reason, url), and the session's
+	// SpawnsAcknowledged=False (with the controller's Warning Event when a hold
+	// begins) tells the user to acknowledge it. An Event here would double the
+	// API writes of every spawn.
 	log.Info("Adopted spawned page", "session", o.Session, "window", w.Name, "page", p.ID, "opener", p.OpenerID, "reason", reason)
-	a.recorder.Eventf(s, w, corev1.EventTypeNormal, twv1.EventSpawnAdopted, "Adopt",
-		"Page %s spawned by %s adopted as BrowserWindow %s; acknowledge it: %s", p.ID, o.Window, w.Name,
-		hint.Ack(w.Namespace, w.Name, twv1.DispositionClose))
 	a.wakeWindow(w.Namespace, w.Name)
 	return nil
 }

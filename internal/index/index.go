@@ -16,6 +16,10 @@ const (
 	SessionRef = twv1.SessionRefIndex
 	// SessionProfile indexes BrowserSessions by status.profileName (their placement).
 	SessionProfile = "status.profileName"
+	// Unplaced indexes BrowserSessions waiting for placement: "pinned/<profile>"
+	// for a session pinned by spec.profileName, "selector" for one placed by
+	// spec.profileSelector. A profile event looks up only these, never every session.
+	Unplaced = "status.unplaced"
 	// UID indexes BrowserWindows by metadata.uid: a driver's records name a window
 	// by the uid it was created with, so a record never follows a name that was
 	// deleted and made again.
@@ -45,11 +49,30 @@ var (
 		}
 		return nil
 	}}
+	// SessionUnplaced indexes the sessions that wait for placement (Unplaced).
+	SessionUnplaced = Index{&twv1.BrowserSession{}, Unplaced, func(o client.Object) []string {
+		s := o.(*twv1.BrowserSession)
+		switch {
+		case s.Status.ProfileName != "":
+			return nil
+		case s.Spec.ProfileName != "":
+			return []string{UnplacedPinned(s.Spec.ProfileName)}
+		case s.Spec.ProfileSelector != nil:
+			return []string{UnplacedSelector}
+		}
+		return nil
+	}}
 	// WindowUID indexes windows by uid.
 	WindowUID = Index{&twv1.BrowserWindow{}, UID, func(o client.Object) []string {
 		return []string{string(o.GetUID())}
 	}}
 )
+
+// UnplacedSelector is the Unplaced value of sessions placed by selector.
+const UnplacedSelector = "selector"
+
+// UnplacedPinned is the Unplaced value of sessions pinned to profile.
+func UnplacedPinned(profile string) string { return "pinned/" + profile }
 
 // Setup registers indexes with a manager's field indexer.
 func Setup(ctx context.Context, fi client.FieldIndexer, indexes ...Index) error {

@@ -46,7 +46,7 @@ func actionSection(ctx context.Context, l *lab, rep *report) error {
 	logf("%s: %d repetitions", name, l.cfg.openReps)
 	var tw, raw sample
 	lg := newLegs(name, "create → agent sends the claim (watch, queue, guards)", "claim: status Running", "→ agent sends the result (driver step, spawn settle)", "result: status Succeeded", "result reply → watch MODIFIED at a client")
-	for i := 0; i < l.cfg.openReps+3; i++ {
+	for i := 0; i < l.cfg.openReps+l.cfg.warmReps; i++ {
 		// The agent writes the action's status twice: the claim, then the result.
 		var claim reqEvent
 		writes := 0
@@ -67,7 +67,7 @@ func actionSection(ctx context.Context, l *lab, rep *report) error {
 			result.cancel()
 			return err
 		}
-		if r, err := result.wait(time.Second); err == nil && i >= 3 {
+		if r, err := result.wait(time.Second); err == nil && i >= l.cfg.warmReps {
 			seg := []time.Time{t0, claim.start, claim.end, r.start, r.end, t0.Add(d)}
 			for j, n := range lg.names {
 				lg.add(n, seg[j+1].Sub(seg[j]))
@@ -77,7 +77,7 @@ func actionSection(ctx context.Context, l *lab, rep *report) error {
 		if _, err := k.click(ctx); err != nil {
 			return err
 		}
-		if i >= 3 {
+		if i >= l.cfg.warmReps {
 			tw = append(tw, ms(d))
 			raw = append(raw, ms(time.Since(r0)))
 		}
@@ -89,7 +89,7 @@ func actionSection(ctx context.Context, l *lab, rep *report) error {
 	logf("%s: %d repetitions", name, l.cfg.openReps)
 	five := []twv1.ActionStep{observe, click, observe, click, observe}
 	var composed, singles sample
-	for i := 0; i < l.cfg.openReps+3; i++ {
+	for i := 0; i < l.cfg.openReps+l.cfg.warmReps; i++ {
 		d, err := run(five...)
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ func actionSection(ctx context.Context, l *lab, rep *report) error {
 			}
 			sum += d1
 		}
-		if i >= 3 {
+		if i >= l.cfg.warmReps {
 			composed = append(composed, ms(d))
 			singles = append(singles, ms(sum))
 		}

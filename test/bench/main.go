@@ -8,6 +8,9 @@
 //	go run ./test/bench            # the full run (make bench)
 //	go run ./test/bench -short     # a quick look, under two minutes (make bench-short)
 //
+// TABWARDEN_BENCH_DUMP_WRITES=1 prints every write of the in-process roles, with
+// its body, to stderr: where each write per operation comes from.
+//
 // The scale case runs the controller and the agent (fake driver) as child
 // processes of this binary (-role), so that their RSS and CPU are their own.
 package main
@@ -37,6 +40,7 @@ type config struct {
 	spawnReps  int
 	openReps   int
 	costReps   int
+	warmReps   int // unmeasured repetitions before each spawn and open case
 	cleanReps  map[int]int
 	cleanNs    []int
 	scaleS     []int
@@ -58,7 +62,7 @@ func main() {
 		short    = flag.Bool("short", false, "a quick look: few repetitions, small N and S (under two minutes)")
 		out      = flag.String("out", "", "results file (default bench/results/<date>.md; \"-\" prints only)")
 		sections = flag.String("sections", "spawn,open,cleanup,action,scale", "sections to run")
-		scale    = flag.String("scale", "", "comma-separated session counts for the scale case (default 500,1000,2000; -short 20,50; e.g. 1000,2000,5000,10000 for the long run)")
+		scale    = flag.String("scale", "", "comma-separated session counts for the scale case (default 500,1000,2000; -short 10,20; e.g. 1000,2000,5000,10000 for the long run)")
 		reps     = flag.Int("reps", 0, "repetitions for spawn and open (default 200; -short 20)")
 		qps      = flag.Float64("role-qps", 2000, "client QPS of the controller and agent in the scale case (run.Common.QPS; 0 = the shipped default 200/400)")
 		workers  = flag.Int("ctl-workers", 0, "experiment: run the scale case's controller with this many workers per reconciler (0: as shipped)")
@@ -73,14 +77,16 @@ func main() {
 	cfg.roleBurst = int(2 * cfg.roleQPS)
 	cfg.ctlWorkers = *workers
 	if cfg.short {
-		cfg.spawnReps, cfg.openReps, cfg.costReps = 10, 10, 1
+		// Under two minutes on 2 cores: each spawn and open case costs a cost
+		// repetition (three waits for quiet) and about a second per repetition.
+		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 5, 5, 1, 1
 		// N=50 opens 50 windows four times (tabwarden, two raw baselines,
 		// Playwright): over a minute on 2 cores, so only the full run has it.
 		cfg.cleanNs = []int{1, 10}
-		cfg.cleanReps = map[int]int{1: 3, 10: 2}
-		cfg.scaleS = []int{20, 50}
+		cfg.cleanReps = map[int]int{1: 2, 10: 1}
+		cfg.scaleS = []int{10, 20}
 	} else {
-		cfg.spawnReps, cfg.openReps, cfg.costReps = 200, 200, 10
+		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 200, 200, 10, 3
 		cfg.cleanNs = []int{1, 10, 50}
 		cfg.cleanReps = map[int]int{1: 200, 10: 30, 50: 10}
 		cfg.scaleS = []int{500, 1000, 2000}
