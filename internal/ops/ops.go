@@ -46,7 +46,7 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch {
-	case e.Reason != "":
+	case e.Reason != "" && e.Kind != Invalid:
 		fmt.Fprintf(&b, "%s (%s): %s", strings.ToLower(string(e.Kind)), e.Reason, e.Message)
 	default:
 		b.WriteString(e.Message)
@@ -240,9 +240,12 @@ func dnsPrefix(s string) string {
 // apiError turns an API server refusal (validation, admission) into an *Error
 // whose message is the server's, which already teaches the fix.
 func (o *Ops) apiError(err error, doing string) error {
-	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsAlreadyExists(err) || apierrors.IsBadRequest(err) {
-		return &Error{Kind: Refused, Reason: strings.ToLower(string(apierrors.ReasonForError(err))),
-			Message: doing + ": " + err.Error()}
+	switch {
+	case apierrors.IsForbidden(err):
+		// RBAC or an admission policy (a guard): the message says which and why.
+		return &Error{Kind: Refused, Reason: "forbidden", Message: doing + ": " + err.Error()}
+	case apierrors.IsInvalid(err), apierrors.IsAlreadyExists(err), apierrors.IsBadRequest(err):
+		return &Error{Kind: Invalid, Reason: strings.ToLower(string(apierrors.ReasonForError(err))), Message: doing + ": " + err.Error()}
 	}
 	return fmt.Errorf("%s: %w", doing, err)
 }
@@ -310,7 +313,7 @@ func (o *Ops) OpenWindow(ctx context.Context, session, name, url string, d twv1.
 }
 
 // Owned lists the windows of a session (opened, spawned, bound), sorted by
-// source then creation.
+// source then name.
 func (o *Ops) Owned(ctx context.Context, session string) (*twv1.BrowserSession, []twv1.BrowserWindow, error) {
 	s, err := o.GetSession(ctx, session)
 	if err != nil {
@@ -337,9 +340,6 @@ func (o *Ops) Owned(ctx context.Context, session string) (*twv1.BrowserSession, 
 	sort.SliceStable(ws, func(i, j int) bool {
 		if a, b := sourceRank(ws[i].Spec.Source), sourceRank(ws[j].Spec.Source); a != b {
 			return a < b
-		}
-		if !ws[i].CreationTimestamp.Equal(&ws[j].CreationTimestamp) {
-			return ws[i].CreationTimestamp.Before(&ws[j].CreationTimestamp)
 		}
 		return ws[i].Name < ws[j].Name
 	})
