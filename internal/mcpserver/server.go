@@ -124,7 +124,7 @@ func (h *handlers) startSession(ctx context.Context, _ *mcp.CallToolRequest, in 
 		Placement: twv1.Placement(in.Placement),
 	}, h.timeout)
 	if err != nil {
-		return nil, SessionOutput{}, err
+		return nil, SessionOutput{}, h.teach(err, in.Name)
 	}
 	out := SessionOutput{Session: s.Name, Profile: s.Status.ProfileName, Phase: string(s.Status.Phase)}
 	return text(fmt.Sprintf("Session %s started on profile %s (thread %s). Open a page with open_window {\"session\": %q, \"url\": ...}.",
@@ -181,7 +181,7 @@ func (h *handlers) openWindow(ctx context.Context, _ *mcp.CallToolRequest, in Op
 	}
 	w, err := h.ops.OpenWindow(ctx, in.Session, in.Name, in.URL, d, h.timeout)
 	if err != nil {
-		return nil, WindowOutput{}, err
+		return nil, WindowOutput{}, h.teach(err, in.Session)
 	}
 	return text(fmt.Sprintf("Window %s is open (tab %s): %s %q. Observe it with observe {\"session\": %q, \"window\": %q, \"thread\": ...}.",
 		w.Name, w.Status.TabID, w.Status.URL, w.Status.Title, in.Session, w.Name)), windowOutput(w), nil
@@ -203,7 +203,7 @@ type OwnedOutput struct {
 func (h *handlers) listOwned(ctx context.Context, _ *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, OwnedOutput, error) {
 	s, ws, err := h.ops.Owned(ctx, in.Session)
 	if err != nil {
-		return nil, OwnedOutput{}, err
+		return nil, OwnedOutput{}, h.teach(err, in.Session)
 	}
 	out := OwnedOutput{Session: s.Name, Phase: string(s.Status.Phase), Windows: []WindowOutput{}}
 	for i := range ws {
@@ -254,7 +254,7 @@ func (h *handlers) acknowledge(ctx context.Context, _ *mcp.CallToolRequest, in A
 			Hint:    `acknowledge {"windows": ["<window>"], "disposition": "close"} or acknowledge {"session": "<session>", "all_unacked": true, "disposition": "close"}`}
 	}
 	if err != nil {
-		return nil, AcknowledgeOutput{}, err
+		return nil, AcknowledgeOutput{}, h.teach(err, in.Session)
 	}
 	out := AcknowledgeOutput{Acknowledged: []string{}, Disposition: string(d)}
 	for _, w := range ws {
@@ -349,8 +349,9 @@ func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput)
 	}
 	a, err := h.ops.Act(ctx, ops.ActRequest{Session: in.Session, Window: in.Window, Thread: in.Thread, Steps: steps}, h.timeout)
 	if a == nil || (err != nil && !a.Status.Phase.Finished()) {
-		return nil, ActOutput{}, err
+		return nil, ActOutput{}, h.teach(err, in.Session)
 	}
+	err = h.teach(err, in.Session)
 	var b bytes.Buffer
 	t := ops.Table{Wide: true, Now: time.Now(), Command: "kubectl tabwarden", Namespace: h.ops.Namespace}
 	if werr := t.WriteAction(&b, a); werr != nil {
@@ -379,10 +380,41 @@ func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput)
 func (h *handlers) finish(ctx context.Context, _ *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, SessionOutput, error) {
 	s, err := h.ops.Finish(ctx, in.Session)
 	if err != nil {
-		return nil, SessionOutput{}, err
+		return nil, SessionOutput{}, h.teach(err, in.Session)
 	}
 	return text(fmt.Sprintf("Session %s finished: its temporary pages close, kept pages are released to the user, bound tabs detached.", s.Name)),
 		SessionOutput{Session: s.Name, Profile: s.Status.ProfileName, Phase: string(s.Status.Phase)}, nil
+}
+
+// teach puts the tool call that corrects a refusal first in its hint, the
+// kubectl command after it.
+func (h *handlers) teach(err error, session string) error {
+	e, ok := ops.AsError(err)
+	if !ok {
+		return err
+	}
+	if session == "" {
+		session = "<session>"
+	}
+	var call string
+	switch e.Reason {
+	case twv1.ReasonUnacknowledgedSpawns:
+		call = fmt.Sprintf(`acknowledge {"session": %q, "all_unacked": true, "disposition": "close"} (or "keep" for a window you need)`, session)
+	case "window_not_found", twv1.ReasonWindowNotInSession:
+		call = fmt.Sprintf(`list_owned {"session": %q} lists the session's windows`, session)
+	case twv1.ReasonSessionUnregistered:
+		call = `start_session {"thread": "<your thread>", "purpose": "<why>", "profile": "<profile>"} starts one`
+	case twv1.ReasonSessionFinished:
+		call = `start_session {"thread": "<your thread>", "purpose": "<why>", "profile": "<profile>"} starts a new session`
+	default:
+		return err
+	}
+	c := *e
+	c.Hint = call
+	if e.Hint != "" {
+		c.Hint += "\n  (from a shell: " + e.Hint + ")"
+	}
+	return &c
 }
 
 func text(s string) *mcp.CallToolResult {
