@@ -26,6 +26,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
 // WindowUIDIndex indexes BrowserWindows by uid: the driver's records name a
@@ -286,7 +287,7 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reas
 	log.Info("Adopted spawned page", "session", o.Session, "window", w.Name, "page", p.ID, "opener", p.OpenerID, "reason", reason)
 	a.recorder.Eventf(s, w, corev1.EventTypeNormal, twv1.EventSpawnAdopted, "Adopt",
 		"Page %s spawned by %s adopted as BrowserWindow %s; acknowledge it: %s", p.ID, o.Window, w.Name,
-		fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"Close"}}'`, w.Name, w.Namespace))
+		hint.Ack(w.Namespace, w.Name, twv1.DispositionClose))
 	a.wakeWindow(w.Namespace, w.Name)
 	return nil
 }
