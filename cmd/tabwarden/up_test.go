@@ -146,7 +146,6 @@ func TestUp(t *testing.T) {
 		defer cancel()
 		c := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 		c.Dir = repo
-		c.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 		if stdin != "" {
 			c.Stdin = strings.NewReader(stdin)
 		}
@@ -250,10 +249,21 @@ func TestUp(t *testing.T) {
 		secondTab = id
 		return err == nil && phase == "Open" && id != "", out
 	})
-	if out := must("", "tabwarden", "owned", "tax-form"); !strings.Contains(out, "second") || !strings.Contains(out, "example") {
+	// kubectl takes no flags before a plugin's name: the kubeconfig comes from KUBECONFIG.
+	plugin := func(args ...string) string {
+		t.Helper()
+		c := exec.Command(kubectlBin, append([]string{"tabwarden"}, args...)...)
+		c.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl tabwarden %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if out := plugin("owned", "tax-form"); !strings.Contains(out, "second") || !strings.Contains(out, "example") {
 		t.Fatalf("kubectl tabwarden owned tax-form does not list windows example and second:\n%s", out)
 	}
-	if out := must("", "tabwarden", "ack", "second", "close"); strings.TrimSpace(out) != "browserwindow/second acknowledged: Close" {
+	if out := plugin("ack", "second", "close"); strings.TrimSpace(out) != "browserwindow/second acknowledged: Close" {
 		t.Fatalf("kubectl tabwarden ack second close: %q", out)
 	}
 	eventually(t, 2*time.Minute, "window second Closed and its page gone", func() (bool, string) {
