@@ -6,7 +6,9 @@ package main
 import (
 	"os"
 
+	"github.com/go-logr/logr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tabwarden/tabwarden/internal/cli"
 )
@@ -15,6 +17,8 @@ import (
 var version = "dev"
 
 func main() {
+	// The client logs nothing a user needs; errors come back as errors.
+	ctrllog.SetLogger(logr.Discard())
 	env := &cli.Env{
 		Streams: genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
 		Name:    "kubectl tabwarden",

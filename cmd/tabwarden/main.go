@@ -82,6 +82,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		name = "version"
 	}
 	if slices.Contains(cli.Verbs, name) {
+		// The client logs nothing a user needs; errors come back as errors.
+		ctrl.SetLogger(logr.Discard())
 		return cli.Main(&cli.Env{
 			Streams: genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr},
 			Name:    "tabwarden",
