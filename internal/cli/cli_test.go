@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -385,4 +386,73 @@ func TestErrorsTeach(t *testing.T) {
 	w.g.Eventually(func() twv1.SessionPhase {
 		return testenv.Get(t, k8s, &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "tax-form"}}).Status.Phase
 	}).Should(Equal(twv1.SessionPhaseFinished))
+}
+
+var (
+	actionName    = regexp.MustCompile(`BrowserAction [a-z0-9-]+-[a-z0-9]{5}:`)
+	observationID = regexp.MustCompile(`\bo[0-9]+(\.e[0-9]+)?\b`)
+)
+
+func TestAct(t *testing.T) {
+	w := newWorld(t, "cli-act")
+	const contacts = "https://contacts.example/people"
+	w.browser.SetSite(contacts,
+		fake.Element{Role: "link", Name: "ada@example.com", Spawn: "https://mail.example/compose?to=ada"},
+		fake.Element{Role: "link", Name: "grace@example.com", Spawn: "https://mail.example/compose?to=grace"},
+		fake.Element{Role: "button", Name: "Send"},
+		fake.Element{Role: "link", Name: "Send"},
+	)
+	w.session("taxes")
+	w.open("taxes", "contacts", contacts)
+	act := func(args ...string) (string, string, int) {
+		out, errOut, code := w.run(append([]string{"act", "taxes", "--window", "contacts"}, args...)...)
+		return actionName.ReplaceAllString(out, "BrowserAction ACTION:"), errOut, code
+	}
+	// Observation ids are unique per session generation and page: goldens read oN.
+	stable := func(out string) string { return observationID.ReplaceAllString(out, "oN$1") }
+
+	out, errOut, code := act("--thread", "thread-42", "--observe")
+	w.g.Expect(code).To(Equal(0), errOut)
+	w.golden("act-observe", stable(out))
+	ada := regexp.MustCompile(`(o[0-9]+\.e[0-9]+)\s+link\s+ada@example.com`).FindStringSubmatch(out)
+	w.g.Expect(ada).To(HaveLen(2), out)
+
+	// The click spawns a compose popup: listed, with the command that acknowledges it.
+	out, errOut, code = act("--thread", "thread-42", "--click-ref", ada[1])
+	w.g.Expect(code).To(Equal(0), errOut)
+	w.g.Expect(out).To(ContainSubstring("Spawned 1 window(s); acknowledge before the next mutating step:"))
+	w.g.Expect(out).To(MatchRegexp(`kubectl tabwarden ack taxes-spawn-[a-z0-9]+ close -n ` + w.ns))
+
+	// The next click is refused: reason, message, hint; exit code 3.
+	out, errOut, code = act("--thread", "thread-42", "--click-text", "grace@example.com")
+	w.g.Expect(code).To(Equal(3), errOut)
+	w.g.Expect(out).To(ContainSubstring("BrowserAction ACTION: Refused (unacknowledged_spawns)"))
+	w.g.Expect(out).To(MatchRegexp(`(?m)^reason:  unacknowledged_spawns$`))
+	w.g.Expect(out).To(MatchRegexp(`(?m)^message: .*taxes-spawn-`))
+	w.g.Expect(out).To(MatchRegexp(`(?m)^hint:    kubectl patch browserwindow taxes-spawn-[a-z0-9]+ -n ` + w.ns + ` --type=merge -p '\{"spec":\{"disposition":"Close"\}\}'$`))
+
+	// Another thread is refused too, whatever the step.
+	out, errOut, code = act("--thread", "thread-7", "--observe")
+	w.g.Expect(code).To(Equal(3), errOut)
+	w.g.Expect(out).To(ContainSubstring("Refused (session_owned_by_another_thread)"))
+
+	_, errOut, code = w.run("ack", "--all-unacked", "taxes", "close")
+	w.g.Expect(code).To(Equal(0), errOut)
+
+	// An ambiguous text lists the candidates' refs.
+	out, errOut, code = act("--thread", "thread-42", "--click-text", "Send")
+	w.g.Expect(code).To(Equal(3), errOut)
+	w.golden("act-ambiguous", stable(out))
+
+	// Steps from a file (standard input here), printed as YAML.
+	out, errOut, code = w.runIn("- {type: Scroll, deltaY: 40}\n- {type: Observe}\n", "act", "taxes", "--window", "contacts", "--thread", "thread-42", "-f", "-", "-o", "yaml")
+	w.g.Expect(code).To(Equal(0), errOut)
+	var a twv1.BrowserAction
+	w.g.Expect(yaml.UnmarshalStrict([]byte(out), &a)).To(Succeed(), out)
+	w.g.Expect(a.Kind).To(Equal("BrowserAction"))
+	w.g.Expect(a.Status.Phase).To(Equal(twv1.ActionSucceeded))
+	w.g.Expect(a.Spec.Steps).To(HaveLen(2))
+	w.g.Expect(a.Status.Observation).NotTo(BeNil())
+	w.g.Expect(a.Status.Observation.ScrollY).To(Equal(int32(40)))
+	w.g.Expect(w.browser.HasPage(w.userTab)).To(BeTrue(), "the user's tab is untouched")
 }
