@@ -105,6 +105,9 @@ func TestTools(t *testing.T) {
 	testenv.StartController(t, admin)
 	b := fake.New()
 	_, userTabs := b.UserOpenWindow("https://mail.example/inbox")
+	b.SetSite("https://forms.example/contacts",
+		fake.Element{Role: "link", Name: "ada@example.com", Spawn: "https://mail.example/compose?to=ada"},
+		fake.Element{Role: "link", Name: "grace@example.com", Spawn: "https://mail.example/compose?to=grace"})
 	testenv.StartAgent(t, admin, agent.Options{Profile: "mcp-local", Driver: twv1.DriverFake, Browser: b, LeaseNamespace: access.SystemNamespace})
 	ns := testenv.NewNamespace(t, k8s, "mcp-")
 	cs := connect(t, testenv.AllowUser(t, admin, ns, "agent-smith"), ns)
@@ -153,18 +156,42 @@ func TestTools(t *testing.T) {
 	g.Expect(tab).NotTo(BeEmpty())
 	g.Expect(out["phase"]).To(Equal("Open"))
 
-	// The page spawns a compose popup: adopted, unacknowledged.
-	page, err := b.Spawn(tab, "https://mail.example/compose?to=ada", true)
-	g.Expect(err).NotTo(HaveOccurred())
-	var spawned string
-	g.Eventually(func() []any {
-		text, out, _ = call(t, cs, "list_owned", map[string]any{"session": session})
-		u, _ := out["unacknowledged"].([]any)
-		return u
-	}).Should(HaveLen(1))
-	spawned = out["unacknowledged"].([]any)[0].(string)
+	// Observe the page, click an address: the page spawns a compose popup, adopted and listed.
+	text, out, isErr = call(t, cs, "observe", map[string]any{"session": session, "window": window, "thread": "thread-42"})
+	g.Expect(isErr).To(BeFalse(), text)
+	refs := map[string]string{}
+	for _, e := range out["observation"].(map[string]any)["elements"].([]any) {
+		m := e.(map[string]any)
+		refs[m["name"].(string)] = m["ref"].(string)
+	}
+	g.Expect(refs).To(HaveKey("ada@example.com"))
+	text, out, isErr = call(t, cs, "act", map[string]any{"session": session, "window": window, "thread": "thread-42",
+		"steps": []map[string]any{{"type": "Click", "ref": refs["ada@example.com"]}}})
+	g.Expect(isErr).To(BeFalse(), text)
+	g.Expect(out["spawned"]).To(HaveLen(1))
+	spawned := out["spawned"].([]any)[0].(map[string]any)["window"].(string)
+	g.Expect(text).To(ContainSubstring(`acknowledge {"windows": ["` + spawned + `"], "disposition": "close"}`))
+	sw := &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: spawned}}
+	g.Eventually(func() string { return testenv.Get(t, k8s, sw).Status.TabID }).ShouldNot(BeEmpty())
+	page := sw.Status.TabID
+
+	text, out, isErr = call(t, cs, "list_owned", map[string]any{"session": session})
+	g.Expect(isErr).To(BeFalse(), text)
+	g.Expect(out["unacknowledged"]).To(ConsistOf(spawned))
 	g.Expect(text).To(ContainSubstring(spawned + "*"))
 	g.Expect(text).To(ContainSubstring(`acknowledge {"session": "` + session + `", "all_unacked": true, "disposition": "close"}`))
+
+	// The next click is refused: a tool error with reason, message and the tool call that fixes it.
+	text, _, isErr = call(t, cs, "act", map[string]any{"session": session, "window": window, "thread": "thread-42",
+		"steps": []map[string]any{{"type": "Click", "target_text": "grace@example.com"}}})
+	g.Expect(isErr).To(BeTrue())
+	g.Expect(text).To(HavePrefix("refused (unacknowledged_spawns): "))
+	g.Expect(text).To(ContainSubstring(spawned))
+	g.Expect(text).To(ContainSubstring(`hint: acknowledge {"session": "` + session + `", "all_unacked": true, "disposition": "close"}`))
+	// And another thread may not drive the session at all.
+	text, _, isErr = call(t, cs, "observe", map[string]any{"session": session, "window": window, "thread": "thread-7"})
+	g.Expect(isErr).To(BeTrue())
+	g.Expect(text).To(HavePrefix("refused (session_owned_by_another_thread): "))
 
 	// A new window is held: the tool error carries reason, message and hint.
 	text, _, isErr = call(t, cs, "open_window", map[string]any{"session": session, "url": "https://forms.example/next", "name": "next"})
@@ -194,9 +221,6 @@ func TestTools(t *testing.T) {
 	g.Expect(isErr).To(BeFalse(), text)
 	g.Expect(out["unacknowledged"]).To(BeNil())
 	g.Expect(out["windows"]).To(HaveLen(3))
-
-	// Another thread may not drive the session (the action is created and refused by the agent).
-	_ = window
 
 	text, out, isErr = call(t, cs, "finish", map[string]any{"session": session})
 	g.Expect(isErr).To(BeFalse(), text)
