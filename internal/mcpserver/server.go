@@ -9,6 +9,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -353,7 +354,7 @@ func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput)
 	}
 	err = h.teach(err, in.Session)
 	var b bytes.Buffer
-	t := ops.Table{Wide: true, Now: time.Now(), Command: "kubectl tabwarden", Namespace: h.ops.Namespace}
+	t := ops.Table{Wide: true, Now: time.Now(), Command: "kubectl tabwarden", Namespace: h.ops.Namespace, NoRefusal: true}
 	if werr := t.WriteAction(&b, a); werr != nil {
 		return nil, ActOutput{}, werr
 	}
@@ -407,6 +408,10 @@ func (h *handlers) teach(err error, session string) error {
 	case twv1.ReasonSessionFinished:
 		call = `start_session {"thread": "<your thread>", "purpose": "<why>", "profile": "<profile>"} starts a new session`
 	default:
+		if a := ops.ActionOfHint(e.Hint); a != nil {
+			call = actCall(a)
+			break
+		}
 		return err
 	}
 	c := *e
@@ -415,6 +420,28 @@ func (h *handlers) teach(err error, session string) error {
 		c.Hint += "\n  (from a shell: " + e.Hint + ")"
 	}
 	return &c
+}
+
+// actCall is the act (or observe) tool call that does what action a would.
+func actCall(a *twv1.BrowserAction) string {
+	sp := a.Spec
+	if len(sp.Steps) == 1 && sp.Steps[0].Type == twv1.StepObserve {
+		b, _ := json.Marshal(ObserveInput{Session: sp.SessionRef.Name, Window: sp.WindowRef.Name, Thread: sp.Thread})
+		return "observe " + string(b)
+	}
+	in := ActInput{Session: sp.SessionRef.Name, Window: sp.WindowRef.Name, Thread: sp.Thread}
+	for _, st := range sp.Steps {
+		s := Step{Type: string(st.Type), URL: st.URL, Text: st.Text, Key: st.Key, DeltaX: st.DeltaX, DeltaY: st.DeltaY}
+		if t := st.Target; t != nil {
+			s.Ref, s.TargetText, s.X, s.Y, s.Observation = t.Ref, t.Text, t.X, t.Y, t.Observation
+		}
+		if st.Duration != nil {
+			s.Duration = st.Duration.Duration.String()
+		}
+		in.Steps = append(in.Steps, s)
+	}
+	b, _ := json.Marshal(in)
+	return "act " + string(b)
 }
 
 func text(s string) *mcp.CallToolResult {

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -116,4 +117,55 @@ func stepsError(err error) error {
 	return &Error{Kind: Invalid, Message: "reading steps: " + err.Error(),
 		Hint: "a steps file is a YAML list, for example:\n" +
 			"- {type: Observe}\n- {type: Click, target: {ref: o1.e3}}\n- {type: Type, target: {text: Name}, text: Ada}\n- {type: Press, key: Enter}\n- {type: Wait, text: Saved}"}
+}
+
+// ActionOfHint reads the BrowserAction of a hint that creates one (echo '<json>'
+// | kubectl create -f -, as internal/hint writes them), nil for any other hint.
+func ActionOfHint(h string) *twv1.BrowserAction {
+	body, ok := strings.CutPrefix(h, "echo '")
+	if !ok {
+		return nil
+	}
+	body, ok = strings.CutSuffix(body, "' | kubectl create -f -")
+	if !ok {
+		return nil
+	}
+	var a twv1.BrowserAction
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(body, `'\''`, "'")), &a); err != nil || a.Kind != "BrowserAction" {
+		return nil
+	}
+	return &a
+}
+
+// ActCommand is the `act` command line that does what action a would, when its
+// steps are one the flags can say; "" otherwise.
+func ActCommand(cmd, namespace string, a *twv1.BrowserAction) string {
+	sp := a.Spec
+	if len(sp.Steps) != 1 {
+		return ""
+	}
+	st := sp.Steps[0]
+	var flag string
+	switch {
+	case st.Type == twv1.StepObserve:
+		flag = "--observe"
+	case st.Type == twv1.StepClick && st.Target != nil && st.Target.Ref != "":
+		flag = "--click-ref " + st.Target.Ref
+	case st.Type == twv1.StepClick && st.Target != nil && st.Target.Text != "":
+		flag = "--click-text " + shellQuote(st.Target.Text)
+	case st.Type == twv1.StepClick && st.Target != nil && st.Target.X != nil && st.Target.Y != nil:
+		flag = fmt.Sprintf("--click-point %d,%d --observation %s", *st.Target.X, *st.Target.Y, st.Target.Observation)
+	default:
+		return ""
+	}
+	return fmt.Sprintf("%s act %s --window %s --thread %s %s -n %s", cmd, sp.SessionRef.Name, sp.WindowRef.Name, shellQuote(sp.Thread), flag, namespace)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.@/:,=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -24,6 +24,9 @@ type Table struct {
 	Now time.Time
 	// Command and Namespace spell the hints ("kubectl tabwarden", "-n ns").
 	Command, Namespace string
+	// NoRefusal leaves the reason, message and hint of a refused or failed
+	// action out of WriteAction (the caller shows them itself).
+	NoRefusal bool
 }
 
 func (t Table) writer(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 6, 4, 3, ' ', 0) }
@@ -226,10 +229,15 @@ func (t Table) WriteAction(out io.Writer, a *twv1.BrowserAction) error {
 			}
 		}
 	}
-	if st.Phase == twv1.ActionRefused || st.Phase == twv1.ActionFailed {
+	if (st.Phase == twv1.ActionRefused || st.Phase == twv1.ActionFailed) && !t.NoRefusal {
 		fmt.Fprintf(out, "reason:  %s\nmessage: %s\n", dash(st.Reason), dash(st.Message))
 		if st.Hint != "" {
 			fmt.Fprintf(out, "hint:    %s\n", st.Hint)
+			if a := ActionOfHint(st.Hint); a != nil {
+				if c := ActCommand(t.Command, t.Namespace, a); c != "" {
+					fmt.Fprintf(out, "   or:  %s\n", c)
+				}
+			}
 		}
 	}
 	for _, w := range st.Warnings {
