@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,35 +14,29 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/up/access"
 )
 
-// UserRole is the ClusterRole AllowUser binds in a namespace: what a person or
-// an AI agent using sessions there needs (sessions, windows, actions; reading
-// events), no more.
-const UserRole = "tabwarden-test-session-user"
-
-// ProfileReaderRole lets its subjects read BrowserProfiles (cluster-scoped).
+// ProfileReaderRole lets its subjects read BrowserProfiles, which are
+// cluster-scoped: `kubectl tabwarden profiles` needs it through a
+// ClusterRoleBinding (the shipped tabwarden-edit, bound in a namespace, cannot
+// grant it).
 const ProfileReaderRole = "tabwarden-test-profile-reader"
 
-// AllowUser lets user use sessions in namespace ns (UserRole bound there) and
-// read the profiles, on the control plane of admin. It returns the user's
-// config (a client certificate; no group beyond system:authenticated).
+// AllowUser lets user use sessions in namespace ns (the shipped tabwarden-edit
+// role, bound there) and read the profiles, on the control plane of admin, and
+// waits until RBAC says so. It returns the user's config (a client
+// certificate; no group beyond system:authenticated).
 func AllowUser(t testing.TB, admin *rest.Config, ns, user string) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
 	c := newClient(t, admin)
+	if err := access.AllowUser(ctx, c, ns, user); err != nil {
+		t.Fatalf("letting %s use sessions in %s: %v", user, ns, err)
+	}
 	subject := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-	objs := []client.Object{
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: UserRole},
-			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{"tabwarden.dev"}, Resources: []string{"browsersessions", "browserwindows", "browseractions"},
-					Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}},
-			},
-		},
+	if err := access.Apply(ctx, c,
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: ProfileReaderRole},
@@ -49,23 +44,32 @@ func AllowUser(t testing.TB, admin *rest.Config, ns, user string) *rest.Config {
 				{APIGroups: []string{"tabwarden.dev"}, Resources: []string{"browserprofiles"}, Verbs: []string{"get", "list", "watch"}},
 			},
 		},
-		&rbacv1.RoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "session-user-" + user},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: UserRole},
-			Subjects:   subject,
-		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: "profile-reader-" + user},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ProfileReaderRole},
 			Subjects:   subject,
 		},
+	); err != nil {
+		t.Fatalf("letting %s read profiles: %v", user, err)
 	}
-	if err := access.Apply(ctx, c, objs...); err != nil {
-		t.Fatalf("letting %s use sessions in %s: %v", user, ns, err)
+	cfg := MustConfig(t)(UserConfig(admin, user))
+	uc := newClient(t, cfg)
+	// RBAC takes effect a moment after the bindings are made.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := uc.List(ctx, &twv1.BrowserSessionList{}, client.InNamespace(ns))
+		if err == nil {
+			err = uc.List(ctx, &twv1.BrowserProfileList{})
+		}
+		if err == nil {
+			return cfg
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("user %s may not use namespace %s: %v", user, ns, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return MustConfig(t)(UserConfig(admin, user))
 }
 
 // Kubeconfig writes cfg as a kubeconfig file whose context's namespace is ns,
