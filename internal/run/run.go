@@ -115,7 +115,7 @@ func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) erro
 	// Leases are read in the lease namespace only (the controller may list them nowhere else).
 	opts.Cache.ByObject = map[client.Object]cache.ByObject{
 		&twv1.BrowserAction{}: {Transform: index.SlimAction},
-		&coordv1.Lease{}: {Namespaces: map[string]cache.Config{leaseNS: {}}},
+		&coordv1.Lease{}:      {Namespaces: map[string]cache.Config{leaseNS: {}}},
 	}
 	mgr, err := ctrl.NewManager(o.apply(cfg), opts)
 	if err != nil {
