@@ -35,9 +35,18 @@ func TestHintsBecomeToolCalls(t *testing.T) {
 			t.Errorf("hint %s\nbecame %s\nwant   %s", c.hint, e.Hint, want)
 		}
 	}
+	// A hint that creates a session becomes start_session.
+	s := &twv1.BrowserSession{Spec: twv1.BrowserSessionSpec{Thread: "thread-7", Purpose: "say what this session is for", ProfileName: "local"}}
+	s.APIVersion, s.Kind = twv1.GroupVersion.String(), "BrowserSession"
+	s.GenerateName, s.Namespace = "session-", "team-a"
+	created := hint.Create(s)
+	err := h.teach(&ops.Error{Kind: ops.Refused, Reason: twv1.ReasonSessionOwnedByAnotherThread, Message: "m", Hint: created}, "taxes")
+	if e, _ := ops.AsError(err); e.Hint != `start_session {"thread":"thread-7","purpose":"say what this session is for","profile":"local"}`+"\n  (from a shell: "+created+")" {
+		t.Errorf("hint %s became %s", created, e.Hint)
+	}
 	// A hint that is not an action stays as it is.
 	kept := hint.Resume("team-a", "taxes")
-	err := h.teach(&ops.Error{Kind: ops.Refused, Reason: twv1.ReasonWaitingForUser, Message: "m", Hint: kept}, "taxes")
+	err = h.teach(&ops.Error{Kind: ops.Refused, Reason: twv1.ReasonWaitingForUser, Message: "m", Hint: kept}, "taxes")
 	if e, _ := ops.AsError(err); e.Hint != kept {
 		t.Errorf("hint %s became %s", kept, e.Hint)
 	}

@@ -412,6 +412,14 @@ func (h *handlers) teach(err error, session string) error {
 			call = actCall(a)
 			break
 		}
+		if kind, body := ops.CreatedByHint(e.Hint); kind == "BrowserSession" {
+			var s twv1.BrowserSession
+			if json.Unmarshal(body, &s) == nil {
+				in, _ := json.Marshal(StartSessionInput{Thread: s.Spec.Thread, Purpose: s.Spec.Purpose, Profile: s.Spec.ProfileName})
+				call = "start_session " + string(in)
+				break
+			}
+		}
 		return err
 	}
 	c := *e

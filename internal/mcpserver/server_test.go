@@ -192,6 +192,7 @@ func TestTools(t *testing.T) {
 	text, _, isErr = call(t, cs, "observe", map[string]any{"session": session, "window": window, "thread": "thread-7"})
 	g.Expect(isErr).To(BeTrue())
 	g.Expect(text).To(HavePrefix("refused (session_owned_by_another_thread): "))
+	g.Expect(text).To(ContainSubstring(`hint: start_session {"thread":"thread-7",`))
 
 	// A new window is held: the tool error carries reason, message and hint.
 	text, _, isErr = call(t, cs, "open_window", map[string]any{"session": session, "url": "https://forms.example/next", "name": "next"})

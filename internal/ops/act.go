@@ -119,19 +119,30 @@ func stepsError(err error) error {
 			"- {type: Observe}\n- {type: Click, target: {ref: o1.e3}}\n- {type: Type, target: {text: Name}, text: Ada}\n- {type: Press, key: Enter}\n- {type: Wait, text: Saved}"}
 }
 
-// ActionOfHint reads the BrowserAction of a hint that creates one (echo '<json>'
-// | kubectl create -f -, as internal/hint writes them), nil for any other hint.
+// CreatedByHint reads the object a hint creates (echo '<json>' | kubectl create
+// -f -, as internal/hint writes them): its kind and its JSON; "" for any other hint.
+func CreatedByHint(h string) (kind string, body []byte) {
+	b, ok := strings.CutPrefix(h, "echo '")
+	if !ok {
+		return "", nil
+	}
+	b, ok = strings.CutSuffix(b, "' | kubectl create -f -")
+	if !ok {
+		return "", nil
+	}
+	body = []byte(strings.ReplaceAll(b, `'\''`, "'"))
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(body, &tm); err != nil {
+		return "", nil
+	}
+	return tm.Kind, body
+}
+
+// ActionOfHint reads the BrowserAction of a hint that creates one, nil for any other hint.
 func ActionOfHint(h string) *twv1.BrowserAction {
-	body, ok := strings.CutPrefix(h, "echo '")
-	if !ok {
-		return nil
-	}
-	body, ok = strings.CutSuffix(body, "' | kubectl create -f -")
-	if !ok {
-		return nil
-	}
+	kind, body := CreatedByHint(h)
 	var a twv1.BrowserAction
-	if err := json.Unmarshal([]byte(strings.ReplaceAll(body, `'\''`, "'")), &a); err != nil || a.Kind != "BrowserAction" {
+	if kind != "BrowserAction" || json.Unmarshal(body, &a) != nil {
 		return nil
 	}
 	return &a

@@ -258,6 +258,7 @@ func TestIncidentThroughMCP(t *testing.T) {
 	r = call(t, cs, "observe", map[string]any{"session": "contacts-form", "window": "contacts", "thread": "thread-7"})
 	g.Expect(r.isError).To(BeTrue())
 	g.Expect(r.text).To(HavePrefix("refused (" + twv1.ReasonSessionOwnedByAnotherThread + "): "))
+	g.Expect(r.text).To(ContainSubstring(`hint: start_session {"thread":"thread-7",`), "the hint is the tool call that starts a session of its own")
 
 	// Acknowledge: the compose popup closes in Chromium.
 	r = call(t, cs, "acknowledge", map[string]any{"session": "contacts-form", "all_unacked": true, "disposition": "close"})
