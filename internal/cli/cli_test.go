@@ -391,6 +391,7 @@ func TestErrorsTeach(t *testing.T) {
 var (
 	actionName    = regexp.MustCompile(`BrowserAction [a-z0-9-]+-[a-z0-9]{5}:`)
 	observationID = regexp.MustCompile(`\bo[0-9]+(\.e[0-9]+)?\b`)
+	columnGap     = regexp.MustCompile(`(\S)   +`)
 )
 
 func TestAct(t *testing.T) {
@@ -408,8 +409,11 @@ func TestAct(t *testing.T) {
 		out, errOut, code := w.run(append([]string{"act", "taxes", "--window", "contacts"}, args...)...)
 		return actionName.ReplaceAllString(out, "BrowserAction ACTION:"), errOut, code
 	}
-	// Observation ids are unique per session generation and page: goldens read oN.
-	stable := func(out string) string { return observationID.ReplaceAllString(out, "oN$1") }
+	// Observation ids are unique per agent process and change length over time:
+	// goldens read oN, with the columns of their tables spaced evenly.
+	stable := func(out string) string {
+		return columnGap.ReplaceAllString(observationID.ReplaceAllString(out, "oN$1"), "$1   ")
+	}
 
 	out, errOut, code := act("--thread", "thread-42", "--observe")
 	w.g.Expect(code).To(Equal(0), errOut)
