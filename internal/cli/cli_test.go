@@ -458,5 +458,11 @@ func TestAct(t *testing.T) {
 	w.g.Expect(a.Spec.Steps).To(HaveLen(2))
 	w.g.Expect(a.Status.Observation).NotTo(BeNil())
 	w.g.Expect(a.Status.Observation.ScrollY).To(Equal(int32(40)))
+
+	// A step the browser cannot do fails: exit code 1, with the reason.
+	out, errOut, code = w.runIn("- {type: Wait, text: Never shown, duration: 1s}\n", "act", "taxes", "--window", "contacts", "--thread", "thread-42", "-f", "-")
+	w.g.Expect(code).To(Equal(1), errOut)
+	w.g.Expect(out).To(MatchRegexp(`BrowserAction \S+: Failed \(\w+\)`))
+	w.g.Expect(out).To(MatchRegexp(`(?m)^reason:  \w+$`))
 	w.g.Expect(w.browser.HasPage(w.userTab)).To(BeTrue(), "the user's tab is untouched")
 }
