@@ -185,7 +185,7 @@ func (o *output) table() bool { return o.format() == "" || o.format() == "wide" 
 
 func (o *output) wide() bool { return o.format() == "wide" }
 
-// print prints obj with kubectl's printers, setting the kind of a list's items.
+// print prints obj (its kind set: see typed) with kubectl's printers.
 func (o *output) print(obj runtime.Object, out io.Writer) error {
 	p, err := o.flags.ToPrinter()
 	if err != nil {
