@@ -6,13 +6,26 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # starts its own kube-apiserver or Chromium.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
 
-.PHONY: image image-chromium image-check all build generate manifests verify vet test test-go test-node run bench bench-short bench-deps envtest chromium clean
+.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node run bench bench-short bench-deps envtest chromium clean
 
 all: build
 
 ## build: the tabwarden binary into bin/.
 build:
 	$(GO) build -o bin/tabwarden ./cmd/tabwarden
+
+## plugin: kubectl-tabwarden into bin/, then next to kubectl when that directory is writable (else how).
+plugin:
+	$(GO) build -o bin/kubectl-tabwarden ./cmd/kubectl-tabwarden
+	@kubectl=$$(command -v kubectl || true); dir=$$(dirname "$${kubectl:-/nonexistent/kubectl}"); \
+	if [ -n "$$kubectl" ] && [ -w "$$dir" ]; then \
+		install -m 0755 bin/kubectl-tabwarden "$$dir/kubectl-tabwarden" && \
+		echo "installed $$dir/kubectl-tabwarden: try kubectl tabwarden --help"; \
+	else \
+		echo "built bin/kubectl-tabwarden; put it on your PATH, for example:"; \
+		echo "  sudo install -m 0755 bin/kubectl-tabwarden $${kubectl:+$$dir}$${kubectl:-/usr/local/bin}/"; \
+		echo "then: kubectl tabwarden --help   (kubectl plugin list shows it)"; \
+	fi
 
 ## image: the tabwarden image (Dockerfile; needs docker): make image IMAGE=<registry>/tabwarden TAG=<tag>
 IMAGE ?= tabwarden
