@@ -23,6 +23,11 @@
 //
 // The module is also importable from node (tests): createWorker() takes the chrome API and the
 // platform functions as parameters; the auto-start at the bottom only runs inside Chrome.
+//
+// The `act` command (one curated step with real input, through chrome.debugger) lives in
+// act.js; this file checks ownership and attributes the tabs an act makes appear.
+
+import { ActRefusal, createActor, validateStep } from "./act.js";
 
 export const DEFAULT_PORT = 47321;
 export const PING_INTERVAL_MS = 20_000;
@@ -55,13 +60,15 @@ const HIDDEN_URL_PREFIXES = [
 const WINDOW_TYPES = new Set(["normal", "popup", "app", "panel"]);
 
 // Storage layout. storage.session: rec:<tabId>, pending:<owner>, born:<windowId>,
-// opener:<tabId>, conn, sessions. storage.local: key (the pairing key, base64url), port, and
+// opener:<tabId>, attr:<tabId> (the act key an opener-less tab is attributed to), act:<key>
+// (act.js: an act's window of attribution), conn, sessions. storage.local: key (the pairing key, base64url), port, and
 // pairedAt, so the popup never reads the key. (An older build stored the raw token as `token`;
 // it is turned into the key and dropped on the next connect.)
 const recKey = (tabId) => `rec:${tabId}`;
 const pendingKey = (owner) => `pending:${owner}`;
 const bornKey = (windowId) => `born:${windowId}`;
 const openerKey = (tabId) => `opener:${tabId}`;
+const attrKey = (tabId) => `attr:${tabId}`;
 
 // Record kinds (docs/extension-protocol.md "Ownership"): opened and spawned tabs are owned
 // (closeable by their owner); a bound tab is only used, never closed.
@@ -159,8 +166,8 @@ function clip(s, n) {
   return s.length > n ? s.slice(0, n) : s;
 }
 
-/** Tab = {id, windowId, openerTabId?, url, title, active, index} */
-export function tabShape(tab) {
+/** Tab = {id, windowId, openerTabId?, url, title, active, index, attributed?} */
+export function tabShape(tab, attributed) {
   const out = {
     id: tab.id,
     windowId: tab.windowId,
@@ -170,6 +177,7 @@ export function tabShape(tab) {
     index: tab.index ?? 0,
   };
   if (Number.isInteger(tab.openerTabId)) out.openerTabId = tab.openerTabId;
+  if (typeof attributed === "string" && attributed !== "") out.attributed = attributed;
   return out;
 }
 
@@ -276,6 +284,15 @@ export function createWorker(chrome, deps = {}) {
 
   const session = chrome.storage.session;
   const local = chrome.storage.local;
+  const actor = createActor({
+    chrome,
+    session,
+    now,
+    setTimeout: deps.actSetTimeout ?? setTimer,
+    log,
+    // The bundled page functions: the extension's own page.js, never anything from the host.
+    loadPageSource: deps.loadPageSource ?? (async () => (await fetchImpl(chrome.runtime.getURL("page.js"))).text()),
+  });
 
   // Process handles only; see the header comment.
   let ws = null; // the live WebSocket, if any
@@ -287,6 +304,9 @@ export function createWorker(chrome, deps = {}) {
   let hsChain = Promise.resolve(); // frames of the current socket, handled in order
   let queue = Promise.resolve(); // tail of the ownership queue
   let connChain = Promise.resolve(); // orders writes of the "conn" status record
+  // Tabs this worker created itself outside open (the last-tab rule's about:blank): never
+  // attributed to an act.
+  const ownTabs = new Set();
 
   // ---- the ownership queue -------------------------------------------------------------------
 
@@ -614,8 +634,10 @@ export function createWorker(chrome, deps = {}) {
       const result = await dispatch(cmd?.op, cmd?.args ?? {});
       return { type: "result", id, ok: true, result };
     } catch (e) {
-      if (e instanceof CommandError) {
-        return { type: "result", id, ok: false, error: { reason: e.reason, message: e.message } };
+      if (e instanceof CommandError || e instanceof ActRefusal) {
+        const error = { reason: e.reason, message: e.message };
+        if (Array.isArray(e.candidates)) error.candidates = e.candidates;
+        return { type: "result", id, ok: false, error };
       }
       log.warn(`tabwarden: ${cmd?.op} failed:`, e?.message);
       return { type: "result", id, ok: false, error: { reason: "failed", message: String(e?.message ?? e) } };
@@ -648,6 +670,16 @@ export function createWorker(chrome, deps = {}) {
         return serial(records); // a snapshot between, not during, ownership changes
       case "sessions":
         return storeSessions(args);
+      case "act": {
+        // Refuse malformed calls before anything runs; the ownership check runs inside the
+        // tab's act queue, right before the step.
+        const owner = requireOwner(args);
+        const tabId = requireId(args.tabId, "tabId");
+        const key = args.key ?? "";
+        if (typeof key !== "string" || key.length > 256) throw new CommandError("invalid_args", "key must be a string (the action's key)");
+        const step = validateStep(args.step);
+        return actor.run({ key, tabId, step, mayAct: () => mayAct(owner, tabId) });
+      }
       default:
         return Promise.reject(new CommandError("unknown_op", `unknown op ${JSON.stringify(op)}`));
     }
@@ -655,14 +687,28 @@ export function createWorker(chrome, deps = {}) {
 
   async function observe() {
     const wins = await chrome.windows.getAll({ populate: true });
+    const attributed = {};
+    for (const [k, v] of Object.entries(await session.get(null))) if (k.startsWith("attr:")) attributed[k.slice(5)] = v;
     const windows = [];
     const tabs = [];
     for (const w of wins) {
       if (!isReportableWindow(w)) continue;
       windows.push(windowShape(w));
-      for (const t of w.tabs ?? []) if (isReportableTab(t)) tabs.push(tabShape(t));
+      for (const t of w.tabs ?? []) if (isReportableTab(t)) tabs.push(tabShape(t, attributed[t.id]));
     }
     return { windows, tabs };
+  }
+
+  /** act's ownership check: the tab is recorded under owner (opened, spawned or bound). */
+  async function mayAct(owner, tabId) {
+    const rec = await getOne(session, recKey(tabId));
+    const tab = await tryGetTab(tabId);
+    if (!tab || !isReportableTab(tab)) {
+      throw new CommandError(rec?.owner === owner ? "not_found" : "not_owned", `tab ${tabId} not found${rec?.owner === owner ? "" : ` under owner ${owner}`}`);
+    }
+    if (!rec || rec.owner !== owner) {
+      throw new CommandError("not_owned", `tab ${tabId} is not recorded under owner ${owner}; tabwarden acts only on tabs it opened, saw spawned, or was bound to`);
+    }
   }
 
   async function tryGetTab(tabId) {
@@ -786,14 +832,16 @@ export function createWorker(chrome, deps = {}) {
     if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
     // Chrome may stop reporting openerTabId later (e.g. after the opener navigates or closes):
     // the opener seen at tabs.onCreated wins.
+    // Or, for a tab without an opener, the act it appeared during is parent's (attr:<tabId>).
     const opener = await openerOf(tab);
     const openerRec = Number.isInteger(opener) ? await getOne(session, recKey(opener)) : undefined;
-    if (!openerRec || openerRec.owner !== parent) {
+    const attributed = Number.isInteger(opener) ? undefined : await getOne(session, attrKey(tabId));
+    if (Number.isInteger(opener) ? !openerRec || openerRec.owner !== parent : attributed !== parent) {
       throw new CommandError(
         "not_observed",
         Number.isInteger(opener)
           ? `tab ${tabId} was opened by tab ${opener}, which is not recorded under ${parent}`
-          : `tab ${tabId} has no opener this extension saw; it was not spawned by ${parent}`,
+          : `tab ${tabId} has no opener and did not appear during an action of ${parent}; it was not spawned by ${parent}`,
       );
     }
     // A spawn that came with its own window (a compose popup, a window.open with features)
@@ -828,6 +876,10 @@ export function createWorker(chrome, deps = {}) {
         "in_use",
         `tab ${tabId} was spawned by tab ${opener} of session ${openerRec.owner}'s page; it belongs to that session's adoption`,
       );
+    }
+    const attributed = Number.isInteger(opener) ? undefined : await getOne(session, attrKey(tabId));
+    if (attributed) {
+      throw new CommandError("in_use", `tab ${tabId} appeared during action ${attributed}, whose session adopts it`);
     }
     const other = await liveRecordOf(owner, tabId);
     if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
@@ -864,7 +916,8 @@ export function createWorker(chrome, deps = {}) {
       const siblings = await chrome.tabs.query({ windowId: tab.windowId });
       if (siblings.length <= 1) {
         // Removing the last tab would close the user's window (and maybe the browser).
-        await chrome.tabs.create({ windowId: tab.windowId, url: "about:blank", active: false });
+        const blank = await chrome.tabs.create({ windowId: tab.windowId, url: "about:blank", active: false });
+        if (Number.isInteger(blank?.id)) ownTabs.add(blank.id);
       }
     }
     let closed = true;
@@ -965,6 +1018,7 @@ export function createWorker(chrome, deps = {}) {
   }
 
   function onTabCreated(tab) {
+    const seenAt = now(); // when Chrome reported it, not when the queue gets to it
     serial(async () => {
       // The opener as Chrome reports it now, at creation: adopt trusts this one, since Chrome
       // may drop openerTabId from later reports of the tab.
@@ -972,7 +1026,15 @@ export function createWorker(chrome, deps = {}) {
       if (!isReportableTab(tab)) return;
       let owner = (await getOne(session, recKey(tab.id)))?.owner;
       if (!owner) owner = await claimFromPending(tab);
-      sendEvent("tabCreated", owner ? { tab: tabShape(tab), owner } : { tab: tabShape(tab) });
+      // A tab without an opener that appears while an act runs (or just after) is that act's
+      // doing (a rel=noopener link): attributed to its key, which may adopt it. Not tabs this
+      // worker made itself (open's are recorded by now; the last-tab rule's blank tab).
+      let attributed;
+      if (!owner && !Number.isInteger(tab?.openerTabId) && Number.isInteger(tab?.id) && !ownTabs.delete(tab.id)) {
+        attributed = await actor.attributionAt(seenAt);
+        if (attributed) await session.set({ [attrKey(tab.id)]: attributed });
+      }
+      sendEvent("tabCreated", owner ? { tab: tabShape(tab), owner } : { tab: tabShape(tab, attributed) });
     }).catch((e) => log.warn("tabwarden: tabCreated:", e?.message));
   }
 
@@ -987,7 +1049,7 @@ export function createWorker(chrome, deps = {}) {
     // The record is kept on purpose: a later close/cleanup answers closed:false and drops it,
     // instead of not_owned, which would read as a refusal. Tab ids are never reused.
     serial(async () => {
-      await session.remove(openerKey(tabId));
+      await session.remove([openerKey(tabId), attrKey(tabId)]);
       sendEvent("tabRemoved", { tabId, windowId: removeInfo?.windowId });
     }).catch((e) => log.warn("tabwarden: tabRemoved:", e?.message));
   }
@@ -1150,6 +1212,7 @@ export function createWorker(chrome, deps = {}) {
       const t = now();
       const stale = (await allWithPrefix("pending:")).filter((m) => !(t - m.at < PENDING_TTL_MS));
       if (stale.length) await session.remove(stale.map((m) => pendingKey(m.owner)));
+      await actor.expireMarkers();
     } catch (e) {
       log.warn("tabwarden: start:", e?.message);
     }

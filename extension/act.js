@@ -1,0 +1,471 @@
+// tabwarden's `act` command: one curated step on a tab the host's owner has recorded.
+//
+// The host sends a step (observe, navigate, click, type, press, scroll, wait), never a method
+// name or an expression. The worker runs it with the `debugger` permission, the only way an
+// extension can produce trusted input (chrome.scripting's synthetic events are untrusted and
+// need host permissions, which tabwarden does not ask for):
+//
+//   chrome.debugger.attach({tabId}, "1.3")
+//   Page.getFrameTree + Page.createIsolatedWorld(worldName "tabwarden") on the main frame
+//   Runtime.evaluate of exactly `(${pageSource})(op, args)` in that world, where pageSource is
+//     the extension's own page.js (fetched once from the extension package) and op/args are
+//     JSON literals built here from the validated step
+//   Input.dispatchMouseEvent / Input.insertText / Input.dispatchKeyEvent for input
+//   chrome.debugger.detach, always, also after an error
+//
+// navigate uses chrome.tabs.update(tabId, {url}) and nothing else (never `active`). Nothing
+// here focuses a window or activates a tab. Acts on one tab run one at a time.
+//
+// Attribution: while an act runs, and for ATTRIBUTION_GRACE_MS after it ends, a tab that
+// appears without an opener is attributed to the act's key (a rel=noopener link, a download
+// viewer): background.js asks attributionAt() when the tab is created and stores the answer
+// as attr:<tabId>, which `adopt` with that key as parent accepts. The act's window is stored in
+// chrome.storage.session (act:<key>), so a worker that restarts mid-act still attributes.
+
+export const ATTRIBUTION_GRACE_MS = 1500;
+// An act marker without an end older than this died with its worker.
+export const ACT_MARKER_TTL_MS = 5 * 60_000;
+export const DEFAULT_MAX_ELEMENTS = 200;
+export const MAX_ELEMENTS = 1000;
+export const MAX_TEXT_CHARS = 10_000;
+export const MAX_WAIT_MS = 120_000;
+export const DEFAULT_WAIT_MS = 10_000;
+export const NAVIGATE_TIMEOUT_MS = 30_000;
+const WAIT_POLL_MS = 200;
+const MAX_URL_CHARS = 8192;
+const MAX_NAME_CHARS = 512;
+const MAX_CANDIDATES = 20;
+export const WORLD_NAME = "tabwarden";
+export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait"]);
+// The reasons a page refusal may carry (browser.ActError); anything else from page.js is a bug.
+export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found"]);
+
+const actKey = (key) => `act:${key}`;
+
+/** A refusal carrying a reason, a message and (for ambiguous targets) the candidates. */
+export class ActRefusal extends Error {
+  constructor(reason, message, candidates) {
+    super(message);
+    this.reason = reason;
+    this.candidates = candidates;
+  }
+}
+
+const invalid = (message) => new ActRefusal("invalid_args", message);
+
+function clip(s, n) {
+  s = typeof s === "string" ? s : "";
+  return s.length > n ? s.slice(0, n) : s;
+}
+
+function int(v, name, { min = -1e7, max = 1e7 } = {}) {
+  if (v === undefined || v === null) return 0;
+  if (!Number.isInteger(v) || v < min || v > max) throw invalid(`step.${name} must be an integer in [${min}, ${max}]`);
+  return v;
+}
+
+function num(v, name) {
+  if (v === undefined || v === null) return 0;
+  if (typeof v !== "number" || !Number.isFinite(v) || Math.abs(v) > 1e6) throw invalid(`step.${name} must be a finite number`);
+  return v;
+}
+
+function text(v, name, n = MAX_TEXT_CHARS) {
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "string") throw invalid(`step.${name} must be a string`);
+  if (v.length > n) throw invalid(`step.${name} is longer than ${n} characters`);
+  return v;
+}
+
+/** The navigate url: http(s) or about:blank; javascript:, data:, file: and internal urls never. */
+function navigateUrl(url) {
+  if (url === "about:blank") return url;
+  let u;
+  try {
+    u = new URL(url);
+  } catch {
+    throw invalid("step.url must be an absolute http(s) url or about:blank");
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    throw invalid(`step.url scheme ${u.protocol} is not allowed; use http(s) or about:blank`);
+  }
+  return u.href;
+}
+
+/** The target as page.js takes it: only known fields, typed and bounded. */
+function target(t) {
+  if (t === undefined || t === null) return null;
+  if (typeof t !== "object" || Array.isArray(t)) throw invalid("step.target must be an object");
+  const out = {
+    ref: text(t.ref, "target.ref", 64),
+    document: text(t.document, "target.document", 128),
+    text: text(t.text, "target.text", 1024),
+    selector: text(t.selector, "target.selector", 1024),
+    point: t.point === true,
+    x: num(t.x, "target.x"),
+    y: num(t.y, "target.y"),
+    epoch: int(t.epoch, "target.epoch", { min: 0, max: Number.MAX_SAFE_INTEGER }),
+  };
+  const kinds = [out.ref !== "", out.text !== "", out.selector !== "", out.point].filter(Boolean).length;
+  if (kinds === 0) return null;
+  if (kinds > 1) throw invalid("step.target names more than one of ref, text, selector and point; give exactly one");
+  if ((out.ref !== "" || out.point) && out.document === "") {
+    throw invalid("a ref or point target needs target.document from the observation it came from");
+  }
+  return out;
+}
+
+/** Validates the host's step; returns a normalized copy with only known fields. */
+export function validateStep(step) {
+  if (!step || typeof step !== "object" || Array.isArray(step)) throw invalid("step must be an object");
+  const kind = step.kind;
+  if (!STEP_KINDS.has(kind)) throw invalid(`step.kind must be one of ${[...STEP_KINDS].join(", ")}`);
+  const s = { kind };
+  switch (kind) {
+    case "observe":
+      s.maxElements = int(step.maxElements, "maxElements", { min: 0, max: MAX_ELEMENTS }) || DEFAULT_MAX_ELEMENTS;
+      break;
+    case "navigate":
+      s.url = navigateUrl(text(step.url, "url", MAX_URL_CHARS));
+      break;
+    case "click":
+      s.target = target(step.target);
+      if (!s.target) throw invalid("click needs a target: a ref (with its document), a text, a selector, or a point");
+      break;
+    case "type":
+      s.target = target(step.target); // none: the focused element
+      s.text = text(step.text, "text");
+      if (s.text === "") throw invalid("type needs text");
+      break;
+    case "press":
+      s.key = parseKey(text(step.key, "key", 64));
+      break;
+    case "scroll":
+      s.dx = int(step.deltaX, "deltaX", { min: -100_000, max: 100_000 });
+      s.dy = int(step.deltaY, "deltaY", { min: -100_000, max: 100_000 });
+      if (s.dx === 0 && s.dy === 0) throw invalid("scroll needs deltaX or deltaY");
+      break;
+    case "wait":
+      s.text = text(step.text, "text", 1024);
+      s.timeoutMs = int(step.timeoutMs, "timeoutMs", { min: 0, max: MAX_WAIT_MS }) || (s.text ? DEFAULT_WAIT_MS : 0);
+      if (!s.text && s.timeoutMs === 0) throw invalid("wait needs text to wait for, or timeoutMs to sleep");
+      break;
+  }
+  return s;
+}
+
+// ---- keys ------------------------------------------------------------------------------------
+
+const NAMED_KEYS = {
+  Enter: { code: "Enter", keyCode: 13, text: "\r" },
+  Tab: { code: "Tab", keyCode: 9 },
+  Escape: { code: "Escape", keyCode: 27 },
+  Backspace: { code: "Backspace", keyCode: 8 },
+  Delete: { code: "Delete", keyCode: 46 },
+  ArrowUp: { code: "ArrowUp", keyCode: 38 },
+  ArrowDown: { code: "ArrowDown", keyCode: 40 },
+  ArrowLeft: { code: "ArrowLeft", keyCode: 37 },
+  ArrowRight: { code: "ArrowRight", keyCode: 39 },
+  Home: { code: "Home", keyCode: 36 },
+  End: { code: "End", keyCode: 35 },
+  PageUp: { code: "PageUp", keyCode: 33 },
+  PageDown: { code: "PageDown", keyCode: 34 },
+  Space: { key: " ", code: "Space", keyCode: 32, text: " " },
+};
+const MODIFIERS = { Alt: 1, Control: 2, Meta: 4, Shift: 8 };
+
+/** "Shift+Tab", "Control+a", "Enter", "x" → what Input.dispatchKeyEvent needs. */
+export function parseKey(spec) {
+  if (spec === "") throw invalid("press needs a key: a key name (Enter, Tab, Escape, …) or one character, e.g. \"Shift+Tab\"");
+  const parts = spec === "+" ? ["+"] : spec.split("+");
+  const name = parts.pop() || "+";
+  let modifiers = 0;
+  for (const m of parts) {
+    if (!(m in MODIFIERS)) throw invalid(`unknown modifier ${JSON.stringify(m)} in key ${JSON.stringify(spec)}; use Alt, Control, Meta or Shift`);
+    modifiers |= MODIFIERS[m];
+  }
+  if (name in NAMED_KEYS) {
+    const d = NAMED_KEYS[name];
+    return { key: d.key ?? name, code: d.code, keyCode: d.keyCode, text: modifiers & ~MODIFIERS.Shift ? undefined : d.text, modifiers };
+  }
+  if ([...name].length !== 1) {
+    throw invalid(`unknown key ${JSON.stringify(name)}; use ${Object.keys(NAMED_KEYS).join(", ")} or one character`);
+  }
+  const upper = name.toUpperCase();
+  const letter = /^[A-Za-z]$/.test(name);
+  const digit = /^[0-9]$/.test(name);
+  const key = letter && modifiers & MODIFIERS.Shift ? upper : name;
+  return {
+    key,
+    code: letter ? `Key${upper}` : digit ? `Digit${name}` : "",
+    keyCode: letter || digit ? upper.charCodeAt(0) : 0,
+    // A chord with Control, Alt or Meta types nothing (it is a shortcut).
+    text: modifiers & ~MODIFIERS.Shift ? undefined : key,
+    modifiers,
+  };
+}
+
+// ---- the actor -------------------------------------------------------------------------------
+
+/**
+ * deps: chrome, session (chrome.storage.session), now, setTimeout, loadPageSource() → string
+ * (the extension's page.js), log.
+ */
+export function createActor(deps) {
+  const { chrome, session, now, log } = deps;
+  const sleep = (ms) => new Promise((r) => deps.setTimeout(r, ms));
+  let pageSource = null; // loaded once
+  const tails = new Map(); // tabId -> tail promise of that tab's acts
+
+  async function source() {
+    if (pageSource === null) {
+      const s = await deps.loadPageSource();
+      if (typeof s !== "string" || !/^\s*\(function/.test(s)) throw new Error("page.js is missing or is not one function expression");
+      pageSource = s.trim().replace(/;\s*$/, "");
+    }
+    return pageSource;
+  }
+
+  /** Runs task after the earlier acts on tabId settled. */
+  function perTab(tabId, task) {
+    const run = (tails.get(tabId) ?? Promise.resolve()).then(task);
+    const tail = run.catch(() => {});
+    tails.set(tabId, tail);
+    tail.then(() => {
+      if (tails.get(tabId) === tail) tails.delete(tabId);
+    });
+    return run;
+  }
+
+  // ---- attribution ---------------------------------------------------------------------------
+
+  /**
+   * The key an opener-less tab created at time t is attributed to: the act that was running
+   * then (the latest started when several were), or one that ended at most
+   * ATTRIBUTION_GRACE_MS before. Read from storage, so a restarted worker answers the same.
+   */
+  async function attributionAt(t) {
+    const all = await session.get(null);
+    let best = null;
+    for (const [k, m] of Object.entries(all)) {
+      if (!k.startsWith("act:") || typeof m?.key !== "string") continue;
+      const running = m.until == null;
+      if (t < m.at) continue;
+      if (running ? t - m.at > ACT_MARKER_TTL_MS : t > m.until) continue;
+      if (!best || m.at > best.at) best = m;
+    }
+    return best?.key;
+  }
+
+  /** Drops act markers whose window has passed (called from start()). */
+  async function expireMarkers() {
+    const t = now();
+    const all = await session.get(null);
+    const stale = Object.entries(all)
+      .filter(([k, m]) => k.startsWith("act:") && (m?.until == null ? t - m?.at > ACT_MARKER_TTL_MS : t > m.until))
+      .map(([k]) => k);
+    if (stale.length) await session.remove(stale);
+  }
+
+  async function begin(key, tabId) {
+    if (!key) return;
+    await session.set({ [actKey(key)]: { key, tabId, at: now(), until: null } });
+  }
+
+  async function end(key, tabId) {
+    if (!key) return;
+    const cur = (await session.get(actKey(key)))[actKey(key)];
+    // Another act of the same key may have started meanwhile (on another tab): its marker wins.
+    if (cur && cur.tabId === tabId && cur.until == null) {
+      await session.set({ [actKey(key)]: { ...cur, until: now() + ATTRIBUTION_GRACE_MS } });
+    }
+  }
+
+  // ---- the debugger session ------------------------------------------------------------------
+
+  async function withDebugger(tabId, fn) {
+    const target = { tabId };
+    try {
+      await chrome.debugger.attach(target, "1.3");
+    } catch (e) {
+      const msg = String(e?.message ?? e);
+      if (/no tab with/i.test(msg)) throw new ActRefusal("not_found", `tab ${tabId} not found`);
+      // "Another debugger is already attached" (DevTools open on the tab), or a page Chrome
+      // protects (the web store, chrome:// pages).
+      throw new ActRefusal("failed", `cannot attach to tab ${tabId} (${clip(msg, 300)}); close DevTools on that tab and retry`);
+    }
+    const send = (method, params) => chrome.debugger.sendCommand(target, method, params ?? {});
+    try {
+      return await fn(send);
+    } finally {
+      try {
+        await chrome.debugger.detach(target);
+      } catch (e) {
+        log.warn?.(`tabwarden: detach from tab ${tabId}:`, e?.message);
+      }
+    }
+  }
+
+  /** Evaluates the bundled page function in the tabwarden world; returns its value. */
+  async function page(send, op, args) {
+    const src = await source();
+    const tree = await send("Page.getFrameTree");
+    const frameId = tree?.frameTree?.frame?.id;
+    if (typeof frameId !== "string") throw new Error("the tab has no main frame");
+    const world = await send("Page.createIsolatedWorld", { frameId, worldName: WORLD_NAME });
+    const r = await send("Runtime.evaluate", {
+      expression: `(${src})(${JSON.stringify(op)}, ${JSON.stringify(args)})`,
+      contextId: world.executionContextId,
+      returnByValue: true,
+      awaitPromise: true,
+    });
+    if (r?.exceptionDetails) {
+      throw new Error(`page.${op} threw: ${clip(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text ?? "", 300)}`);
+    }
+    const v = r?.result?.value;
+    if (v && typeof v === "object" && v.error) {
+      const e = v.error;
+      const reason = GUARD_REASONS.has(e.reason) ? e.reason : "failed";
+      const candidates = Array.isArray(e.candidates) ? e.candidates.slice(0, MAX_CANDIDATES).map(element) : undefined;
+      throw new ActRefusal(reason, clip(String(e.message ?? reason), 512), candidates);
+    }
+    return v;
+  }
+
+  async function click(send, t) {
+    const at = await page(send, "locate", { target: t });
+    const x = Number(at?.x);
+    const y = Number(at?.y);
+    if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
+    await send("Input.dispatchMouseEvent", { type: "mouseMoved", x, y, button: "none", buttons: 0 });
+    await send("Input.dispatchMouseEvent", { type: "mousePressed", x, y, button: "left", buttons: 1, clickCount: 1 });
+    await send("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", buttons: 0, clickCount: 1 });
+  }
+
+  async function press(send, k) {
+    const base = { key: k.key, code: k.code, windowsVirtualKeyCode: k.keyCode, modifiers: k.modifiers };
+    if (k.text !== undefined) {
+      await send("Input.dispatchKeyEvent", { type: "keyDown", ...base, text: k.text, unmodifiedText: k.text });
+    } else {
+      await send("Input.dispatchKeyEvent", { type: "rawKeyDown", ...base });
+    }
+    await send("Input.dispatchKeyEvent", { type: "keyUp", ...base });
+  }
+
+  async function waitText(send, s) {
+    const deadline = now() + s.timeoutMs;
+    for (;;) {
+      const v = await page(send, "hasText", { text: s.text });
+      if (v === true || v?.found === true) return;
+      if (now() >= deadline) throw new ActRefusal("timeout", `text ${JSON.stringify(clip(s.text, 100))} did not appear within ${s.timeoutMs} ms`);
+      await sleep(WAIT_POLL_MS);
+    }
+  }
+
+  /** Loads url in the tab (never activating it) and waits until it has loaded, bounded. */
+  async function navigate(tabId, url) {
+    let done;
+    const loaded = new Promise((r) => (done = r));
+    let sawLoading = false;
+    const listener = (id, change) => {
+      if (id !== tabId) return;
+      if (change.status === "loading") sawLoading = true;
+      if (change.status === "complete" && sawLoading) done();
+    };
+    chrome.tabs.onUpdated.addListener(listener);
+    try {
+      try {
+        await chrome.tabs.update(tabId, { url });
+      } catch (e) {
+        if (/no tab with/i.test(String(e?.message ?? e))) throw new ActRefusal("not_found", `tab ${tabId} not found`);
+        throw e;
+      }
+      await Promise.race([loaded, sleep(NAVIGATE_TIMEOUT_MS)]);
+    } finally {
+      chrome.tabs.onUpdated.removeListener(listener);
+    }
+  }
+
+  async function perform(tabId, s) {
+    if (s.kind === "navigate") {
+      await navigate(tabId, s.url);
+      return {};
+    }
+    if (s.kind === "wait" && !s.text) {
+      await sleep(s.timeoutMs);
+      return {};
+    }
+    return withDebugger(tabId, async (send) => {
+      switch (s.kind) {
+        case "observe":
+          return { observation: observation(await page(send, "observe", { max: s.maxElements })) };
+        case "click":
+          await click(send, s.target);
+          return {};
+        case "type":
+          if (s.target) await page(send, "focus", { target: s.target });
+          await send("Input.insertText", { text: s.text });
+          return {};
+        case "press":
+          await press(send, s.key);
+          return {};
+        case "scroll":
+          await page(send, "scroll", { dx: s.dx, dy: s.dy });
+          return {};
+        case "wait":
+          await waitText(send, s);
+          return {};
+      }
+      throw invalid(`unknown step kind ${s.kind}`);
+    });
+  }
+
+  /**
+   * Runs one validated step on tabId for key. The caller checked ownership. Acts on one tab
+   * are serialized; the act's window of attribution opens before anything runs.
+   */
+  function run({ key, tabId, step, mayAct }) {
+    return perTab(tabId, async () => {
+      await mayAct();
+      await begin(key, tabId);
+      try {
+        return await perform(tabId, step);
+      } finally {
+        await end(key, tabId);
+      }
+    });
+  }
+
+  return { run, attributionAt, expireMarkers };
+}
+
+// ---- result shapes (bounded) -----------------------------------------------------------------
+
+function element(e) {
+  const n = (v) => (Number.isFinite(v) ? Math.round(v) : 0);
+  return {
+    id: clip(String(e?.id ?? ""), 32),
+    role: clip(String(e?.role ?? ""), 64),
+    name: clip(String(e?.name ?? ""), MAX_NAME_CHARS),
+    x: n(e?.x),
+    y: n(e?.y),
+    width: n(e?.width),
+    height: n(e?.height),
+  };
+}
+
+function observation(o) {
+  if (!o || typeof o !== "object") throw new Error("page.observe returned nothing");
+  const els = Array.isArray(o.elements) ? o.elements : [];
+  const n = (v) => (Number.isFinite(v) ? Math.round(v) : 0);
+  return {
+    document: clip(String(o.document ?? ""), 128),
+    epoch: Number.isSafeInteger(o.epoch) ? o.epoch : 0,
+    url: clip(String(o.url ?? ""), MAX_URL_CHARS),
+    title: clip(String(o.title ?? ""), 1024),
+    scrollX: n(o.scrollX),
+    scrollY: n(o.scrollY),
+    elements: els.slice(0, MAX_ELEMENTS).map(element),
+    truncated: !!o.truncated || els.length > MAX_ELEMENTS,
+  };
+}
