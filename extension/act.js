@@ -112,7 +112,11 @@ function target(t) {
   if ((out.ref !== "" || out.point) && out.document === "") {
     throw invalid("a ref or point target needs target.document from the observation it came from");
   }
-  return out;
+  // page.js's shapes: {ref, document} | {text} | {selector} | {point, x, y, document, epoch}
+  if (out.ref) return { ref: out.ref, document: out.document };
+  if (out.text) return { text: out.text };
+  if (out.selector) return { selector: out.selector };
+  return { point: true, x: out.x, y: out.y, document: out.document, epoch: out.epoch };
 }
 
 /** Validates the host's step; returns a normalized copy with only known fields. */
@@ -214,6 +218,13 @@ export function parseKey(spec) {
 export function createActor(deps) {
   const { chrome, session, now, log } = deps;
   const sleep = (ms) => new Promise((r) => deps.setTimeout(r, ms));
+  const nonceImpl =
+    deps.nonce ??
+    (() => {
+      const a = new Uint8Array(16);
+      globalThis.crypto.getRandomValues(a);
+      return Array.from(a, (b) => b.toString(16).padStart(2, "0")).join("");
+    });
   let pageSource = null; // loaded once
   const tails = new Map(); // tabId -> tail promise of that tab's acts
 
@@ -306,34 +317,69 @@ export function createActor(deps) {
     }
   }
 
-  /** Evaluates the bundled page function in the tabwarden world; returns its value. */
-  async function page(send, op, args) {
-    const src = await source();
-    const tree = await send("Page.getFrameTree");
-    const frameId = tree?.frameTree?.frame?.id;
-    if (typeof frameId !== "string") throw new Error("the tab has no main frame");
-    const world = await send("Page.createIsolatedWorld", { frameId, worldName: WORLD_NAME });
-    const r = await send("Runtime.evaluate", {
-      expression: `(${src})(${JSON.stringify(op)}, ${JSON.stringify(args)})`,
-      contextId: world.executionContextId,
-      returnByValue: true,
-      awaitPromise: true,
-    });
-    if (r?.exceptionDetails) {
-      throw new Error(`page.${op} threw: ${clip(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text ?? "", 300)}`);
+  /**
+   * The page functions of one debugger session: page(op, args) evaluates the bundled page.js
+   * in the tabwarden world of the main frame and returns its value. The world is made (or
+   * found again: Chrome keeps one world per name and document) and initialised with a fresh
+   * nonce on first use, and again once when the document changed under us (a navigation
+   * during a wait destroys the context: world_mismatch or "Cannot find context").
+   */
+  function pageOf(send) {
+    let world = null; // {contextId, nonce}
+    async function open() {
+      const src = await source();
+      const tree = await send("Page.getFrameTree");
+      const frameId = tree?.frameTree?.frame?.id;
+      if (typeof frameId !== "string") throw new Error("the tab has no main frame");
+      const w = await send("Page.createIsolatedWorld", { frameId, worldName: WORLD_NAME });
+      const nonce = nonceImpl();
+      const v = await evaluate(src, w.executionContextId, "init", { world: nonce });
+      if (v?.error) throw new Error(`page.init: ${clip(String(v.error.message ?? v.error.reason), 300)}`);
+      world = { contextId: w.executionContextId, nonce };
     }
-    const v = r?.result?.value;
-    if (v && typeof v === "object" && v.error) {
-      const e = v.error;
-      const reason = GUARD_REASONS.has(e.reason) ? e.reason : "failed";
-      const candidates = Array.isArray(e.candidates) ? e.candidates.slice(0, MAX_CANDIDATES).map(element) : undefined;
-      throw new ActRefusal(reason, clip(String(e.message ?? reason), 512), candidates);
+    async function evaluate(src, contextId, op, args) {
+      const r = await send("Runtime.evaluate", {
+        expression: `(${src})(${JSON.stringify(op)}, ${JSON.stringify(args)})`,
+        contextId,
+        returnByValue: true,
+        awaitPromise: true,
+      });
+      if (r?.exceptionDetails) {
+        throw new Error(`page.${op} threw: ${clip(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text ?? "", 300)}`);
+      }
+      return r?.result?.value;
     }
-    return v;
+    return async function page(op, args) {
+      let v;
+      for (let attempt = 0; ; attempt++) {
+        if (!world) await open();
+        try {
+          v = await evaluate(await source(), world.contextId, op, { ...args, world: world.nonce });
+        } catch (e) {
+          if (attempt === 0 && /context/i.test(String(e?.message ?? e))) {
+            world = null; // the document changed: a new world, once
+            continue;
+          }
+          throw e;
+        }
+        if (attempt === 0 && v?.error?.reason === "world_mismatch") {
+          world = null;
+          continue;
+        }
+        break;
+      }
+      if (v && typeof v === "object" && v.error) {
+        const e = v.error;
+        const reason = GUARD_REASONS.has(e.reason) ? e.reason : e.reason === "bad_request" ? "invalid_args" : "failed";
+        const candidates = Array.isArray(e.candidates) ? e.candidates.slice(0, MAX_CANDIDATES).map(element) : undefined;
+        throw new ActRefusal(reason, clip(String(e.message ?? reason), 512), candidates);
+      }
+      return v;
+    };
   }
 
-  async function click(send, t) {
-    const at = await page(send, "locate", { target: t });
+  async function click(send, page, t) {
+    const at = await page("locate", { target: t });
     const x = Number(at?.x);
     const y = Number(at?.y);
     if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
@@ -352,10 +398,10 @@ export function createActor(deps) {
     await send("Input.dispatchKeyEvent", { type: "keyUp", ...base });
   }
 
-  async function waitText(send, s) {
+  async function waitText(page, s) {
     const deadline = now() + s.timeoutMs;
     for (;;) {
-      const v = await page(send, "hasText", { text: s.text });
+      const v = await page("hasText", { text: s.text });
       if (v === true || v?.found === true) return;
       if (now() >= deadline) throw new ActRefusal("timeout", `text ${JSON.stringify(clip(s.text, 100))} did not appear within ${s.timeoutMs} ms`);
       await sleep(WAIT_POLL_MS);
@@ -396,24 +442,25 @@ export function createActor(deps) {
       return {};
     }
     return withDebugger(tabId, async (send) => {
+      const page = pageOf(send);
       switch (s.kind) {
         case "observe":
-          return { observation: observation(await page(send, "observe", { max: s.maxElements })) };
+          return { observation: observation(await page("observe", { max: s.maxElements })) };
         case "click":
-          await click(send, s.target);
+          await click(send, page, s.target);
           return {};
         case "type":
-          if (s.target) await page(send, "focus", { target: s.target });
+          if (s.target) await page("focus", { target: s.target });
           await send("Input.insertText", { text: s.text });
           return {};
         case "press":
           await press(send, s.key);
           return {};
         case "scroll":
-          await page(send, "scroll", { dx: s.dx, dy: s.dy });
+          await page("scroll", { dx: s.dx, dy: s.dy });
           return {};
         case "wait":
-          await waitText(send, s);
+          await waitText(page, s);
           return {};
       }
       throw invalid(`unknown step kind ${s.kind}`);
