@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -303,6 +302,8 @@ func (h *Host) handleResult(s *session, f inFrame) {
 // ErrNotOwned, ErrInUse and ErrNotObserved.
 type CommandError struct {
 	Op, Reason, Message string
+	// Candidates are the matches of an ambiguous act target (at most maxCandidates).
+	Candidates []browser.Element
 }
 
 func (e *CommandError) Error() string {
@@ -395,6 +396,12 @@ func (h *Host) commandOn(ctx context.Context, op string, args, out any) (*sessio
 		ce := &CommandError{Op: op, Reason: "failed", Message: "no error given"}
 		if res.Error != nil {
 			ce.Reason, ce.Message = clip(res.Error.Reason, 64), clip(res.Error.Message, 512)
+			for i, c := range res.Error.Candidates {
+				if i == maxCandidates {
+					break
+				}
+				ce.Candidates = append(ce.Candidates, c.seam())
+			}
 		}
 		return s, ce
 	}
@@ -408,5 +415,3 @@ func (h *Host) commandOn(ctx context.Context, op string, args, out any) (*sessio
 	}
 	return s, nil
 }
-
-var errActUnsupported = errors.New("act: not supported by the extension driver yet")
