@@ -16,7 +16,9 @@
 // navigate uses chrome.tabs.update(tabId, {url}) and nothing else (never `active`). Nothing
 // here focuses a window or activates a tab. Acts on one tab run one at a time.
 //
-// Attribution: while an act runs, and for ATTRIBUTION_GRACE_MS after it ends, a tab that
+// Attribution: a tab the acted-on page opened during the act (Page.windowOpen, see claimOpen)
+// is reported with the acted-on tab as its opener, or, opened noopener, attributed to the
+// act's key. And while an act runs, and for ATTRIBUTION_GRACE_MS after it ends, a tab that
 // appears without an opener is attributed to the act's key (a rel=noopener link, a download
 // viewer): background.js asks attributionAt() when the tab is created and stores the answer
 // as attr:<tabId>, which `adopt` with that key as parent accepts. The act's window is stored in
@@ -230,9 +232,11 @@ export function createActor(deps) {
 
   async function source() {
     if (pageSource === null) {
-      const s = await deps.loadPageSource();
-      if (typeof s !== "string" || !/^\s*\(function/.test(s)) throw new Error("page.js is missing or is not one function expression");
-      pageSource = s.trim().replace(/;\s*$/, "");
+      // One function expression (after its header comment), ending in ")" or ");".
+      const raw = await deps.loadPageSource();
+      const s = typeof raw === "string" ? raw.trim().replace(/;$/, "") : "";
+      if (!s.includes("(function tabwardenPage(") || !s.endsWith(")")) throw new Error("page.js is missing or is not one function expression");
+      pageSource = s;
     }
     return pageSource;
   }
@@ -278,6 +282,33 @@ export function createActor(deps) {
     if (stale.length) await session.remove(stale);
   }
 
+  // ---- spawns the act's own tab announced ------------------------------------------------
+  //
+  // chrome.tabs reports a new tab's openerTabId as the tab strip sees it: the ACTIVE tab of
+  // the window when the new tab was inserted, not the page that opened it. An act drives a
+  // background tab, so a window.open from it would be reported as opened by the user's active
+  // tab. The debugger session tells the truth: Page.windowOpen fires on the acted-on tab just
+  // before Chrome creates the tab, with the features (noopener) it was opened with. Each such
+  // announcement claims the next tab created (background.js asks claimOpen at tabs.onCreated).
+
+  const acting = new Map(); // tabId -> key of the act running on it (this worker's debugger sessions)
+  const opens = []; // {key, sourceTabId, noopener, at}: announced, not yet claimed
+
+  /** chrome.debugger.onEvent listener (registered at top level by background.js). */
+  function onDebuggerEvent(source, method, params) {
+    const tabId = source?.tabId;
+    if (method !== "Page.windowOpen" || !acting.has(tabId)) return;
+    const features = Array.isArray(params?.windowFeatures) ? params.windowFeatures : [];
+    opens.push({ key: acting.get(tabId), sourceTabId: tabId, noopener: features.includes("noopener") || features.includes("noreferrer"), at: now() });
+    if (opens.length > 32) opens.shift();
+  }
+
+  /** The act announcement a tab created at time t answers, consumed; undefined if none. */
+  function claimOpen(t) {
+    while (opens.length && t - opens[0].at > ATTRIBUTION_GRACE_MS) opens.shift();
+    return opens.shift();
+  }
+
   async function begin(key, tabId) {
     if (!key) return;
     await session.set({ [actKey(key)]: { key, tabId, at: now(), until: null } });
@@ -307,6 +338,8 @@ export function createActor(deps) {
     }
     const send = (method, params) => chrome.debugger.sendCommand(target, method, params ?? {});
     try {
+      // Page events tell which tabs this tab opens (Page.windowOpen, see claimOpen).
+      await send("Page.enable");
       return await fn(send);
     } finally {
       try {
@@ -475,15 +508,17 @@ export function createActor(deps) {
     return perTab(tabId, async () => {
       await mayAct();
       await begin(key, tabId);
+      acting.set(tabId, key);
       try {
         return await perform(tabId, step);
       } finally {
+        acting.delete(tabId);
         await end(key, tabId);
       }
     });
   }
 
-  return { run, attributionAt, expireMarkers };
+  return { run, attributionAt, expireMarkers, onDebuggerEvent, claimOpen };
 }
 
 // ---- result shapes (bounded) -----------------------------------------------------------------

@@ -688,13 +688,22 @@ export function createWorker(chrome, deps = {}) {
   async function observe() {
     const wins = await chrome.windows.getAll({ populate: true });
     const attributed = {};
-    for (const [k, v] of Object.entries(await session.get(null))) if (k.startsWith("attr:")) attributed[k.slice(5)] = v;
+    const openers = {};
+    for (const [k, v] of Object.entries(await session.get(null))) {
+      if (k.startsWith("attr:")) attributed[k.slice(5)] = v;
+      if (k.startsWith("opener:")) openers[k.slice(7)] = v;
+    }
     const windows = [];
     const tabs = [];
     for (const w of wins) {
       if (!isReportableWindow(w)) continue;
       windows.push(windowShape(w));
-      for (const t of w.tabs ?? []) if (isReportableTab(t)) tabs.push(tabShape(t, attributed[t.id]));
+      for (const t of w.tabs ?? []) {
+        if (!isReportableTab(t)) continue;
+        const a = attributed[t.id];
+        const opener = a ? undefined : Number.isInteger(openers[t.id]) ? openers[t.id] : t.openerTabId;
+        tabs.push(tabShape({ ...t, openerTabId: opener }, a));
+      }
     }
     return { windows, tabs };
   }
@@ -833,9 +842,9 @@ export function createWorker(chrome, deps = {}) {
     // Chrome may stop reporting openerTabId later (e.g. after the opener navigates or closes):
     // the opener seen at tabs.onCreated wins.
     // Or, for a tab without an opener, the act it appeared during is parent's (attr:<tabId>).
-    const opener = await openerOf(tab);
+    const attributed = await getOne(session, attrKey(tabId));
+    const opener = attributed ? undefined : await openerOf(tab);
     const openerRec = Number.isInteger(opener) ? await getOne(session, recKey(opener)) : undefined;
-    const attributed = Number.isInteger(opener) ? undefined : await getOne(session, attrKey(tabId));
     if (Number.isInteger(opener) ? !openerRec || openerRec.owner !== parent : attributed !== parent) {
       throw new CommandError(
         "not_observed",
@@ -869,7 +878,8 @@ export function createWorker(chrome, deps = {}) {
     }
     // A spawn of a recorded page belongs to that session's adoption. Between its creation and
     // the adopt, it is unrecorded: another namespace must not bind it in that window.
-    const opener = await openerOf(tab);
+    const attributed = await getOne(session, attrKey(tabId));
+    const opener = attributed ? undefined : await openerOf(tab);
     const openerRec = Number.isInteger(opener) ? await getOne(session, recKey(opener)) : undefined;
     if (openerRec) {
       throw new CommandError(
@@ -877,7 +887,6 @@ export function createWorker(chrome, deps = {}) {
         `tab ${tabId} was spawned by tab ${opener} of session ${openerRec.owner}'s page; it belongs to that session's adoption`,
       );
     }
-    const attributed = Number.isInteger(opener) ? undefined : await getOne(session, attrKey(tabId));
     if (attributed) {
       throw new CommandError("in_use", `tab ${tabId} appeared during action ${attributed}, whose session adopts it`);
     }
@@ -1020,28 +1029,44 @@ export function createWorker(chrome, deps = {}) {
   function onTabCreated(tab) {
     const seenAt = now(); // when Chrome reported it, not when the queue gets to it
     serial(async () => {
-      // The opener as Chrome reports it now, at creation: adopt trusts this one, since Chrome
-      // may drop openerTabId from later reports of the tab.
-      if (Number.isInteger(tab?.openerTabId)) await session.set({ [openerKey(tab.id)]: tab.openerTabId });
-      if (!isReportableTab(tab)) return;
+      if (!Number.isInteger(tab?.id)) return;
+      const own = ownTabs.delete(tab.id); // the last-tab rule's blank tab
       let owner = (await getOne(session, recKey(tab.id)))?.owner;
+      // A tab an acted-on page announced (Page.windowOpen): its true opener is that page,
+      // whatever tab Chrome names (the window's active one); opened noopener, it is the act's.
+      const announced = !owner && !own ? actor.claimOpen(seenAt) : undefined;
+      let opener = tab.openerTabId;
+      let attributed;
+      if (announced) {
+        opener = announced.noopener ? undefined : announced.sourceTabId;
+        if (announced.noopener) attributed = announced.key;
+      }
+      // The opener as seen now, at creation: adopt trusts this one, since Chrome may drop
+      // openerTabId from later reports of the tab.
+      if (Number.isInteger(opener)) await session.set({ [openerKey(tab.id)]: opener });
+      if (!isReportableTab(tab)) return;
       if (!owner) owner = await claimFromPending(tab);
       // A tab without an opener that appears while an act runs (or just after) is that act's
-      // doing (a rel=noopener link): attributed to its key, which may adopt it. Not tabs this
-      // worker made itself (open's are recorded by now; the last-tab rule's blank tab).
-      let attributed;
-      if (!owner && !Number.isInteger(tab?.openerTabId) && Number.isInteger(tab?.id) && !ownTabs.delete(tab.id)) {
-        attributed = await actor.attributionAt(seenAt);
-        if (attributed) await session.set({ [attrKey(tab.id)]: attributed });
-      }
-      sendEvent("tabCreated", owner ? { tab: tabShape(tab), owner } : { tab: tabShape(tab, attributed) });
+      // doing (a rel=noopener link, a download viewer): attributed to its key, which may adopt
+      // it. Not tabs this worker made itself (open's are recorded by now).
+      if (!owner && !own && !attributed && !Number.isInteger(opener)) attributed = await actor.attributionAt(seenAt);
+      if (!owner && attributed) await session.set({ [attrKey(tab.id)]: attributed });
+      const shape = tabShape({ ...tab, openerTabId: attributed ? undefined : opener }, owner ? undefined : attributed);
+      sendEvent("tabCreated", owner ? { tab: shape, owner } : { tab: shape });
     }).catch((e) => log.warn("tabwarden: tabCreated:", e?.message));
+  }
+
+  /** A tab as reported: the opener seen at creation and the act attribution win over Chrome's later view. */
+  async function reportedShape(tab) {
+    const [remembered, attributed] = await Promise.all([getOne(session, openerKey(tab.id)), getOne(session, attrKey(tab.id))]);
+    const opener = attributed ? undefined : Number.isInteger(remembered) ? remembered : tab.openerTabId;
+    return tabShape({ ...tab, openerTabId: opener }, attributed);
   }
 
   function onTabUpdated(tabId, changeInfo, tab) {
     if (!("url" in changeInfo || "title" in changeInfo || "status" in changeInfo)) return;
     serial(async () => {
-      if (isReportableTab(tab)) sendEvent("tabUpdated", { tab: tabShape(tab) });
+      if (isReportableTab(tab)) sendEvent("tabUpdated", { tab: await reportedShape(tab) });
     }).catch((e) => log.warn("tabwarden: tabUpdated:", e?.message));
   }
 
@@ -1194,6 +1219,7 @@ export function createWorker(chrome, deps = {}) {
     chrome.windows.onCreated.addListener(onWindowCreated);
     chrome.windows.onRemoved.addListener(onWindowRemoved);
     chrome.runtime.onMessage.addListener(onMessage);
+    chrome.debugger?.onEvent?.addListener(actor.onDebuggerEvent);
     chrome.runtime.onStartup.addListener(() => start());
     chrome.runtime.onInstalled.addListener(() => start());
     chrome.alarms.onAlarm.addListener((alarm) => {

@@ -33,6 +33,8 @@ function scriptPage(browser, ops, onInput = () => {}) {
   let nextContext = 7;
   browser.setPage(async (tabId, method, params) => {
     switch (method) {
+      case "Page.enable":
+        return {};
       case "Page.getFrameTree":
         return { frameTree: { frame: { id: `frame-${tabId}`, url: browser.tab(tabId)?.url } } };
       case "Page.createIsolatedWorld":
@@ -120,6 +122,7 @@ test("observe: attach 1.3, the tabwarden world, the bundled function with data o
   const t = a.tabId;
   assert.deepEqual(debuggerCalls(browser), [
     `${t}:debugger.attach`,
+    `${t}:Page.enable`,
     `${t}:Page.getFrameTree`,
     `${t}:Page.createIsolatedWorld`,
     `${t}:Runtime.evaluate`,
@@ -400,4 +403,61 @@ test("acts on one tab run one at a time; acts on other tabs are not held up", as
   ok(await second);
   const onA = debuggerCalls(browser).filter((c) => c.startsWith(`${a.tabId}:debugger.`));
   assert.deepEqual(onA, [`${a.tabId}:debugger.attach`, `${a.tabId}:debugger.detach`, `${a.tabId}:debugger.attach`, `${a.tabId}:debugger.detach`]);
+});
+
+test("a tab the acted-on page opens is reported with that page as its opener, or attributed when opened noopener", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  let features = null;
+  const spawned = [];
+  scriptPage(
+    browser,
+    () => ({ x: 5, y: 5 }),
+    (tabId, method, params) => {
+      if (params.type !== "mouseReleased" || !features) return;
+      // Chrome announces the open on the acted-on tab, then creates the tab and names the
+      // window's ACTIVE tab (the user's) as its opener.
+      browser.events.debuggerEvent.dispatch({ tabId }, "Page.windowOpen", { url: "https://a.example/landing", windowFeatures: features, userGesture: true });
+      spawned.push(browser.openTab(user.windowId, { url: "", active: true, openerTabId: user.tabId }));
+    },
+  );
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+
+  features = ["menubar", "toolbar"];
+  ok(await env.cmd("act", { key: "act-1", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "Open" } } }));
+  features = ["menubar", "noopener"];
+  ok(await env.cmd("act", { key: "act-2", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "Open" } } }));
+  await env.settle();
+  const [popup, orphan] = spawned;
+
+  const ev = (id) => env.sock.events("tabCreated").find((e) => e.tab.id === id).tab;
+  assert.equal(ev(popup).openerTabId, a.tabId, "the true opener, not the user's active tab");
+  assert.equal("attributed" in ev(popup), false);
+  assert.equal("openerTabId" in ev(orphan), false, "noopener: no opener");
+  assert.equal(ev(orphan).attributed, "act-2");
+  // Later reports keep it so (Chrome's openerTabId would say the user's tab).
+  browser.navigate(popup, "https://a.example/landing");
+  browser.navigate(orphan, "https://a.example/landing");
+  await env.settle();
+  const upd = (id) => env.sock.events("tabUpdated").filter((e) => e.tab.id === id).at(-1).tab;
+  assert.equal(upd(popup).openerTabId, a.tabId);
+  assert.equal(upd(orphan).attributed, "act-2");
+  assert.equal("openerTabId" in upd(orphan), false);
+  const tabs = ok(await env.cmd("observe")).tabs;
+  assert.equal(tabs.find((t) => t.id === popup).openerTabId, a.tabId);
+  assert.equal(tabs.find((t) => t.id === orphan).attributed, "act-2");
+
+  // Adoption follows what the extension saw: the popup by its opener's owner, the orphan by
+  // the act's key; the user's tab's owner (nobody) and a wrong parent are refused.
+  refused(await env.cmd("adopt", { owner: "uid-p", tabId: popup, parent: "act-1" }), "not_observed");
+  ok(await env.cmd("adopt", { owner: "uid-p", tabId: popup, parent: "uid-a" }));
+  refused(await env.cmd("adopt", { owner: "uid-o", tabId: orphan, parent: "uid-a" }), "not_observed");
+  ok(await env.cmd("adopt", { owner: "uid-o", tabId: orphan, parent: "act-2" }));
+
+  // An announcement nobody answers goes stale: a user's tab much later is the user's.
+  features = null;
+  browser.events.debuggerEvent.dispatch({ tabId: a.tabId }, "Page.windowOpen", { url: "x", windowFeatures: [] });
+  const users = browser.openTab(user.windowId, { url: "https://user.example/", openerTabId: user.tabId });
+  await env.settle();
+  assert.equal(ev(users).openerTabId, user.tabId, "no act runs on the tab: its events are ignored");
 });

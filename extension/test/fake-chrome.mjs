@@ -114,6 +114,7 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     alarm: new FakeEvent(),
     storageChanged: new FakeEvent(),
     debuggerDetach: new FakeEvent(),
+    debuggerEvent: new FakeEvent(),
   };
   const attached = new Set(); // tab ids with the worker's debugger attached
   const busy = new Set(); // tab ids where "DevTools" holds the debugger
@@ -321,6 +322,7 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     // chrome.debugger: attach/sendCommand/detach against a scripted page (_browser.setPage).
     debugger: {
       onDetach: events.debuggerDetach,
+      onEvent: events.debuggerEvent,
       attach: (target, version) =>
         api("debugger.attach", { target, version }, () => {
           const t = tabs.get(target.tabId);

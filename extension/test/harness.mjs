@@ -178,7 +178,7 @@ export function createFakeHost() {
 
 // What the tests' worker loads as page.js: the fake page (setPage) answers in its place, so
 // the source only has to be recognizable in the expression the worker evaluates.
-export const PAGE_SOURCE = "(function tabwardenPage(op, args) { return { test: true }; })";
+export const PAGE_SOURCE = "// page.js header\n(function tabwardenPage(op, args) {\n  return { test: true };\n})";
 
 export const TOKEN = "tok_Zx9-SECRET-do-not-log_4f2a";
 
