@@ -416,7 +416,8 @@ export function createActor(deps) {
     const x = Number(at?.x);
     const y = Number(at?.y);
     if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
-    await send("Input.dispatchMouseEvent", { type: "mouseMoved", x, y, button: "none", buttons: 0 });
+    // Press and release only: a mouseMoved to a background tab is acknowledged only after
+    // Chrome's ~5 s input timeout (a hidden tab renders no frames).
     await send("Input.dispatchMouseEvent", { type: "mousePressed", x, y, button: "left", buttons: 1, clickCount: 1 });
     await send("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", buttons: 0, clickCount: 1 });
   }

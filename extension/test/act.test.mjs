@@ -167,7 +167,6 @@ test("click, type, press and navigate produce real input and never focus anythin
   assert.deepEqual(
     input.map((i) => [i.params.type, i.params.x, i.params.y, i.params.button]),
     [
-      ["mouseMoved", 50, 35, "none"],
       ["mousePressed", 50, 35, "left"],
       ["mouseReleased", 50, 35, "left"],
     ],

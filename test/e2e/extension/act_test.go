@@ -33,7 +33,9 @@ func TestActThroughExtension(t *testing.T) {
 	// The user's window, with the user's own active tab.
 	userURL := fx.Path("/quiet?user=act&run=" + run)
 	userTargets, userWindowID := openUserWindow(t, userURL)
-	t.Cleanup(func() { _ = devtools.call(context.Background(), "", "Target.closeTarget", map[string]any{"targetId": userTargets[0]}, nil) })
+	t.Cleanup(func() {
+		_ = devtools.call(context.Background(), "", "Target.closeTarget", map[string]any{"targetId": userTargets[0]}, nil)
+	})
 	var userTab string
 	g.Eventually(func(g Gomega) {
 		snap, err := d.Snapshot(ctx)
@@ -102,8 +104,10 @@ func TestActThroughExtension(t *testing.T) {
 	g.Expect(r.Observation.URL).To(Equal(sendURL), "navigate returns once the page loaded")
 	g.Expect(r.Observation.Document).NotTo(Equal(obs.Document), "a navigation makes a new document")
 	twoSend := r.Observation
+	started = time.Now()
 	_, err = act(key(7), browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Send later"}})
 	g.Expect(err).NotTo(HaveOccurred())
+	record(t, "act: click by text (background tab)", time.Since(started))
 	g.Eventually(func() string { return titleOf(g, tab) }).Should(Equal("Sent later"))
 
 	// ambiguous_target: two buttons read "Send"; nothing is clicked, both are listed.
