@@ -8,7 +8,12 @@
 //     (<this file>)(<JSON op>, <JSON args>)
 //
 // No other expression is ever evaluated: this is our bundled function called with data, not
-// an eval of caller input. The page cannot see or patch the isolated world's globals or
+// an eval of caller input. The file is one expression whose value is the function; it also
+// assigns it to the isolated world's globalThis.tabwardenPage, so that a driver that cannot
+// evaluate source (an MV3 extension: no eval) can inject the file as is
+// (chrome.scripting.executeScript({files: ["page.js"], world: "ISOLATED"})) and then call
+// globalThis.tabwardenPage(op, args) with executeScript({func, args}). The page's own world
+// never sees it. The page cannot see or patch the isolated world's globals or
 // prototypes; it can only change its DOM, which this script reads as untrusted data.
 //
 // State lives in the isolated world's globalThis, which is per document:
@@ -25,8 +30,9 @@
 //     so a ref never names a replacement element, however alike.
 //
 // Ops (args in braces) and results; errors are returned as data, never thrown:
-//   init({world})            first call in a new world: remember the world nonce
-//   info()                   {document, epoch, url, title, readyState, scrollX, scrollY}
+//   init({world})            first call in a new world: a new document id, epoch 0, no refs;
+//                            remember the world nonce
+//   info()                   {document, epoch, url, title, readyState, scrollX, scrollY, mac}
 //   observe({max})           the visible interactive elements (links, buttons, inputs, selects,
 //                            textareas, summary, contenteditable, [onclick], ARIA widget roles)
 //                            in document order: {document, epoch, url, title, scrollX, scrollY,
@@ -40,9 +46,10 @@
 //   hasText({text})          {found}: whether the page's visible text or title contains text
 // Every op but init takes {world}: the nonce given to init. A call without the nonce of this
 // world (a context id that now names another world) returns world_mismatch.
-// Errors: {error: {reason, message, candidates?}}, reason one of stale_ref,
+// Errors: {error: {reason, message, candidates?, document?, epoch?}} (document and epoch,
+// with candidates, say which page state the candidates' ids are refs of), reason one of stale_ref,
 // stale_coordinates, ambiguous_target, target_not_found, bad_request, world_mismatch.
-(function tabwardenPage(op, args) {
+globalThis.tabwardenPage = function tabwardenPage(op, args) {
   "use strict";
   args = args || {};
   const KEY = "__tabwardenPageState";
@@ -59,7 +66,12 @@
 
   function fail(reason, message, candidates) {
     const e = { reason, message };
-    if (candidates) e.candidates = candidates;
+    if (candidates) {
+      // The candidates' ids are refs of the page as it is now.
+      e.candidates = candidates;
+      e.document = S.document;
+      e.epoch = S.epoch;
+    }
     return { error: e };
   }
 
@@ -76,10 +88,11 @@
     if (typeof args.world !== "string" || args.world === "") {
       return fail("bad_request", "init needs a world nonce");
     }
-    if (!S || S.doc !== document) {
-      S = newState();
-      Object.defineProperty(globalThis, KEY, { value: S, configurable: true });
-    }
+    // A new world for the driver is a new document id, even when the browser hands
+    // back a world this script ran in before (another driver connection).
+    if (S) S.stop();
+    S = newState();
+    Object.defineProperty(globalThis, KEY, { value: S, configurable: true });
     S.world = args.world;
     return info();
   }
@@ -107,6 +120,11 @@
     });
     addEventListener("scroll", bump, { capture: true, passive: true });
     addEventListener("resize", bump, { passive: true });
+    st.stop = () => {
+      st.mo.disconnect();
+      removeEventListener("scroll", bump, { capture: true });
+      removeEventListener("resize", bump);
+    };
     return st;
   }
 
@@ -404,6 +422,7 @@
     return {
       document: S.document, epoch: S.epoch, url: location.href, title: document.title,
       readyState: document.readyState, scrollX: Math.round(scrollX), scrollY: Math.round(scrollY),
+      mac: /Mac/.test(navigator.platform),
     };
   }
 
@@ -435,4 +454,4 @@
   } catch (e) {
     return fail("bad_request", `page script: ${e && e.message ? e.message : String(e)}`);
   }
-})
+}
