@@ -46,10 +46,13 @@ const actKey = (key) => `act:${key}`;
 
 /** A refusal carrying a reason, a message and (for ambiguous targets) the candidates. */
 export class ActRefusal extends Error {
-  constructor(reason, message, candidates) {
+  constructor(reason, message, candidates, document, epoch) {
     super(message);
     this.reason = reason;
     this.candidates = candidates;
+    // With candidates: the page's document and epoch they are refs of.
+    this.document = document;
+    this.epoch = epoch;
   }
 }
 
@@ -229,13 +232,14 @@ export function createActor(deps) {
     });
   let pageSource = null; // loaded once
   const tails = new Map(); // tabId -> tail promise of that tab's acts
+  const nonces = new Map(); // tabId -> nonce of the tabwarden world this worker initialised there
 
   async function source() {
     if (pageSource === null) {
-      // One function expression (after its header comment), ending in ")" or ");".
+      // One expression whose value is the page function (after its header comment).
       const raw = await deps.loadPageSource();
       const s = typeof raw === "string" ? raw.trim().replace(/;$/, "") : "";
-      if (!s.includes("(function tabwardenPage(") || !s.endsWith(")")) throw new Error("page.js is missing or is not one function expression");
+      if (!s.includes("function tabwardenPage(op, args)") || !/[})]$/.test(s)) throw new Error("page.js is missing or is not one function expression");
       pageSource = s;
     }
     return pageSource;
@@ -357,7 +361,7 @@ export function createActor(deps) {
    * nonce on first use, and again once when the document changed under us (a navigation
    * during a wait destroys the context: world_mismatch or "Cannot find context").
    */
-  function pageOf(send) {
+  function pageOf(tabId, send) {
     let world = null; // {contextId, nonce}
     async function open() {
       const src = await source();
@@ -365,9 +369,22 @@ export function createActor(deps) {
       const frameId = tree?.frameTree?.frame?.id;
       if (typeof frameId !== "string") throw new Error("the tab has no main frame");
       const w = await send("Page.createIsolatedWorld", { frameId, worldName: WORLD_NAME });
+      // Chrome hands back the same world for the same document across debugger sessions:
+      // the world this worker initialised for an earlier act keeps its document id and refs.
+      // init (a new document id, no refs) only for a world that does not know our nonce (a
+      // new document, or a world this worker never initialised).
+      const known = nonces.get(tabId);
+      if (known) {
+        const v = await evaluate(src, w.executionContextId, "info", { world: known });
+        if (v && !v.error) {
+          world = { contextId: w.executionContextId, nonce: known };
+          return;
+        }
+      }
       const nonce = nonceImpl();
       const v = await evaluate(src, w.executionContextId, "init", { world: nonce });
       if (v?.error) throw new Error(`page.init: ${clip(String(v.error.message ?? v.error.reason), 300)}`);
+      nonces.set(tabId, nonce);
       world = { contextId: w.executionContextId, nonce };
     }
     async function evaluate(src, contextId, op, args) {
@@ -405,7 +422,9 @@ export function createActor(deps) {
         const e = v.error;
         const reason = GUARD_REASONS.has(e.reason) ? e.reason : e.reason === "bad_request" ? "invalid_args" : "failed";
         const candidates = Array.isArray(e.candidates) ? e.candidates.slice(0, MAX_CANDIDATES).map(element) : undefined;
-        throw new ActRefusal(reason, clip(String(e.message ?? reason), 512), candidates);
+        const document = candidates && typeof e.document === "string" ? clip(e.document, 128) : undefined;
+        const epoch = candidates && Number.isSafeInteger(e.epoch) ? e.epoch : undefined;
+        throw new ActRefusal(reason, clip(String(e.message ?? reason), 512), candidates, document, epoch);
       }
       return v;
     };
@@ -476,7 +495,7 @@ export function createActor(deps) {
       return {};
     }
     return withDebugger(tabId, async (send) => {
-      const page = pageOf(send);
+      const page = pageOf(tabId, send);
       switch (s.kind) {
         case "observe":
           return { observation: observation(await page("observe", { max: s.maxElements })) };
@@ -519,7 +538,12 @@ export function createActor(deps) {
     });
   }
 
-  return { run, attributionAt, expireMarkers, onDebuggerEvent, claimOpen };
+  /** The tab is gone: forget its world. */
+  function forgetTab(tabId) {
+    nonces.delete(tabId);
+  }
+
+  return { run, attributionAt, expireMarkers, onDebuggerEvent, claimOpen, forgetTab };
 }
 
 // ---- result shapes (bounded) -----------------------------------------------------------------

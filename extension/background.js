@@ -637,6 +637,8 @@ export function createWorker(chrome, deps = {}) {
       if (e instanceof CommandError || e instanceof ActRefusal) {
         const error = { reason: e.reason, message: e.message };
         if (Array.isArray(e.candidates)) error.candidates = e.candidates;
+        if (typeof e.document === "string") error.document = e.document;
+        if (Number.isSafeInteger(e.epoch)) error.epoch = e.epoch;
         return { type: "result", id, ok: false, error };
       }
       log.warn(`tabwarden: ${cmd?.op} failed:`, e?.message);
@@ -1074,6 +1076,7 @@ export function createWorker(chrome, deps = {}) {
     // The record is kept on purpose: a later close/cleanup answers closed:false and drops it,
     // instead of not_owned, which would read as a refusal. Tab ids are never reused.
     serial(async () => {
+      actor.forgetTab(tabId);
       await session.remove([openerKey(tabId), attrKey(tabId)]);
       sendEvent("tabRemoved", { tabId, windowId: removeInfo?.windowId });
     }).catch((e) => log.warn("tabwarden: tabRemoved:", e?.message));

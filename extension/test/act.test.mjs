@@ -18,7 +18,7 @@ const refused = (frame, reason) => {
   return frame.error;
 };
 
-const PAGE_OPS = new Set(["init", "observe", "locate", "focus", "scroll", "hasText"]);
+const PAGE_OPS = new Set(["init", "info", "observe", "locate", "focus", "scroll", "hasText"]);
 const PREFIX = `(${PAGE_SOURCE})(`;
 
 /**
@@ -30,6 +30,7 @@ function scriptPage(browser, ops, onInput = () => {}) {
   const evals = [];
   const input = [];
   const contexts = new Map(); // tabId -> context id of its tabwarden world
+  const nonces = new Map(); // tabId -> the nonce its world was initialised with (the world's state)
   let nextContext = 7;
   browser.setPage(async (tabId, method, params) => {
     switch (method) {
@@ -51,7 +52,12 @@ function scriptPage(browser, ops, onInput = () => {}) {
         assert.ok(PAGE_OPS.has(op), `op ${op}`);
         assert.equal(params.contextId, contexts.get(tabId), "evaluated in the tabwarden world, never the page's");
         evals.push({ tabId, op, args });
-        if (op === "init") return { result: { type: "object", value: { document: "doc-1", epoch: 0 } } };
+        if (op === "init") {
+          nonces.set(tabId, args.world);
+          return { result: { type: "object", value: { document: "doc-1", epoch: 0 } } };
+        }
+        if (nonces.get(tabId) !== args.world) return { result: { type: "object", value: { error: { reason: "world_mismatch", message: "create it again" } } } };
+        if (op === "info") return { result: { type: "object", value: { document: "doc-1", epoch: 0 } } };
         return { result: { type: "object", value: await ops(tabId, op, args) } };
       }
       case "Input.dispatchMouseEvent":
@@ -63,7 +69,9 @@ function scriptPage(browser, ops, onInput = () => {}) {
     }
     throw new Error(`the worker sent ${method}, which act never needs`);
   });
-  return { evals, input };
+  // A navigation: the tab's new document has a fresh world.
+  const newDocument = (tabId) => nonces.delete(tabId);
+  return { evals, input, newDocument };
 }
 
 /** The worker's chrome.debugger calls, as [api, method?]. */
@@ -111,7 +119,7 @@ test("act refuses a tab not recorded under its owner, before touching the debugg
 test("observe: attach 1.3, the tabwarden world, the bundled function with data only, detach", async () => {
   const env = await setup();
   const { browser, user } = env;
-  const { evals } = scriptPage(browser, (tabId, op) => (op === "observe" ? observation : { x: 1, y: 1 }));
+  const { evals, newDocument } = scriptPage(browser, (tabId, op) => (op === "observe" ? observation : { x: 1, y: 1 }));
   const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
   const r = ok(await env.cmd("act", { key: "k1", owner: "uid-a", tabId: a.tabId, step: { kind: "observe", maxElements: 50 } }));
   assert.deepEqual(r, { observation });
@@ -145,6 +153,14 @@ test("observe: attach 1.3, the tabwarden world, the bundled function with data o
   );
   const locate = evals.find((e) => e.op === "locate");
   assert.deepEqual(locate.args, { target: { text: "Send" }, world: locate.args.world });
+  // The second act found the world it initialised (same document: refs stay valid); after a
+  // navigation the world is new and is initialised again.
+  assert.deepEqual(evals.map((e) => e.op), ["init", "observe", "info", "locate"]);
+  assert.equal(evals[2].args.world, evals[0].args.world);
+  newDocument(t);
+  ok(await env.cmd("act", { key: "k1", owner: "uid-a", tabId: t, step: { kind: "observe" } }));
+  assert.deepEqual(evals.slice(4).map((e) => e.op), ["info", "init", "observe"]);
+  assert.notEqual(evals[5].args.world, evals[0].args.world, "a fresh nonce for the new world");
   for (const c of browser.calls.filter((c) => c.api === "debugger.sendCommand")) {
     assert.doesNotMatch(JSON.stringify(c.args), /alert/, `${c.args.method} carried host text`);
   }
@@ -218,7 +234,7 @@ test("a refusal of the page comes back with its reason and candidates; the debug
   scriptPage(
     browser,
     (tabId, op, args) => {
-      if (args.target?.text === "Send") return { error: { reason: "ambiguous_target", message: "2 visible elements read \"Send\"", candidates } };
+      if (args.target?.text === "Send") return { error: { reason: "ambiguous_target", message: "2 visible elements read \"Send\"", candidates, document: "doc-1", epoch: 4 } };
       if (args.target?.ref) return { error: { reason: "stale_ref", message: "ref e1 is from document doc-0" } };
       if (args.target?.selector === "[") return { error: { reason: "bad_request", message: "invalid CSS selector" } };
       return { x: 1, y: 1 };
@@ -232,6 +248,8 @@ test("a refusal of the page comes back with its reason and candidates; the debug
 
   const amb = refused(await act({ text: "Send" }), "ambiguous_target");
   assert.deepEqual(amb.candidates, candidates);
+  assert.equal(amb.document, "doc-1", "the document the candidates are refs of");
+  assert.equal(amb.epoch, 4);
   refused(await act({ ref: "e1", document: "doc-0" }), "stale_ref");
   refused(await act({ selector: "[" }), "invalid_args");
   failInput = true;

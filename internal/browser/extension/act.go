@@ -76,7 +76,12 @@ func (d *Driver) Act(ctx context.Context, req browser.ActRequest) (browser.ActRe
 	if err != nil {
 		var ce *CommandError
 		if errors.As(err, &ce) && guardReasons[ce.Reason] {
-			return browser.ActResult{}, &browser.ActError{Reason: ce.Reason, Message: ce.Message, Candidates: ce.Candidates}
+			ae := &browser.ActError{Reason: ce.Reason, Message: ce.Message, Candidates: ce.Candidates}
+			if len(ce.Candidates) > 0 && ce.Document != "" {
+				// The candidates' ids are refs of this connection's view of the page.
+				ae.Document, ae.Epoch = docPrefix(sent.epoch)+ce.Document, ce.Epoch
+			}
+			return browser.ActResult{}, ae
 		}
 		return browser.ActResult{}, err
 	}

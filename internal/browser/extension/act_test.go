@@ -41,7 +41,7 @@ func actPeer(sent *[]string, mu *sync.Mutex) func(cmd) reply {
 			for i := range 40 {
 				cands = append(cands, wireElement{ID: fmt.Sprintf("e%d", i+1), Role: "button", Name: "Send"})
 			}
-			return reply{err: &wireError{Reason: "ambiguous_target", Message: `40 visible elements read "Send"`, Candidates: cands}}
+			return reply{err: &wireError{Reason: "ambiguous_target", Message: `40 visible elements read "Send"`, Candidates: cands, Document: "d1", Epoch: 3}}
 		case a.Step.Kind == "click" && a.Step.Target != nil && a.Step.Target.Ref == "e9":
 			return reply{err: &wireError{Reason: "stale_ref", Message: "the element e9 named is gone from the page"}}
 		}
@@ -118,6 +118,17 @@ func TestActRoundTrip(t *testing.T) {
 		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Send"}}})
 	if !errors.As(err, &ae) || ae.Reason != twv1.ReasonAmbiguousTarget || len(ae.Candidates) != maxCandidates || ae.Candidates[0].ID != "e1" {
 		t.Fatalf("ambiguous: %v (%d candidates)", err, len(ae.Candidates))
+	}
+	if ae.Document != doc || ae.Epoch != 3 {
+		t.Fatalf("the candidates' document %q epoch %d, want %q 3: refs of this connection's view", ae.Document, ae.Epoch, doc)
+	}
+	// A candidate is a usable ref.
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10",
+		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Ref: ae.Candidates[1].ID, Document: ae.Document}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := last(); got != `{"key":"act-1","owner":"uid-a","tabId":10,"step":{"kind":"click","target":{"ref":"e2","document":"d1"}}}` {
+		t.Fatalf("candidate ref args %s", got)
 	}
 	_, err = d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10",
 		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Ref: "e9", Document: o.Document}}})

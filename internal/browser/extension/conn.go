@@ -302,8 +302,12 @@ func (h *Host) handleResult(s *session, f inFrame) {
 // ErrNotOwned, ErrInUse and ErrNotObserved.
 type CommandError struct {
 	Op, Reason, Message string
-	// Candidates are the matches of an ambiguous act target (at most maxCandidates).
+	// Candidates are the matches of an ambiguous act target (at most maxCandidates);
+	// Document (the page's own id, without the connection prefix) and Epoch the page
+	// state their ids are refs of.
 	Candidates []browser.Element
+	Document   string
+	Epoch      int64
 }
 
 func (e *CommandError) Error() string {
@@ -401,6 +405,9 @@ func (h *Host) commandOn(ctx context.Context, op string, args, out any) (*sessio
 					break
 				}
 				ce.Candidates = append(ce.Candidates, c.seam())
+			}
+			if len(ce.Candidates) > 0 {
+				ce.Document, ce.Epoch = clip(res.Error.Document, 128), res.Error.Epoch
 			}
 		}
 		return s, ce

@@ -73,8 +73,11 @@ func (r Record) seam() browser.Record {
 type wireError struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
-	// Candidates are the matches of an ambiguous act target.
+	// Candidates are the matches of an ambiguous act target; Document and Epoch the
+	// page state their ids are refs of.
 	Candidates []wireElement `json:"candidates,omitempty"`
+	Document   string        `json:"document,omitempty"`
+	Epoch      int64         `json:"epoch,omitempty"`
 }
 
 // inFrame is any frame from the extension. No frame carries a secret: hello has a
