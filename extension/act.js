@@ -24,7 +24,10 @@
 // as attr:<tabId>, which `adopt` with that key as parent accepts. The act's window is stored in
 // chrome.storage.session (act:<key>), so a worker that restarts mid-act still attributes.
 
-export const ATTRIBUTION_GRACE_MS = 1500;
+export const ATTRIBUTION_GRACE_MS = 1000;
+// Steps after which a late tab may still be the act's doing (a noopener link's tab is reported
+// late); after observe, scroll and wait the window closes with the step.
+const MUTATING = new Set(["navigate", "click", "type", "press"]);
 // An act marker without an end older than this died with its worker.
 export const ACT_MARKER_TTL_MS = 5 * 60_000;
 export const DEFAULT_MAX_ELEMENTS = 200;
@@ -259,15 +262,19 @@ export function createActor(deps) {
   // ---- attribution ---------------------------------------------------------------------------
 
   /**
-   * The key an opener-less tab created at time t is attributed to: the act that was running
-   * then (the latest started when several were), or one that ended at most
-   * ATTRIBUTION_GRACE_MS before. Read from storage, so a restarted worker answers the same.
+   * The key an opener-less tab created at time t in window windowId is attributed to: the act
+   * on a tab of that window that was running then (the latest started when several were), or
+   * a navigate, click, type or press that ended at most ATTRIBUTION_GRACE_MS before. (A page's
+   * opens are announced, see claimOpen; this is the fallback for tabs Chrome opens without an
+   * announcement, which land in the page's window.) Read from storage, so a restarted worker
+   * answers the same.
    */
-  async function attributionAt(t) {
+  async function attributionAt(t, windowId) {
     const all = await session.get(null);
     let best = null;
     for (const [k, m] of Object.entries(all)) {
       if (!k.startsWith("act:") || typeof m?.key !== "string") continue;
+      if (m.windowId !== windowId) continue;
       const running = m.until == null;
       if (t < m.at) continue;
       if (running ? t - m.at > ACT_MARKER_TTL_MS : t > m.until) continue;
@@ -303,27 +310,39 @@ export function createActor(deps) {
     const tabId = source?.tabId;
     if (method !== "Page.windowOpen" || !acting.has(tabId)) return;
     const features = Array.isArray(params?.windowFeatures) ? params.windowFeatures : [];
-    opens.push({ key: acting.get(tabId), sourceTabId: tabId, noopener: features.includes("noopener") || features.includes("noreferrer"), at: now() });
+    let url = typeof params?.url === "string" ? params.url : "";
+    try {
+      url = new URL(url).href;
+    } catch {
+      /* keep as given */
+    }
+    opens.push({ key: acting.get(tabId), sourceTabId: tabId, url, noopener: features.includes("noopener") || features.includes("noreferrer"), at: now() });
     if (opens.length > 32) opens.shift();
   }
 
-  /** The act announcement a tab created at time t answers, consumed; undefined if none. */
-  function claimOpen(t) {
+  /**
+   * The act announcement a tab created at time t with url answers, consumed; undefined if
+   * none. A window.open tab is created with no url yet; a tab with another url is not the
+   * announced one (a popup the blocker stopped leaves an announcement nobody answers).
+   */
+  function claimOpen(t, url) {
     while (opens.length && t - opens[0].at > ATTRIBUTION_GRACE_MS) opens.shift();
+    if (!opens.length) return undefined;
+    if (url && url !== "about:blank" && url !== opens[0].url) return undefined;
     return opens.shift();
   }
 
-  async function begin(key, tabId) {
+  async function begin(key, tabId, windowId) {
     if (!key) return;
-    await session.set({ [actKey(key)]: { key, tabId, at: now(), until: null } });
+    await session.set({ [actKey(key)]: { key, tabId, windowId, at: now(), until: null } });
   }
 
-  async function end(key, tabId) {
+  async function end(key, tabId, kind) {
     if (!key) return;
     const cur = (await session.get(actKey(key)))[actKey(key)];
     // Another act of the same key may have started meanwhile (on another tab): its marker wins.
     if (cur && cur.tabId === tabId && cur.until == null) {
-      await session.set({ [actKey(key)]: { ...cur, until: now() + ATTRIBUTION_GRACE_MS } });
+      await session.set({ [actKey(key)]: { ...cur, until: now() + (MUTATING.has(kind) ? ATTRIBUTION_GRACE_MS : 0) } });
     }
   }
 
@@ -526,14 +545,14 @@ export function createActor(deps) {
    */
   function run({ key, tabId, step, mayAct }) {
     return perTab(tabId, async () => {
-      await mayAct();
-      await begin(key, tabId);
+      const tab = await mayAct();
+      await begin(key, tabId, tab?.windowId);
       acting.set(tabId, key);
       try {
         return await perform(tabId, step);
       } finally {
         acting.delete(tabId);
-        await end(key, tabId);
+        await end(key, tabId, step.kind);
       }
     });
   }

@@ -720,6 +720,7 @@ export function createWorker(chrome, deps = {}) {
     if (!rec || rec.owner !== owner) {
       throw new CommandError("not_owned", `tab ${tabId} is not recorded under owner ${owner}; tabwarden acts only on tabs it opened, saw spawned, or was bound to`);
     }
+    return tab;
   }
 
   async function tryGetTab(tabId) {
@@ -1036,7 +1037,7 @@ export function createWorker(chrome, deps = {}) {
       let owner = (await getOne(session, recKey(tab.id)))?.owner;
       // A tab an acted-on page announced (Page.windowOpen): its true opener is that page,
       // whatever tab Chrome names (the window's active one); opened noopener, it is the act's.
-      const announced = !owner && !own ? actor.claimOpen(seenAt) : undefined;
+      const announced = !owner && !own ? actor.claimOpen(seenAt, normalizeUrl(tab.pendingUrl || tab.url || "")) : undefined;
       let opener = tab.openerTabId;
       let attributed;
       if (announced) {
@@ -1051,7 +1052,7 @@ export function createWorker(chrome, deps = {}) {
       // A tab without an opener that appears while an act runs (or just after) is that act's
       // doing (a rel=noopener link, a download viewer): attributed to its key, which may adopt
       // it. Not tabs this worker made itself (open's are recorded by now).
-      if (!owner && !own && !attributed && !Number.isInteger(opener)) attributed = await actor.attributionAt(seenAt);
+      if (!owner && !own && !attributed && !Number.isInteger(opener)) attributed = await actor.attributionAt(seenAt, tab.windowId);
       if (!owner && attributed) await session.set({ [attrKey(tab.id)]: attributed });
       const shape = tabShape({ ...tab, openerTabId: attributed ? undefined : opener }, owner ? undefined : attributed);
       sendEvent("tabCreated", owner ? { tab: shape, owner } : { tab: shape });

@@ -478,3 +478,47 @@ test("a tab the acted-on page opens is reported with that page as its opener, or
   await env.settle();
   assert.equal(ev(users).openerTabId, user.tabId, "no act runs on the tab: its events are ignored");
 });
+
+test("attribution is narrow: the acted-on tab's window only, and no grace after steps that change nothing", async () => {
+  const env = await setup();
+  const { browser, user, clock } = env;
+  const other = browser.openWindow({ url: "https://user.example/other", focused: false });
+  let during = [];
+  let blocked = null;
+  scriptPage(
+    browser,
+    (tabId, op) => (op === "observe" ? observation : { x: 1, y: 1 }),
+    (tabId, method, params) => {
+      if (params.type !== "mouseReleased") return;
+      if (blocked) {
+        // The page announces a popup the blocker stops; the user opens a tab meanwhile.
+        browser.events.debuggerEvent.dispatch({ tabId }, "Page.windowOpen", { url: "https://a.example/popup", windowFeatures: [] });
+        blocked.push(browser.openTab(user.windowId, { url: "https://user.example/z", openerTabId: user.tabId, active: false }));
+        return;
+      }
+      // While the act runs: a tab in the acted-on tab's window, and one the user opens in another window.
+      during = [browser.openTab(user.windowId, { url: "https://a.example/landing", active: false }), browser.openTab(other.windowId, { url: "https://user.example/x", active: false })];
+    },
+  );
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  ok(await env.cmd("act", { key: "act-1", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "go" } } }));
+  await env.settle();
+  const ev = (id) => env.sock.events("tabCreated").find((e) => e.tab.id === id).tab;
+  assert.equal(ev(during[0]).attributed, "act-1");
+  assert.equal("attributed" in ev(during[1]), false, "a tab in another window is the user's");
+
+  // After an observe (it changes nothing), the window closes with the step.
+  clock.t += ATTRIBUTION_GRACE_MS + 1;
+  ok(await env.cmd("act", { key: "act-2", owner: "uid-a", tabId: a.tabId, step: { kind: "observe" } }));
+  clock.t += 1;
+  const after = browser.openTab(user.windowId, { url: "https://user.example/y", active: false });
+  await env.settle();
+  assert.equal("attributed" in ev(after), false);
+
+  // An announcement whose tab never came (a blocked popup) does not claim a tab with another url.
+  blocked = [];
+  ok(await env.cmd("act", { key: "act-3", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "popup" } } }));
+  await env.settle();
+  assert.equal(ev(blocked[0]).openerTabId, user.tabId, "the user's tab keeps its own opener");
+  assert.equal("attributed" in ev(blocked[0]), false);
+});
