@@ -305,10 +305,28 @@ export function createActor(deps) {
   const acting = new Map(); // tabId -> key of the act running on it (this worker's debugger sessions)
   const opens = []; // {key, sourceTabId, noopener, at}: announced, not yet claimed
 
-  /** chrome.debugger.onEvent listener (registered at top level by background.js). */
+  const dialogs = new Map(); // tabId -> dialogs dismissed while its act ran
+
+  /**
+   * chrome.debugger.onEvent listener (registered at top level by background.js). A JavaScript
+   * dialog blocks the page and every later call until answered: one that opens while an act
+   * runs (or is open when the act attaches) is answered at once, beforeunload accepted (the
+   * step is leaving the page), alert, confirm and prompt dismissed (no answer on anyone's
+   * behalf), and the step fails naming it.
+   */
   function onDebuggerEvent(source, method, params) {
     const tabId = source?.tabId;
-    if (method !== "Page.windowOpen" || !acting.has(tabId)) return;
+    if (!acting.has(tabId)) return;
+    if (method === "Page.javascriptDialogOpening") {
+      const type = String(params?.type ?? "dialog");
+      if (!dialogs.has(tabId)) dialogs.set(tabId, []);
+      dialogs.get(tabId).push(`${clip(type, 16)} ${JSON.stringify(clip(String(params?.message ?? ""), 200))}`);
+      chrome.debugger
+        .sendCommand({ tabId }, "Page.handleJavaScriptDialog", { accept: type === "beforeunload" })
+        .catch((e) => log.warn?.(`tabwarden: answering a dialog on tab ${tabId}:`, e?.message));
+      return;
+    }
+    if (method !== "Page.windowOpen") return;
     const features = Array.isArray(params?.windowFeatures) ? params.windowFeatures : [];
     let url = typeof params?.url === "string" ? params.url : "";
     try {
@@ -548,10 +566,20 @@ export function createActor(deps) {
       const tab = await mayAct();
       await begin(key, tabId, tab?.windowId);
       acting.set(tabId, key);
+      dialogs.delete(tabId);
       try {
-        return await perform(tabId, step);
+        const result = await perform(tabId, step);
+        const seen = dialogs.get(tabId);
+        if (seen?.length) {
+          throw new ActRefusal(
+            "failed",
+            `the page opened a dialog, which tabwarden answered (beforeunload: leave; others: cancel) so that it would not block the page: ${seen.join(", ")}; observe to see the page now`,
+          );
+        }
+        return result;
       } finally {
         acting.delete(tabId);
+        dialogs.delete(tabId);
         await end(key, tabId, step.kind);
       }
     });

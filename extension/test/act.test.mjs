@@ -60,6 +60,8 @@ function scriptPage(browser, ops, onInput = () => {}) {
         if (op === "info") return { result: { type: "object", value: { document: "doc-1", epoch: 0 } } };
         return { result: { type: "object", value: await ops(tabId, op, args) } };
       }
+      case "Page.handleJavaScriptDialog":
+        return {};
       case "Input.dispatchMouseEvent":
       case "Input.insertText":
       case "Input.dispatchKeyEvent":
@@ -521,4 +523,30 @@ test("attribution is narrow: the acted-on tab's window only, and no grace after 
   await env.settle();
   assert.equal(ev(blocked[0]).openerTabId, user.tabId, "the user's tab keeps its own opener");
   assert.equal("attributed" in ev(blocked[0]), false);
+});
+
+test("a JavaScript dialog the step makes the page open is dismissed at once, and the step fails naming it", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  let opened = false;
+  scriptPage(
+    browser,
+    () => ({ x: 1, y: 1 }),
+    (tabId, method, params) => {
+      if (params.type === "mouseReleased" && !opened) {
+        opened = true;
+        browser.events.debuggerEvent.dispatch({ tabId }, "Page.javascriptDialogOpening", { type: "confirm", message: "Delete everything?", url: "https://a.example/" });
+      }
+    },
+  );
+  const answered = [];
+  const page = browser.calls;
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const err = refused(await env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "Delete" } } }), "failed");
+  assert.match(err.message, /dialog.*confirm "Delete everything\?"/);
+  for (const c of page) if (c.api === "debugger.sendCommand" && c.args.method === "Page.handleJavaScriptDialog") answered.push(c.args.params);
+  assert.deepEqual(answered, [{ accept: false }], "dismissed (cancel), never accepted on anyone's behalf");
+  assert.deepEqual(browser.attachedTabs(), []);
+  // The next step runs normally.
+  ok(await env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "Other" } } }));
 });

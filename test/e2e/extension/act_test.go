@@ -190,8 +190,19 @@ func TestActThroughExtension(t *testing.T) {
 		g.Expect(rec).To(Equal(browser.Record{Key: orphanOwner, Page: orphan.ID, Kind: browser.RecordSpawned, Parent: key(14)}))
 	}).Should(Succeed())
 
+	// A confirm() the click opens blocks the page until answered: dismissed (cancel) at
+	// once, and the step fails naming it; the page goes on.
+	dialogURL := fx.Path("/dialog?run=" + run)
+	_, err = act(key(15), browser.Step{Kind: browser.StepNavigate, URL: dialogURL})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = act(key(16), browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Delete"}})
+	g.Expect(err).To(MatchError(ContainSubstring(`confirm "Delete everything?"`)))
+	g.Eventually(func() string { return titleOf(g, tab) }).Should(Equal("Kept"), "the confirm was cancelled, not accepted")
+	_, err = act(key(17), browser.Step{Kind: browser.StepObserve})
+	g.Expect(err).NotTo(HaveOccurred(), "the page is not blocked")
+
 	// The user's tab: refused, untouched.
-	_, err = d.Act(ctx, browser.ActRequest{Key: key(15), Owner: owner, Page: userTab, Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Do nothing"}}})
+	_, err = d.Act(ctx, browser.ActRequest{Key: key(18), Owner: owner, Page: userTab, Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Do nothing"}}})
 	g.Expect(err).To(MatchError(browser.ErrNotOwned))
 	userSess, err := devtools.attach(ctx, userTargets[0])
 	g.Expect(err).NotTo(HaveOccurred())
