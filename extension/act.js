@@ -37,6 +37,10 @@ export const MAX_WAIT_MS = 120_000;
 export const DEFAULT_WAIT_MS = 10_000;
 export const NAVIGATE_TIMEOUT_MS = 30_000;
 const WAIT_POLL_MS = 200;
+// A step whose page stops answering (a JavaScript dialog the page opened between steps, a
+// script keeping the page busy) is abandoned after this long (plus a wait's own timeout): the
+// debugger detaches and the tab's next act can run.
+export const STEP_BOUND_MS = 25_000;
 const MAX_URL_CHARS = 8192;
 const MAX_NAME_CHARS = 512;
 const MAX_CANDIDATES = 20;
@@ -366,7 +370,7 @@ export function createActor(deps) {
 
   // ---- the debugger session ------------------------------------------------------------------
 
-  async function withDebugger(tabId, fn) {
+  async function withDebugger(tabId, boundMs, fn) {
     const target = { tabId };
     try {
       await chrome.debugger.attach(target, "1.3");
@@ -378,17 +382,49 @@ export function createActor(deps) {
       throw new ActRefusal("failed", `cannot attach to tab ${tabId} (${clip(msg, 300)}); close DevTools on that tab and retry`);
     }
     const send = (method, params) => chrome.debugger.sendCommand(target, method, params ?? {});
+    let timer = null;
+    const abandoned = new Promise((_, reject) => {
+      timer = deps.setTimeout(
+        () =>
+          reject(
+            new ActRefusal(
+              "timeout",
+              `tab ${tabId} did not answer within ${Math.round(boundMs / 1000)} s (a JavaScript dialog is open, or a script keeps the page busy): the step was abandoned; the page is left to the user`,
+            ),
+          ),
+        boundMs,
+      );
+    });
     try {
-      // Page events tell which tabs this tab opens (Page.windowOpen, see claimOpen).
-      await send("Page.enable");
-      return await fn(send);
+      const running = attachedSteps(tabId, send, fn);
+      running.catch(() => {}); // settles (rejected) once the debugger detaches
+      return await Promise.race([running, abandoned]);
     } finally {
+      deps.clearTimeout?.(timer);
       try {
         await chrome.debugger.detach(target);
       } catch (e) {
         log.warn?.(`tabwarden: detach from tab ${tabId}:`, e?.message);
       }
     }
+  }
+
+  /** What every act does first on its debugger session, then fn. */
+  async function attachedSteps(tabId, send, fn) {
+    // Page events tell which tabs this tab opens (Page.windowOpen, see claimOpen) and of
+    // JavaScript dialogs (onDebuggerEvent).
+    await send("Page.enable");
+    // A dialog the page opened between steps may not be reported to a new session; answering
+    // "no dialog" tells. One that is showing is cancelled (the user left it; the step would
+    // act on a frozen page), and the step fails saying so.
+    try {
+      await send("Page.handleJavaScriptDialog", { accept: false });
+      if (!dialogs.has(tabId)) dialogs.set(tabId, []);
+      dialogs.get(tabId).push("a dialog (open before the step)");
+    } catch {
+      /* no dialog is showing: the usual case */
+    }
+    return fn(send);
   }
 
   /**
@@ -531,7 +567,8 @@ export function createActor(deps) {
       await sleep(s.timeoutMs);
       return {};
     }
-    return withDebugger(tabId, async (send) => {
+    const bound = STEP_BOUND_MS + (s.kind === "wait" ? s.timeoutMs : 0);
+    return withDebugger(tabId, bound, async (send) => {
       const page = pageOf(tabId, send);
       switch (s.kind) {
         case "observe":

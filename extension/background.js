@@ -288,7 +288,8 @@ export function createWorker(chrome, deps = {}) {
     chrome,
     session,
     now,
-    setTimeout: deps.actSetTimeout ?? setTimer,
+    setTimeout: setTimer,
+    clearTimeout: clearTimer,
     log,
     // The bundled page functions: the extension's own page.js, never anything from the host.
     loadPageSource: deps.loadPageSource ?? (async () => (await fetchImpl(chrome.runtime.getURL("page.js"))).text()),

@@ -5,7 +5,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { setup, settle, until, PAGE_SOURCE } from "./harness.mjs";
-import { ATTRIBUTION_GRACE_MS } from "../act.js";
+import { ATTRIBUTION_GRACE_MS, STEP_BOUND_MS } from "../act.js";
 
 const ok = (frame) => {
   assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
@@ -31,6 +31,7 @@ function scriptPage(browser, ops, onInput = () => {}) {
   const input = [];
   const contexts = new Map(); // tabId -> context id of its tabwarden world
   const nonces = new Map(); // tabId -> the nonce its world was initialised with (the world's state)
+  const showing = new Set(); // tabs with a JavaScript dialog open
   let nextContext = 7;
   browser.setPage(async (tabId, method, params) => {
     switch (method) {
@@ -61,7 +62,8 @@ function scriptPage(browser, ops, onInput = () => {}) {
         return { result: { type: "object", value: await ops(tabId, op, args) } };
       }
       case "Page.handleJavaScriptDialog":
-        return {};
+        if (showing.delete(tabId)) return {};
+        throw new Error("No dialog is showing");
       case "Input.dispatchMouseEvent":
       case "Input.insertText":
       case "Input.dispatchKeyEvent":
@@ -73,7 +75,9 @@ function scriptPage(browser, ops, onInput = () => {}) {
   });
   // A navigation: the tab's new document has a fresh world.
   const newDocument = (tabId) => nonces.delete(tabId);
-  return { evals, input, newDocument };
+  // The page opens a dialog while no step runs.
+  const openDialog = (tabId) => showing.add(tabId);
+  return { evals, input, newDocument, openDialog };
 }
 
 /** The worker's chrome.debugger calls, as [api, method?]. */
@@ -133,6 +137,7 @@ test("observe: attach 1.3, the tabwarden world, the bundled function with data o
   assert.deepEqual(debuggerCalls(browser), [
     `${t}:debugger.attach`,
     `${t}:Page.enable`,
+    `${t}:Page.handleJavaScriptDialog`, // is a dialog showing? (no)
     `${t}:Page.getFrameTree`,
     `${t}:Page.createIsolatedWorld`,
     `${t}:Runtime.evaluate`,
@@ -525,28 +530,56 @@ test("attribution is narrow: the acted-on tab's window only, and no grace after 
   assert.equal("attributed" in ev(blocked[0]), false);
 });
 
-test("a JavaScript dialog the step makes the page open is dismissed at once, and the step fails naming it", async () => {
+test("a JavaScript dialog is dismissed at once, during a step or left open before it, and the step fails naming it", async () => {
   const env = await setup();
   const { browser, user } = env;
   let opened = false;
-  scriptPage(
+  const fake = scriptPage(
     browser,
-    () => ({ x: 1, y: 1 }),
+    (tabId, op) => (op === "observe" ? observation : { x: 1, y: 1 }),
     (tabId, method, params) => {
       if (params.type === "mouseReleased" && !opened) {
         opened = true;
+        fake.openDialog(tabId);
         browser.events.debuggerEvent.dispatch({ tabId }, "Page.javascriptDialogOpening", { type: "confirm", message: "Delete everything?", url: "https://a.example/" });
       }
     },
   );
-  const answered = [];
-  const page = browser.calls;
   const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
-  const err = refused(await env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "Delete" } } }), "failed");
+  const act = (step) => env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step });
+  const err = refused(await act({ kind: "click", target: { text: "Delete" } }), "failed");
   assert.match(err.message, /dialog.*confirm "Delete everything\?"/);
-  for (const c of page) if (c.api === "debugger.sendCommand" && c.args.method === "Page.handleJavaScriptDialog") answered.push(c.args.params);
-  assert.deepEqual(answered, [{ accept: false }], "dismissed (cancel), never accepted on anyone's behalf");
+  const answers = () =>
+    browser.calls.filter((c) => c.api === "debugger.sendCommand" && c.args.method === "Page.handleJavaScriptDialog").map((c) => c.args.params);
+  assert.ok(answers().length >= 1);
+  assert.deepEqual(answers().filter((p) => p.accept !== false), [], "dismissed (cancel), never accepted on anyone's behalf");
   assert.deepEqual(browser.attachedTabs(), []);
-  // The next step runs normally.
-  ok(await env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "Other" } } }));
+  ok(await act({ kind: "click", target: { text: "Other" } }));
+
+  // A dialog the page opened between steps: the next step answers it first and says so.
+  fake.openDialog(a.tabId);
+  assert.match(refused(await act({ kind: "observe" }), "failed").message, /open before the step/);
+  assert.deepEqual(ok(await act({ kind: "observe" })), { observation });
+});
+
+test("a step whose page stops answering is abandoned after the bound: detached, the tab's next act runs", async () => {
+  const env = await setup();
+  const { browser, user, clock } = env;
+  let hang = true;
+  scriptPage(browser, (tabId, op) => {
+    if (op === "observe" && hang) return new Promise(() => {}); // a dialog or a busy script: never answers
+    return observation;
+  });
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const stuck = env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: { kind: "observe" } });
+  await until(() => browser.attachedTabs().length === 1, "the act attached");
+  await env.settle();
+  const next = env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: { kind: "observe" } });
+  await clock.advance(STEP_BOUND_MS - 1, env.worker);
+  assert.deepEqual(browser.attachedTabs(), [a.tabId], "still waiting before the bound");
+  hang = false;
+  await clock.advance(2, env.worker);
+  assert.match(refused(await stuck, "timeout").message, /did not answer within 25 s/);
+  assert.deepEqual(ok(await next), { observation }, "the tab's queue moved on");
+  assert.deepEqual(browser.attachedTabs(), []);
 });

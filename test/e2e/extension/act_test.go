@@ -202,7 +202,7 @@ func TestActThroughExtension(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "the page is not blocked")
 
 	// The user's tab: refused, untouched.
-	_, err = d.Act(ctx, browser.ActRequest{Key: key(18), Owner: owner, Page: userTab, Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Do nothing"}}})
+	_, err = d.Act(ctx, browser.ActRequest{Key: key(20), Owner: owner, Page: userTab, Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Do nothing"}}})
 	g.Expect(err).To(MatchError(browser.ErrNotOwned))
 	userSess, err := devtools.attach(ctx, userTargets[0])
 	g.Expect(err).NotTo(HaveOccurred())
