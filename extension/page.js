@@ -1,9 +1,9 @@
 // tabwarden's page script: ONE function expression, shared by both drivers.
 //
 // The cdp driver embeds this file (extension/pagescript.go) and the extension loads it
-// (fetch(chrome.runtime.getURL("page.js"))). Both run it ONLY in an isolated world of the
-// page's main frame (CDP Page.createIsolatedWorld, worldName "tabwarden"; the extension's
-// ISOLATED world), never in the page's own world, and ONLY as
+// (fetch(chrome.runtime.getURL("page.js")), extension/act.js). Both run it ONLY in an isolated
+// world of the page's main frame (Page.createIsolatedWorld, worldName "tabwarden"; the
+// extension through chrome.debugger), never in the page's own world, and ONLY as
 //
 //     (<this file>)(<JSON op>, <JSON args>)
 //
