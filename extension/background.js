@@ -24,6 +24,8 @@
 // The module is also importable from node (tests): createWorker() takes the chrome API and the
 // platform functions as parameters; the auto-start at the bottom only runs inside Chrome.
 
+import { syncGroups } from "./monitor.js";
+
 export const DEFAULT_PORT = 47321;
 export const PING_INTERVAL_MS = 20_000;
 export const BACKOFF_MIN_MS = 1_000;
@@ -253,6 +255,8 @@ function sanitizeSessions(list) {
       tabId: str(w?.tabId, 32),
       source: str(w?.source),
       disposition: str(w?.disposition),
+      phase: str(w?.phase),
+      ...(typeof w?.unacknowledged === "boolean" ? { unacknowledged: w.unacknowledged } : {}),
     })),
   }));
 }
@@ -932,7 +936,13 @@ export function createWorker(chrome, deps = {}) {
   }
 
   async function storeSessions(args) {
-    await session.set({ sessions: sanitizeSessions(args?.sessions), sessionsAt: now() });
+    const sessions = sanitizeSessions(args?.sessions);
+    await session.set({ sessions, sessionsAt: now() });
+    // Tab groups follow in the ownership queue (they read the records); a failure there never
+    // fails the command: the popup already shows the sessions, the next publish regroups.
+    serial(async () => syncGroups(chrome, session, sessions, await allWithPrefix("rec:"), log)).catch((e) =>
+      log.warn("tabwarden: tab groups:", e?.message),
+    );
     return {};
   }
 

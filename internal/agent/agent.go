@@ -113,6 +113,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	if err := mgr.Add(&profileLoop{agent: a, informers: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
+	if mon, ok := opts.Browser.(browser.SessionMonitor); ok {
+		if err := mgr.Add(&monitorLoop{agent: a, monitor: mon, informers: mgr.GetCache(), dirty: make(chan struct{}, 1)}); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
