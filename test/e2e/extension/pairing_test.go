@@ -203,6 +203,15 @@ func openActionPopup(ctx context.Context) (string, error) {
 		return "", err
 	}
 	_ = devtools.call(ctx, sess, "Runtime.runIfWaitingForDebugger", nil, nil)
+	// A module worker evaluates its imports before the extension bindings show in the
+	// context the session sees: wait for them.
+	if err := poll(ctx, 20*time.Second, func() (bool, error) {
+		var ok bool
+		err := devtools.eval(ctx, sess, `typeof chrome !== "undefined" && !!chrome.action`, &ok)
+		return ok, err
+	}); err != nil {
+		return "", fmt.Errorf("the extension's worker never had its bindings: %w", err)
+	}
 	var res string
 	if err := devtools.eval(ctx, sess, `chrome.action.openPopup().then(() => "ok", (e) => "error: " + e.message)`, &res); err != nil {
 		return "", err
