@@ -94,7 +94,9 @@ func TestSessionMonitorThroughExtension(t *testing.T) {
 	// The user opens the popup (its page in a tab of the extension's origin).
 	popup, err := openPopupTab(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = devtools.call(context.Background(), "", "Target.closeTarget", map[string]any{"targetId": popup}, nil) }()
+	defer func() {
+		_ = devtools.call(context.Background(), "", "Target.closeTarget", map[string]any{"targetId": popup}, nil)
+	}()
 	psess, err := devtools.attach(ctx, popup)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer devtools.detach(ctx, psess)
