@@ -105,7 +105,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", up.Namespace, `namespace of the profile's heartbeat Lease; "" disables the heartbeat`)
 	fs.StringVar(&o.Identity, "identity", "", "name of this agent in the profile's status (default agent-<profile>)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 10*time.Second, "how often the Lease is renewed and the profile published")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint; "0" disables it`)
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:8082", `address of the Prometheus metrics endpoint (loopback by default: set :8082 in a pod for Prometheus to scrape; docs/metrics.md); "0" disables it`)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables them`)
 	lf.bind(fs, false)
 	if err := parse(fs, args); err != nil {

@@ -26,6 +26,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
 // WindowUIDIndex indexes BrowserWindows by uid: the driver's records name a
@@ -239,8 +240,9 @@ func (a *Agent) confirmRecord(ctx context.Context, w *twv1.BrowserWindow) (brows
 // adopt makes page p, spawned by a page of o's session, a Spawned BrowserWindow
 // owned by that session, and records it in the driver under the window's uid;
 // parent is the key the driver saw the spawn come from. Idempotent: the name is
-// derived from the page.
-func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reason string) error {
+// derived from the page. seen is when the browser reported the page (for the
+// adoption latency metric).
+func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reason string, seen time.Time) error {
 	log := ctrl.LoggerFrom(ctx)
 	s := &twv1.BrowserSession{}
 	if err := a.client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Session}, s); err != nil {
@@ -283,6 +285,7 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reas
 	case err != nil:
 		return fmt.Errorf("adopting spawned page %s into session %s/%s: %w", p.ID, o.Namespace, o.Session, err)
 	}
+	metrics.SpawnAdopted(reason, seen)
 	if err := a.recordAdoption(ctx, w, parent); err != nil {
 		// The window's own reconcile retries and, if the driver still refuses,
 		// says so in its conditions; the page is never touched meanwhile.

@@ -21,6 +21,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/metrics"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -117,6 +118,7 @@ func (pl *profileLoop) publish(ctx context.Context) error {
 	a.profileRead.Store(true) // windows held until now requeue themselves
 	helper := patch.NewHelper(p, a.client)
 	ready, epoch := a.model.state()
+	metrics.DriverConnected(a.opts.Profile, string(a.opts.Driver), ready)
 	a.model.mu.RLock()
 	version := a.model.version
 	a.model.mu.RUnlock()
