@@ -148,4 +148,3 @@ func TestMetricsAfterIncident(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(get(t, s).Status.Phase).To(Equal(twv1.SessionPhaseFinished))
 }
-

@@ -123,14 +123,17 @@ func (pl *profileLoop) publish(ctx context.Context) error {
 	version := a.model.version
 	a.model.mu.RUnlock()
 	p.Status.Agent = a.opts.Identity
+	p.Status.ObservedGeneration = p.Generation
 	var pages []bindablePage
 	if ready {
 		pages = bindablePages(ctx, a)
 		p.Status.BrowserVersion, p.Status.Epoch = version, epoch
 		setProfileCondition(p, twv1.ConnectedCondition, metav1.ConditionTrue, twv1.ReasonAgentConnected, "The agent reaches the browser")
+		setProfileCondition(p, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonAgentConnected, "The agent reaches the browser")
 		p.Status.TabCount = int32(len(pages))
 	} else {
 		setProfileCondition(p, twv1.ConnectedCondition, metav1.ConditionFalse, twv1.ReasonAgentDisconnected, "The agent does not reach the browser; its pages are Unknown, not closed")
+		setProfileCondition(p, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonAgentDisconnected, "The agent does not reach the browser; its pages are Unknown, not closed")
 	}
 	var sessions twv1.BrowserSessionList
 	if err := a.client.List(ctx, &sessions); err != nil {

@@ -25,9 +25,15 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// summarizeWindow sets Ready: True while the page is open (or bound), False with
-// the reason of whatever holds or ended it.
+// summarizeWindow sets Ready: True while the page is open (or bound), and once
+// tabwarden closed it (disposition Close, or its session's cleanup: done);
+// False with the reason of whatever holds or ended it otherwise. It sets the
+// kstatus conditions too: Reconciling=True while the page is being opened or
+// closed, Stalled=True once the page was closed outside tabwarden (nothing
+// reopens it) or a bound tab is gone.
 func summarizeWindow(w *twv1.BrowserWindow, err error) {
+	reconciling, stalled, msg := "", "", ""
+	defer func() { setWindowKstatus(w, reconciling, stalled, msg) }()
 	if err != nil {
 		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, "ReconcileError", err.Error())
 		return
@@ -37,11 +43,35 @@ func summarizeWindow(w *twv1.BrowserWindow, err error) {
 		typ = twv1.BoundCondition
 	}
 	c := apimeta.FindStatusCondition(w.Status.Conditions, typ)
-	if c == nil {
-		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonOpening, "Waiting for the agent to realize the window")
+	switch {
+	case c == nil:
+		msg = "Waiting for the agent to realize the window"
+		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonOpening, msg)
+		reconciling = twv1.ReasonOpening
+		return
+	case w.Status.Phase == twv1.WindowClosed:
+		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonClosed, c.Message)
 		return
 	}
 	setWindowCondition(w, twv1.ReadyCondition, c.Status, c.Reason, c.Message)
+	switch {
+	case w.Status.Phase == twv1.WindowGone || c.Reason == twv1.ReasonBoundTabGone || c.Reason == twv1.ReasonBoundTabNotFound:
+		stalled, msg = c.Reason, c.Message
+	case w.Status.Phase == twv1.WindowPending || w.Status.Phase == twv1.WindowClosing:
+		reconciling, msg = c.Reason, c.Message
+	}
+}
+
+// setWindowKstatus sets Reconciling and Stalled to True with their reasons, or
+// removes them when a reason is empty.
+func setWindowKstatus(w *twv1.BrowserWindow, reconciling, stalled, msg string) {
+	for _, k := range []struct{ typ, reason string }{{twv1.ReconcilingCondition, reconciling}, {twv1.StalledCondition, stalled}} {
+		if k.reason != "" {
+			setWindowCondition(w, k.typ, metav1.ConditionTrue, k.reason, msg)
+		} else {
+			apimeta.RemoveStatusCondition(&w.Status.Conditions, k.typ)
+		}
+	}
 }
 
 // unacknowledgedOf returns the names of spawned siblings that may still be open
