@@ -30,6 +30,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/handlers"
+	"github.com/tabwarden/tabwarden/internal/hint"
 	"github.com/tabwarden/tabwarden/internal/metrics"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
@@ -184,7 +185,7 @@ func (r *SessionReconciler) reconcilePlacement(ctx context.Context, s *twv1.Brow
 	if profile == "" {
 		if len(notAdmitting) > 0 {
 			r.refuse(s, twv1.ReasonProfileNotAllowed, SelectorNotAllowedMessage(s, notAdmitting),
-				fmt.Sprintf("No profile matching spec.profileSelector admits namespace %q; admit it: %s", s.Namespace, AdmitHint(notAdmitting[0], s.Namespace)))
+				fmt.Sprintf("No profile matching spec.profileSelector admits namespace %q; admit it: %s", s.Namespace, hint.Admit(notAdmitting[0], s.Namespace)))
 			return ctrl.Result{}, nil
 		}
 		setCondition(s, twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonNoProfile,
@@ -346,7 +347,7 @@ func (r *SessionReconciler) refuseNotAllowed(ctx context.Context, s *twv1.Browse
 	msg := NotAllowedMessage(s, p, r.admittingProfiles(ctx, s.Namespace), admitErr)
 	setCondition(s, twv1.AdmittedCondition, metav1.ConditionFalse, twv1.ReasonProfileNotAllowed, msg)
 	r.refuse(s, twv1.ReasonProfileNotAllowed, msg,
-		fmt.Sprintf("BrowserProfile %q does not admit namespace %q; the session is not placed. Admit it: %s", p.Name, s.Namespace, AdmitHint(p, s.Namespace)))
+		fmt.Sprintf("BrowserProfile %q does not admit namespace %q; the session is not placed. Admit it: %s", p.Name, s.Namespace, hint.Admit(p, s.Namespace)))
 }
 
 // reconcileStillAdmitted re-evaluates a placed session's admission after its
@@ -460,16 +461,6 @@ func (r *SessionReconciler) schedule(ctx context.Context, s *twv1.BrowserSession
 	return best, notAdmitting, nil
 }
 
-// AdmitHint is the admin's command that makes profile p admit namespace ns, on
-// top of the namespaces it already lists (a merge patch replaces the list).
-func AdmitHint(p *twv1.BrowserProfile, ns string) string {
-	list := append(slices.Clone(p.Spec.Namespaces), ns)
-	slices.Sort(list)
-	list = slices.Compact(list)
-	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"namespaces": list}})
-	return fmt.Sprintf("kubectl patch browserprofile %s --type=merge -p '%s'", p.Name, b)
-}
-
 // NotAllowedMessage teaches why a session pinned to profile p is refused and the
 // two ways out: the admin admits the namespace, or the session pins another profile.
 func NotAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitting []string, admitErr error) string {
@@ -479,7 +470,7 @@ func NotAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitting
 	if admitErr != nil {
 		fmt.Fprintf(&b, " The selector is invalid: %v.", admitErr)
 	}
-	fmt.Fprintf(&b, " An admin of the profile admits the namespace with: %s ; or create the session again pinned to another profile (spec.profileName is immutable)", AdmitHint(p, s.Namespace))
+	fmt.Fprintf(&b, " An admin of the profile admits the namespace with: %s ; or create the session again pinned to another profile (spec.profileName is immutable)", hint.Admit(p, s.Namespace))
 	if len(admitting) > 0 {
 		fmt.Fprintf(&b, ", one that admits %q: %s.", s.Namespace, strings.Join(admitting, ", "))
 	} else {
@@ -492,7 +483,7 @@ func NotAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitting
 // its namespace, that it is not evicted, and how to end it or admit it again.
 func NoLongerAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitErr error) string {
 	msg := fmt.Sprintf("BrowserProfile %q no longer admits namespace %q (spec.namespaces: %s; spec.namespaceSelector: %s). The session keeps its placement until it ends: a placed session is not evicted, so its pages stay owned and are cleaned up; new sessions in %q are refused. End it: kubectl delete browsersession %s -n %s. Or admit the namespace again: %s",
-		p.Name, s.Namespace, listOrNone(p.Spec.Namespaces), selectorString(p.Spec.NamespaceSelector), s.Namespace, s.Name, s.Namespace, AdmitHint(p, s.Namespace))
+		p.Name, s.Namespace, listOrNone(p.Spec.Namespaces), selectorString(p.Spec.NamespaceSelector), s.Namespace, s.Name, s.Namespace, hint.Admit(p, s.Namespace))
 	if admitErr != nil {
 		msg += fmt.Sprintf(" (the selector is invalid: %v)", admitErr)
 	}
@@ -515,7 +506,7 @@ func SelectorNotAllowedMessage(s *twv1.BrowserSession, notAdmitting []*twv1.Brow
 		names = append(names, p.Name)
 	}
 	return fmt.Sprintf("Connected BrowserProfiles with free capacity match spec.profileSelector (%s) but none admits namespace %q, so session %q is not placed and none of its pages opens. An admin admits it: %s",
-		strings.Join(names, ", "), s.Namespace, s.Name, AdmitHint(notAdmitting[0], s.Namespace))
+		strings.Join(names, ", "), s.Namespace, s.Name, hint.Admit(notAdmitting[0], s.Namespace))
 }
 
 func listOrNone(l []string) string {
@@ -551,7 +542,7 @@ func (r *SessionReconciler) reconcileSpawns(_ context.Context, s *twv1.BrowserSe
 		// Event notes are limited to 1 KiB: the commands for every window live in the condition.
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, twv1.ReasonUnacknowledgedSpawns, "Hold",
 			"%d spawned window(s) have no disposition; new Open windows are held. First: %s (or Keep). All: kubectl get browserwindow -n %s -l %s=%s,%s=spawned",
-			len(unacked), AckHint(s.Namespace, unacked[0].Name, twv1.DispositionClose), s.Namespace, twv1.SessionLabel, s.Name, twv1.SourceLabel)
+			len(unacked), hint.Ack(s.Namespace, unacked[0].Name, twv1.DispositionClose), s.Namespace, twv1.SessionLabel, s.Name, twv1.SourceLabel)
 	}
 	return ctrl.Result{}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
 type conditioned interface {
@@ -79,15 +80,10 @@ func UnacknowledgedMessage(namespace string, unacked []*twv1.BrowserWindow) stri
 		if url == "" && w.Spec.Spawn != nil {
 			url = w.Spec.Spawn.URL
 		}
-		fmt.Fprintf(&b, " %s (%s): %s", w.Name, orDash(url), AckHint(namespace, w.Name, twv1.DispositionClose))
+		fmt.Fprintf(&b, " %s (%s): %s", w.Name, orDash(url), hint.Ack(namespace, w.Name, twv1.DispositionClose))
 		fmt.Fprintf(&b, " or keep it with disposition Keep.")
 	}
 	return b.String()
-}
-
-// AckHint is the kubectl command that gives a window a disposition.
-func AckHint(namespace, name string, d twv1.Disposition) string {
-	return fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"%s"}}'`, name, namespace, d)
 }
 
 func orDash(s string) string {
@@ -117,8 +113,8 @@ func DirtyMessage(s *twv1.BrowserSession, dirty []*twv1.BrowserWindow) string {
 		names = append(names, w.Name)
 	}
 	sort.Strings(names)
-	return fmt.Sprintf("The session ended but still owns %d open page(s): %s. The agent of profile %q closes them; if that agent is gone for good, release them without closing: kubectl patch browserwindow %s -n %s --type=merge -p '{\"metadata\":{\"finalizers\":null}}'",
-		len(dirty), strings.Join(names, ", "), s.Status.ProfileName, names[0], s.Namespace)
+	return fmt.Sprintf("The session ended but still owns %d open page(s): %s. The agent of profile %q closes them; if that agent is gone for good, release them without closing: %s",
+		len(dirty), strings.Join(names, ", "), s.Status.ProfileName, hint.ReleaseFinalizer(s.Namespace, names[0]))
 }
 
 // lastActivity is the newest window creation or state change of the session.

@@ -22,6 +22,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/handlers"
+	"github.com/tabwarden/tabwarden/internal/hint"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -224,7 +225,7 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	}
 	if s.Spec.State == twv1.SessionWaitingForUser {
 		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonWaitingForUser,
-			fmt.Sprintf("Held: session %q waits for the user. Resume it: kubectl patch browsersession %s -n %s --type=merge -p '{\"spec\":{\"state\":\"Active\"}}'", s.Name, s.Name, s.Namespace))
+			fmt.Sprintf("Held: session %q waits for the user. When the user is done, they resume it: %s", s.Name, hint.Resume(s.Namespace, s.Name)))
 		return ctrl.Result{}, nil
 	}
 	siblings, err := r.sessionWindows(ctx, s)

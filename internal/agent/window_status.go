@@ -10,6 +10,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
 func setWindowCondition(w *twv1.BrowserWindow, typ string, status metav1.ConditionStatus, reason, msg string) {
@@ -90,12 +91,8 @@ func unacknowledgedOf(windows []twv1.BrowserWindow) []string {
 
 // heldMessage says why an Open window is held and how to release it.
 func heldMessage(s *twv1.BrowserSession, unacked []string) string {
-	cmds := make([]string, 0, len(unacked))
-	for _, n := range unacked {
-		cmds = append(cmds, fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"Close"}}'`, n, s.Namespace))
-	}
 	return fmt.Sprintf("Held: session %q has %d spawned window(s) with no disposition (%s). Say keep or close for each, e.g.: %s (or \"Keep\")",
-		s.Name, len(unacked), strings.Join(unacked, ", "), strings.Join(cmds, "; "))
+		s.Name, len(unacked), strings.Join(unacked, ", "), hint.AckAll(s.Namespace, unacked, twv1.DispositionClose))
 }
 
 // pinnedWindow is the browser window Tab placement opens into, never the one

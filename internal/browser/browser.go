@@ -304,6 +304,10 @@ type ActError struct {
 	Reason     string
 	Message    string
 	Candidates []Element
+	// Document and Epoch are the page's current document and render epoch when
+	// Candidates are listed, so that the candidates' ids can be used as refs.
+	Document string
+	Epoch    int64
 }
 
 func (e *ActError) Error() string { return e.Reason + ": " + e.Message }

@@ -68,6 +68,7 @@ func AgentUser(profile string) string { return AgentUserPrefix + profile }
 var Policies = []string{
 	"tabwarden-window-create", "tabwarden-window-update", "tabwarden-window-status",
 	"tabwarden-session-status", "tabwarden-profile", "tabwarden-agent-lease", "tabwarden-tablist",
+	"tabwarden-action-status",
 }
 
 // Manifests are the shipped access control objects.
@@ -296,7 +297,12 @@ func WaitEnforced(ctx context.Context, admin *rest.Config, scheme *runtime.Schem
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-access-probe"},
 		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: sess.Name}, Source: twv1.SourceOpen, URL: "about:blank"},
 	}
-	for _, o := range []client.Object{sess, win} {
+	act := &twv1.BrowserAction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-access-probe"},
+		Spec: twv1.BrowserActionSpec{SessionRef: twv1.SessionReference{Name: sess.Name}, Thread: "tabwarden",
+			WindowRef: twv1.ActionWindowReference{Name: win.Name}, Steps: []twv1.ActionStep{{Type: twv1.StepObserve}}},
+	}
+	for _, o := range []client.Object{sess, win, act} {
 		if err := adm.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating a probe object: %w", err)
 		}
@@ -337,6 +343,10 @@ func WaitEnforced(ctx context.Context, admin *rest.Config, scheme *runtime.Schem
 				return fmt.Errorf("an agent may not yet create its own profile: %w", err)
 			}
 			return agt.Create(ctx, &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "tabwarden-probe-other"}}, dry)
+		}},
+		{"tabwarden-action-status", func() error {
+			p := client.RawPatch("application/merge-patch+json", []byte(`{"status":{"phase":"Succeeded"}}`))
+			return adm.Status().Patch(ctx, act.DeepCopy(), p, dry)
 		}},
 		{"tabwarden-tablist", func() error {
 			tl := &twv1.BrowserTabList{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-probe"}, ProfileName: "tabwarden-probe"}
