@@ -20,6 +20,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 	"github.com/tabwarden/tabwarden/internal/metrics"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // scrape reads controller-runtime's registry as Prometheus would: through the
@@ -79,6 +80,7 @@ func TestMetricsAfterIncident(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	b := fake.New()
+	contactsSite(b)
 	b.UserOpenWindow("https://mail.example/inbox")
 	startController(t)
 	startAgent(t, "metrics", b)
@@ -87,6 +89,8 @@ func TestMetricsAfterIncident(t *testing.T) {
 	action0 := max(0, value(before, metrics.SpawnsAdoptedName, "reason", agent.ReasonDuringAction))
 	latency0 := max(0, value(before, metrics.AdoptionLatencyName))
 	cleanup0 := max(0, value(before, metrics.CleanupDurationName))
+	refused0 := max(0, value(before, metrics.ActionResultsName, "phase", "Refused", "reason", twv1.ReasonUnacknowledgedSpawns))
+	succeeded0 := max(0, value(before, metrics.ActionResultsName, "phase", "Succeeded", "reason", ""))
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(value(scrape(g), metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(1.0))
@@ -118,12 +122,21 @@ func TestMetricsAfterIncident(t *testing.T) {
 		g.Expect(value(m, metrics.DirtySessionsName, "namespace", ns)).To(Equal(0.0))
 	}).Should(Succeed())
 
-	// Acknowledged: the gauge drops.
+	// An action meanwhile is refused (unacknowledged_spawns); once both spawns
+	// are acknowledged the gauge drops and the next action succeeds.
+	sa := &testenv.ScriptedAgent{T: t, C: k8s, NS: ns, Session: "taxes", Thread: s.Spec.Thread}
+	g.Expect(sa.Act("contacts", clickText("ada@example.com")).Status.Reason).To(Equal(twv1.ReasonUnacknowledgedSpawns))
 	for _, w := range []*twv1.BrowserWindow{composeWin, pdfWin} {
 		ack(t, w, twv1.DispositionTemporary)
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(value(scrape(g), metrics.UnacknowledgedSpawnsName, "namespace", ns)).To(Equal(0.0))
+	}).Should(Succeed())
+	g.Expect(sa.Act("contacts", observe()).Status.Phase).To(Equal(twv1.ActionSucceeded))
+	g.Eventually(func(g Gomega) {
+		m := scrape(g)
+		g.Expect(value(m, metrics.ActionResultsName, "phase", "Refused", "reason", twv1.ReasonUnacknowledgedSpawns)).To(Equal(refused0 + 1))
+		g.Expect(value(m, metrics.ActionResultsName, "phase", "Succeeded", "reason", "")).To(Equal(succeeded0 + 1))
 	}).Should(Succeed())
 
 	// The browser goes away, then the session finishes: it is dirty (it still owns

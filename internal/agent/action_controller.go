@@ -24,6 +24,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/hint"
+	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
 // ActionReconciler runs the BrowserActions of the sessions placed on this
@@ -255,6 +256,7 @@ func (run *actionRun) finish(ctx context.Context, phase twv1.ActionPhase, rf *re
 		a.recorder.Eventf(act, run.session, corev1.EventTypeWarning, twv1.EventActionRefused, "Act", "%s: %s Corrected call: %s", rf.reason, act.Status.Message, act.Status.Hint)
 	}
 	ctrl.LoggerFrom(ctx).Info("Action finished", "action", act.Name, "phase", phase, "reason", act.Status.Reason)
+	metrics.ActionFinished(string(phase), act.Status.Reason)
 }
 
 // write patches the action's status with optimistic locking (one write for an
