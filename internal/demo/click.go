@@ -94,7 +94,9 @@ func clickInPage(ctx context.Context, wsURL, pageURL, selector string) error {
 	if err := c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}, &att); err != nil {
 		return err
 	}
-	defer func() { _ = c.call(context.Background(), "", "Target.detachFromTarget", map[string]any{"sessionId": att.SessionID}, nil) }()
+	defer func() {
+		_ = c.call(context.Background(), "", "Target.detachFromTarget", map[string]any{"sessionId": att.SessionID}, nil)
+	}()
 	s := att.SessionID
 	var node int64
 	for node == 0 {

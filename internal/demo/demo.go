@@ -587,7 +587,9 @@ func (d *demo) getWindows(ctx context.Context) error {
 	if err := d.k8s.List(ctx, &ws, client.InNamespace(d.ns), client.MatchingLabels{twv1.SessionLabel: SessionName}); err != nil {
 		return err
 	}
-	sort.Slice(ws.Items, func(i, j int) bool { return ws.Items[i].CreationTimestamp.Before(&ws.Items[j].CreationTimestamp) || ws.Items[i].Name < ws.Items[j].Name && ws.Items[i].CreationTimestamp.Equal(&ws.Items[j].CreationTimestamp) })
+	sort.Slice(ws.Items, func(i, j int) bool {
+		return ws.Items[i].CreationTimestamp.Before(&ws.Items[j].CreationTimestamp) || ws.Items[i].Name < ws.Items[j].Name && ws.Items[i].CreationTimestamp.Equal(&ws.Items[j].CreationTimestamp)
+	})
 	d.run("kubectl get browserwindows -l " + twv1.SessionLabel + "=" + SessionName)
 	rows := make([][]string, 0, len(ws.Items))
 	for _, w := range ws.Items {
