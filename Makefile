@@ -44,7 +44,7 @@ manifests:
 
 ## verify: fail when generated files are stale or the code is not formatted.
 verify: generate manifests
-	@test -z "$$(gofmt -l api controllers cmd internal hack 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l api controllers cmd internal hack; exit 1; }
+	@test -z "$$(gofmt -l api controllers cmd internal hack test extension 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l api controllers cmd internal hack test extension; exit 1; }
 	@git diff --exit-code -- api/v1alpha1/zz_generated.deepcopy.go crds config/rbac/controller_role.yaml config/rbac/agent_role.yaml || { echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; }
 
 ## vet: go vet.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,22 +52,26 @@ type actionWorld struct {
 	s           *twv1.BrowserSession
 	contacts    *twv1.BrowserWindow
 	agent       *testenv.ScriptedAgent
+	// user is the person (or AI agent) driving the session: the shipped
+	// tabwarden-edit role in the namespace, nothing more.
+	user client.Client
 }
 
 func newActionWorld(t *testing.T, g *WithT, profile string, opts agent.Options) *actionWorld {
 	t.Helper()
 	w := &actionWorld{ns: newNamespace(t), profile: profile, b: fake.New()}
+	w.user = testenv.UserClient(t, cfg, w.ns, "ada")
 	contactsSite(w.b)
 	opts.Profile, opts.Driver, opts.Browser, opts.LeaseNamespace = profile, twv1.DriverFake, w.b, access.SystemNamespace
 	testenv.StartAgent(t, cfg, opts)
 	w.s = session(w.ns, "taxes", profile)
-	g.Expect(k8s.Create(context.Background(), w.s)).To(Succeed())
+	g.Expect(w.user.Create(context.Background(), w.s)).To(Succeed())
 	w.contacts = openWindow(w.ns, "contacts", "taxes", contactsURL)
-	g.Expect(k8s.Create(context.Background(), w.contacts)).To(Succeed())
+	g.Expect(w.user.Create(context.Background(), w.contacts)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(t, w.contacts).Status.Phase).To(Equal(twv1.WindowOpen))
 	}).Should(Succeed())
-	w.agent = &testenv.ScriptedAgent{T: t, C: k8s, NS: w.ns, Session: "taxes", Thread: w.s.Spec.Thread}
+	w.agent = &testenv.ScriptedAgent{T: t, C: w.user, NS: w.ns, Session: "taxes", Thread: w.s.Spec.Thread}
 	return w
 }
 
@@ -139,7 +144,7 @@ func TestActionIncident(t *testing.T) {
 	g.Expect(composed.Status.Steps).To(HaveLen(3))
 
 	// Done: the agent finishes its session; every page it owned closes.
-	g.Expect(k8s.Patch(context.Background(), w.s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
+	g.Expect(w.user.Patch(context.Background(), w.s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		for _, bw := range windowsOf(w.ns, "taxes") {
 			g.Expect(bw.Status.Phase).To(BeElementOf(twv1.WindowClosed, twv1.WindowGone), "window %s", bw.Name)
@@ -233,7 +238,7 @@ func TestGuardCoverage(t *testing.T) {
 		{guard: twv1.ReasonDirtySession, setup: func(t *testing.T, g *WithT, w *actionWorld) (map[twv1.StepType]twv1.ActionStep, func(*twv1.BrowserAction)) {
 			// An ended session is never reprimanded through an action: its
 			// actions are refused as session_finished.
-			g.Expect(k8s.Patch(context.Background(), w.s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
+			g.Expect(w.user.Patch(context.Background(), w.s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
 			return steps(sendButton), nil
 		}},
 		{guard: twv1.ReasonStaleCoordinates, setup: func(t *testing.T, g *WithT, w *actionWorld) (map[twv1.StepType]twv1.ActionStep, func(*twv1.BrowserAction)) {
@@ -259,7 +264,7 @@ func TestGuardCoverage(t *testing.T) {
 			return steps(sendButton), nil
 		}},
 		{guard: twv1.ReasonWaitingForUser, setup: func(t *testing.T, g *WithT, w *actionWorld) (map[twv1.StepType]twv1.ActionStep, func(*twv1.BrowserAction)) {
-			g.Expect(k8s.Patch(context.Background(), w.s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"WaitingForUser"}}`)))).To(Succeed())
+			g.Expect(w.user.Patch(context.Background(), w.s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"WaitingForUser"}}`)))).To(Succeed())
 			return steps(sendButton), nil
 		}},
 		{guard: twv1.ReasonSessionOwnedByAnotherThread, setup: func(t *testing.T, g *WithT, w *actionWorld) (map[twv1.StepType]twv1.ActionStep, func(*twv1.BrowserAction)) {
@@ -287,7 +292,7 @@ func TestGuardCoverage(t *testing.T) {
 				if reset != nil {
 					reset(act)
 				}
-				g.Expect(k8s.Create(context.Background(), act)).To(Succeed())
+				g.Expect(w.user.Create(context.Background(), act)).To(Succeed())
 				act = w.agent.Wait(act)
 				warned := slices.ContainsFunc(act.Status.Warnings, func(s string) bool { return strings.HasPrefix(s, tc.guard+":") })
 				got := act.Status.Reason
@@ -344,11 +349,11 @@ func TestActionRefs(t *testing.T) {
 	// A ref of another session is refused, even on the same page kind.
 	o2 := sa.Do("contacts", observe()).Status.Observation
 	other := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "other"}, Spec: w.s.Spec}
-	g.Expect(k8s.Create(context.Background(), other)).To(Succeed())
+	g.Expect(w.user.Create(context.Background(), other)).To(Succeed())
 	ow := openWindow(w.ns, "other-form", "other", formURL)
-	g.Expect(k8s.Create(context.Background(), ow)).To(Succeed())
+	g.Expect(w.user.Create(context.Background(), ow)).To(Succeed())
 	g.Eventually(func() twv1.WindowPhase { return get(t, ow).Status.Phase }).Should(Equal(twv1.WindowOpen))
-	osa := &testenv.ScriptedAgent{T: t, C: k8s, NS: w.ns, Session: "other", Thread: w.s.Spec.Thread}
+	osa := &testenv.ScriptedAgent{T: t, C: w.user, NS: w.ns, Session: "other", Thread: w.s.Spec.Thread}
 	cross := osa.Act("other-form", clickRef(refOf(g, o2, "Submit")))
 	g.Expect(cross.Status.Reason).To(Equal("stale_ref"))
 	g.Expect(cross.Status.Message).To(ContainSubstring("another session"))
@@ -356,7 +361,7 @@ func TestActionRefs(t *testing.T) {
 	// Waiting for the user: writes refused, reads allowed; after resuming, refs
 	// observed before need a fresh observation.
 	o3 := sa.Do("contacts", observe()).Status.Observation
-	g.Expect(k8s.Patch(context.Background(), w.s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"WaitingForUser"}}`)))).To(Succeed())
+	g.Expect(w.user.Patch(context.Background(), w.s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"WaitingForUser"}}`)))).To(Succeed())
 	g.Eventually(func() twv1.SessionState { return get(t, w.s).Spec.State }).Should(Equal(twv1.SessionWaitingForUser))
 	waiting := sa.Act("contacts", twv1.ActionStep{Type: twv1.StepTypeText, Target: &twv1.ActionTarget{Ref: refOf(g, o3, "Name")}, Text: "Ada"})
 	g.Expect(waiting.Status.Reason).To(Equal(twv1.ReasonWaitingForUser))
@@ -384,8 +389,8 @@ func TestActionLifecycle(t *testing.T) {
 
 	// Another session's window is not this session's to drive.
 	other := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "other"}, Spec: w.s.Spec}
-	g.Expect(k8s.Create(context.Background(), other)).To(Succeed())
-	osa := &testenv.ScriptedAgent{T: t, C: k8s, NS: w.ns, Session: "other", Thread: w.s.Spec.Thread}
+	g.Expect(w.user.Create(context.Background(), other)).To(Succeed())
+	osa := &testenv.ScriptedAgent{T: t, C: w.user, NS: w.ns, Session: "other", Thread: w.s.Spec.Thread}
 	g.Expect(osa.Act("contacts", observe()).Status.Reason).To(Equal(twv1.ReasonWindowNotInSession))
 
 	// TTL.
@@ -393,7 +398,7 @@ func TestActionLifecycle(t *testing.T) {
 	act.Namespace, act.Name = w.ns, "short-lived"
 	act.Spec = twv1.BrowserActionSpec{SessionRef: twv1.SessionReference{Name: "taxes"}, Thread: w.s.Spec.Thread,
 		WindowRef: twv1.ActionWindowReference{Name: "contacts"}, Steps: []twv1.ActionStep{observe()}, TTLSecondsAfterFinished: ptr.To[int32](1)}
-	g.Expect(k8s.Create(context.Background(), act)).To(Succeed())
+	g.Expect(w.user.Create(context.Background(), act)).To(Succeed())
 	g.Expect(w.agent.Wait(act).Status.Phase).To(Equal(twv1.ActionSucceeded))
 	g.Eventually(func() bool {
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(act), &twv1.BrowserAction{})
@@ -406,8 +411,10 @@ func TestActionLifecycle(t *testing.T) {
 	forged := done.DeepCopy()
 	forged.Status.Phase, forged.Status.Reason = twv1.ActionSucceeded, ""
 	forged.Status.Message = "forged"
-	err := k8s.Status().Update(context.Background(), forged)
-	g.Expect(access.Denied(err, "tabwarden-action-status")).To(BeTrue(), "%v", err)
+	err := w.user.Status().Update(context.Background(), forged)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the user's role has no status verbs: %v", err)
+	err = k8s.Status().Update(context.Background(), forged)
+	g.Expect(access.Denied(err, "tabwarden-action-status")).To(BeTrue(), "not even an administrator: %v", err)
 	otherAgent := testenv.AgentClient(t, cfg, "someone-else")
 	forged = done.DeepCopy()
 	forged.Status.ProfileName, forged.Status.Message = "someone-else", "forged"

@@ -114,10 +114,7 @@ func (r *ProfileLivenessReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	before := p.DeepCopy()
 	msg := AgentLostMessage(p.Name, r.LeaseNamespace, now.Sub(last.at).Round(time.Second))
 	for _, typ := range []string{twv1.ConnectedCondition, twv1.ReadyCondition} {
-		apimeta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
-			Type: typ, Status: metav1.ConditionUnknown, Reason: twv1.ReasonAgentLost,
-			Message: msg, ObservedGeneration: p.Generation,
-		})
+		setCondition(p, typ, metav1.ConditionUnknown, twv1.ReasonAgentLost, msg)
 	}
 	// Locked: an agent that returns meanwhile wins, and the next reconcile sees its renewal.
 	if err := r.Status().Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -7,33 +7,20 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/conditions"
 	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
-type conditioned interface {
-	client.Object
-	GetConditions() []metav1.Condition
-	SetConditions([]metav1.Condition)
-}
+type conditioned = conditions.Object
 
 // setCondition sets a condition with the object's generation as observedGeneration.
 func setCondition(o conditioned, typ string, status metav1.ConditionStatus, reason, msg string) {
-	conds := o.GetConditions()
-	apimeta.SetStatusCondition(&conds, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: o.GetGeneration(),
-	})
-	o.SetConditions(conds)
+	conditions.Set(o, typ, status, reason, msg)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
+func truncate(s string, n int) string { return conditions.Truncate(s, n) }
 
 // countWindows counts a session's windows by source and state.
 func countWindows(windows []twv1.BrowserWindow) twv1.WindowCounts {

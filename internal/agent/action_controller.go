@@ -301,7 +301,12 @@ func (run *actionRun) admit(ctx context.Context) *refusal {
 		return refuse(twv1.ReasonProfileNotAllowed, fmt.Sprintf("kubectl get browsersession %s -n %s -o yaml", s.Name, s.Namespace), "%s", revokedMessage(s, a.opts.Profile))
 	}
 	w := &twv1.BrowserWindow{}
-	err := a.client.Get(ctx, client.ObjectKey{Namespace: act.Namespace, Name: act.Spec.WindowRef.Name}, w)
+	key := client.ObjectKey{Namespace: act.Namespace, Name: act.Spec.WindowRef.Name}
+	err := a.client.Get(ctx, key, w)
+	if apierrors.IsNotFound(err) {
+		// Created a moment ago: the cache may not show it yet.
+		err = a.reader.Get(ctx, key, w)
+	}
 	list := fmt.Sprintf("kubectl get browserwindows -n %s -l %s=%s", act.Namespace, twv1.SessionLabel, s.Name)
 	if err != nil || w.Spec.SessionRef.Name != s.Name {
 		return refuse(twv1.ReasonWindowNotInSession, list, "window %q is not a window of session %q in this profile; name one of the session's windows", act.Spec.WindowRef.Name, s.Name)

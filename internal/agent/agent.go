@@ -85,6 +85,7 @@ type Agent struct {
 func CacheOptions(profile string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&twv1.BrowserWindow{}: {Label: labels.SelectorFromSet(labels.Set{twv1.ProfileLabel: profile})},
+		&twv1.BrowserAction{}: {Transform: index.SlimAction},
 	}}
 }
 

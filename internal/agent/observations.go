@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -27,12 +28,13 @@ type observation struct {
 	at                time.Time
 }
 
-// observations is the agent's table of observations. Ids are numbered from the
-// agent's start time in milliseconds, so that an id from before a restart never
-// names an observation made after it: refs of an unknown id are stale.
+// observations is the agent's table of observations. Ids come from one counter
+// per process that starts at the process's start time in microseconds (since
+// 2026), so that an id from before a restart never names an observation made
+// after it (that would take more than one observation per microsecond): refs
+// of an unknown id are stale.
 type observations struct {
 	mu   sync.Mutex
-	next int64
 	byID map[int64]observation
 	// order keeps ids oldest first, for trimming.
 	order []int64
@@ -41,19 +43,23 @@ type observations struct {
 // maxObservations bounds the table; the oldest observations go first.
 const maxObservations = 4096
 
-// observationEpoch is where observation ids count from (2026-01-01, in ms).
-const observationEpoch = 1767225600000
+// observationEpoch is where observation ids count from (2026-01-01, in µs).
+const observationEpoch = 1767225600000000
+
+// observationIDs is the process's id counter.
+var observationIDs atomic.Int64
+
+func init() { observationIDs.Store(time.Now().UnixMicro() - observationEpoch) }
 
 func newObservations() *observations {
-	return &observations{next: time.Now().UnixMilli() - observationEpoch, byID: map[int64]observation{}}
+	return &observations{byID: map[int64]observation{}}
 }
 
 // add remembers o and returns its id, e.g. "o3".
 func (t *observations) add(o observation) string {
+	id := observationIDs.Add(1)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.next++
-	id := t.next
 	t.byID[id] = o
 	t.order = append(t.order, id)
 	for len(t.order) > maxObservations {

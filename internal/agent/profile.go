@@ -21,6 +21,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/conditions"
 	"github.com/tabwarden/tabwarden/internal/metrics"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
@@ -288,9 +289,7 @@ func (pl *profileLoop) writeTabList(ctx context.Context, ns string, c tabListCon
 }
 
 func setProfileCondition(p *twv1.BrowserProfile, typ string, status metav1.ConditionStatus, reason, msg string) {
-	conds := p.Status.Conditions
-	setConds(&conds, typ, status, reason, msg, p.Generation)
-	p.Status.Conditions = conds
+	conditions.Set(p, typ, status, reason, msg)
 }
 
 // bindablePage is a page a session may bind, with the namespace of the session

@@ -10,21 +10,15 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/conditions"
 	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
 func setWindowCondition(w *twv1.BrowserWindow, typ string, status metav1.ConditionStatus, reason, msg string) {
-	apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: w.Generation,
-	})
+	conditions.Set(w, typ, status, reason, msg)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
+func truncate(s string, n int) string { return conditions.Truncate(s, n) }
 
 // summarizeWindow sets Ready: True while the page is open (or bound), and once
 // tabwarden closed it (disposition Close, or its session's cleanup: done);
@@ -156,8 +150,4 @@ func setPlaced(w *twv1.BrowserWindow, requested string, page browser.Page) {
 	}
 	setWindowCondition(w, twv1.PlacedCondition, metav1.ConditionFalse, twv1.ReasonPlacementNotPinned,
 		fmt.Sprintf("Asked for the session's pinned window %s, opened in window %s instead: %s", requested, page.WindowID, why))
-}
-
-func setConds(conds *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {
-	apimeta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
 }

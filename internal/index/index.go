@@ -60,3 +60,16 @@ func Setup(ctx context.Context, fi client.FieldIndexer, indexes ...Index) error 
 	}
 	return nil
 }
+
+// SlimAction is a cache transform that keeps of a BrowserAction what the roles
+// decide by (spec, phase, profile, completion time) and drops its results
+// (observations of up to 500 elements, step results), which only readers of the
+// API need: a cache of many actions stays small.
+func SlimAction(o any) (any, error) {
+	if a, ok := o.(*twv1.BrowserAction); ok {
+		a.Status.Steps, a.Status.Observation, a.Status.Spawned, a.Status.Warnings = nil, nil, nil, nil
+		a.Status.Message, a.Status.Hint = "", ""
+		a.ManagedFields = nil
+	}
+	return o, nil
+}

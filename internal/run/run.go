@@ -23,6 +23,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/controllers"
 	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/index"
 	"github.com/tabwarden/tabwarden/internal/up/access"
 )
 
@@ -113,7 +114,8 @@ func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) erro
 	}
 	// Leases are read in the lease namespace only (the controller may list them nowhere else).
 	opts.Cache.ByObject = map[client.Object]cache.ByObject{
-		&coordv1.Lease{}: {Namespaces: map[string]cache.Config{leaseNS: {}}},
+		&twv1.BrowserAction{}: {Transform: index.SlimAction},
+		&coordv1.Lease{}:      {Namespaces: map[string]cache.Config{leaseNS: {}}},
 	}
 	mgr, err := ctrl.NewManager(o.apply(cfg), opts)
 	if err != nil {

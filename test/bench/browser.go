@@ -272,6 +272,11 @@ func browserSections(ctx context.Context, cfg config, restCfg *rest.Config, rep 
 			return fmt.Errorf("cleanup: %w", err)
 		}
 	}
+	if cfg.sections["action"] {
+		if err := actionSection(ctx, l, rep); err != nil {
+			return fmt.Errorf("action: %w", err)
+		}
+	}
 	return nil
 }
 

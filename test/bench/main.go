@@ -1,6 +1,6 @@
 // Command bench measures tabwarden against the browser's and the API server's
-// own floors on this machine: spawn adoption, open, cleanup, API cost per
-// operation, and scale. It starts the embedded control plane (kube-apiserver and
+// own floors on this machine: spawn adoption, open, cleanup, actions, API cost
+// per operation, and scale. It starts the embedded control plane (kube-apiserver and
 // etcd from hack/envtest.sh), the controller and a CDP agent on headless
 // Chromium, serves the fixture site on 127.0.0.1, prints a Markdown table and
 // writes it with the machine's description to bench/results/<date>.md.
@@ -57,7 +57,7 @@ func main() {
 	var (
 		short    = flag.Bool("short", false, "a quick look: few repetitions, small N and S (under two minutes)")
 		out      = flag.String("out", "", "results file (default bench/results/<date>.md; \"-\" prints only)")
-		sections = flag.String("sections", "spawn,open,cleanup,scale", "sections to run")
+		sections = flag.String("sections", "spawn,open,cleanup,action,scale", "sections to run")
 		scale    = flag.String("scale", "", "comma-separated session counts for the scale case (default 500,1000,2000; -short 20,50; e.g. 1000,2000,5000,10000 for the long run)")
 		reps     = flag.Int("reps", 0, "repetitions for spawn and open (default 200; -short 20)")
 		qps      = flag.Float64("role-qps", 2000, "client QPS of the controller and agent in the scale case (run.Common.QPS; 0 = the shipped default 200/400)")
@@ -154,7 +154,7 @@ func benchMain(ctx context.Context, cfg config) error {
 	}
 	defer func() { _ = env.Stop() }()
 	rep := &report{cfg: cfg, machine: describeMachine(ctx, env.BinaryAssetsDirectory)}
-	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] {
+	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] || cfg.sections["action"] {
 		if err := browserSections(ctx, cfg, restCfg, rep); err != nil {
 			return err
 		}

@@ -161,6 +161,7 @@ type Browser struct {
 	ledger    *ledger.Ledger
 	ctxNames  map[string]string // browserContextId → name (or id when not ours)
 	acts      []actEntry
+	sessions  map[string]*pageSession // page id → the driver's session for actions (act.go)
 	actSeq    int64
 	ownCreate map[string]int // url → createTarget calls in flight
 	phWaiters []chan string  // placeholder clicks waiting for their about:blank page
@@ -205,6 +206,7 @@ func New(ctx context.Context, endpoint string, opts Options) (*Browser, error) {
 		log:       opts.Logger,
 		events:    newEventQueue(),
 		targets:   map[string]*target{},
+		sessions:  map[string]*pageSession{},
 		ctxNames:  map[string]string{},
 		ownCreate: map[string]int{},
 		destroyed: map[string][]chan struct{}{},
@@ -317,6 +319,7 @@ func (b *Browser) connect(ctx context.Context) (*conn, error) {
 	b.conn = c
 	b.connected = false
 	b.targets = map[string]*target{}
+	b.sessions = map[string]*pageSession{}
 	b.destroyed = map[string][]chan struct{}{}
 	b.phWaiters = nil
 	b.mu.Unlock()
@@ -526,7 +529,7 @@ func visibleURL(u string) bool {
 
 func isPage(ti targetInfo) bool { return ti.Type == "page" && ti.Subtype == "" }
 
-func (b *Browser) onEvent(c *conn, method, _ string, params json.RawMessage) {
+func (b *Browser) onEvent(c *conn, method, session string, params json.RawMessage) {
 	switch method {
 	case "Target.targetCreated", "Target.targetInfoChanged":
 		var ev struct {
@@ -549,6 +552,18 @@ func (b *Browser) onEvent(c *conn, method, _ string, params json.RawMessage) {
 			return
 		}
 		b.onDestroyed(c, ev.TargetID)
+	case "Target.detachedFromTarget":
+		var ev struct {
+			SessionID string `json:"sessionId"`
+		}
+		if json.Unmarshal(params, &ev) != nil {
+			return
+		}
+		b.dropSession(c, ev.SessionID)
+	case "Page.javascriptDialogOpening":
+		b.onDialog(c, session, params)
+	case "Page.javascriptDialogClosed":
+		b.onDialogClosed(c, session)
 	}
 }
 
@@ -631,6 +646,7 @@ func (b *Browser) removeLocked(id string) {
 		return
 	}
 	delete(b.targets, id)
+	delete(b.sessions, id)
 	if b.connected && t.shown {
 		b.emitLocked(browser.PageRemoved, t)
 	}
@@ -1294,18 +1310,6 @@ func attach(ctx context.Context, c *conn, id string) (string, func(), error) {
 	}, nil
 }
 
-// click dispatches a real mouse click (press and release) at x, y.
-func click(ctx context.Context, c *conn, sess string, x, y float64, button string) error {
-	buttons := map[string]int{"left": 1, "right": 2, "middle": 4}[button]
-	if err := call(ctx, c, sess, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": x, "y": y}, nil); err != nil {
-		return err
-	}
-	if err := call(ctx, c, sess, "Input.dispatchMouseEvent", map[string]any{"type": "mousePressed", "x": x, "y": y, "button": button, "buttons": buttons, "clickCount": 1}, nil); err != nil {
-		return err
-	}
-	return call(ctx, c, sess, "Input.dispatchMouseEvent", map[string]any{"type": "mouseReleased", "x": x, "y": y, "button": button, "buttons": 0, "clickCount": 1}, nil)
-}
-
 // Adopt implements browser.Browser: the page's opener, as Chrome reported it in
 // targetCreated, must be recorded under req.Parent, or the page must have
 // appeared without an opener while an Act keyed req.Parent ran.
@@ -1349,70 +1353,6 @@ func (b *Browser) Release(_ context.Context, req browser.ReleaseRequest) error {
 // Records returns the driver's ledger.
 func (b *Browser) Records() []browser.Record { return b.ledger.Records() }
 
-// Act implements browser.Browser: a real mouse click on the centre of the first
-// element matching req.ClickSelector. Pages that appear without an opener while
-// it runs are attributed to req.Key (to the latest Act when several run at once).
-func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActResult, error) {
-	return browser.ActResult{}, b.clickSelector(ctx, req)
-}
-
-// clickSelector clicks the first element matching req.ClickSelector.
-func (b *Browser) clickSelector(ctx context.Context, req browser.ActRequest) error {
-	c, err := b.current()
-	if err != nil {
-		return err
-	}
-	if !b.has(req.Page) {
-		return fmt.Errorf("page %s: %w", req.Page, browser.ErrNotFound)
-	}
-	if err := b.ledger.MayAct(req.Owner, req.Page); err != nil {
-		return err
-	}
-	if req.ClickSelector == "" {
-		return errors.New("act: nothing to do (ClickSelector is empty)")
-	}
-	sess, detach, err := attach(ctx, c, req.Page)
-	if err != nil {
-		return err
-	}
-	defer detach()
-
-	nodeID, err := querySelector(ctx, c, sess, req.ClickSelector)
-	if err != nil {
-		return err
-	}
-	q := struct{ NodeID int64 }{nodeID}
-	_ = call(ctx, c, sess, "DOM.scrollIntoViewIfNeeded", map[string]any{"nodeId": q.NodeID}, nil)
-	var box struct {
-		Model struct {
-			Content []float64 `json:"content"`
-		} `json:"model"`
-	}
-	if err := call(ctx, c, sess, "DOM.getBoxModel", map[string]any{"nodeId": q.NodeID}, &box); err != nil {
-		return fmt.Errorf("selector %q: element has no box (hidden?): %w", req.ClickSelector, err)
-	}
-	quad := box.Model.Content
-	if len(quad) < 8 {
-		return fmt.Errorf("selector %q: element has no box", req.ClickSelector)
-	}
-	x := (quad[0] + quad[2] + quad[4] + quad[6]) / 4
-	y := (quad[1] + quad[3] + quad[5] + quad[7]) / 4
-
-	b.mu.Lock()
-	b.actSeq++
-	entry := actEntry{key: req.Key, id: b.actSeq}
-	if req.Key != "" {
-		b.acts = append(b.acts, entry)
-	}
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.acts = slices.DeleteFunc(b.acts, func(e actEntry) bool { return e.id == entry.id })
-		b.mu.Unlock()
-	}()
-	return click(ctx, c, sess, x, y, "left")
-}
-
 // Events implements browser.Browser.
 func (b *Browser) Events() <-chan browser.Event { return b.events.out }
 
@@ -1428,40 +1368,4 @@ func (b *Browser) Version() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.version
-}
-
-// querySelector finds the first element matching selector. A page that was just
-// opened or navigated replaces its document under us (node ids from the old one
-// become invalid, or the element is not parsed yet), so the lookup is retried
-// until the element appears or a short deadline passes.
-func querySelector(ctx context.Context, c *conn, sess, selector string) (int64, error) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var doc struct {
-			Root struct {
-				NodeID int64 `json:"nodeId"`
-			} `json:"root"`
-		}
-		err := call(ctx, c, sess, "DOM.getDocument", map[string]any{"depth": 0}, &doc)
-		var q struct {
-			NodeID int64 `json:"nodeId"`
-		}
-		if err == nil {
-			err = call(ctx, c, sess, "DOM.querySelector", map[string]any{"nodeId": doc.Root.NodeID, "selector": selector}, &q)
-		}
-		if err == nil && q.NodeID != 0 {
-			return q.NodeID, nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return 0, fmt.Errorf("selector %q: %w", selector, err)
-			}
-			return 0, fmt.Errorf("selector %q matches no element: %w", selector, browser.ErrNotFound)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
