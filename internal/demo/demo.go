@@ -45,8 +45,10 @@ const (
 	// ContactsWindow and FormWindow are the session's Open windows.
 	ContactsWindow = "contacts"
 	FormWindow     = "form"
-	// ActionName is the BrowserAction the session is refused.
-	ActionName = "demo-click-bob"
+	// ClickAction is the BrowserAction that clicks an address; ActionName the
+	// one the session is refused.
+	ClickAction = "demo-click-alice"
+	ActionName  = "demo-click-bob"
 	// UserPage is the user's own page (a path of the fixture site).
 	UserPage = "/landing?user=demo"
 )
@@ -268,15 +270,46 @@ func (d *demo) openContacts(ctx context.Context) error {
 
 func (d *demo) clickContact(ctx context.Context) error {
 	d.header("The agent clicks an e-mail address",
-		"The page calls window.open: Chrome opens a standalone compose popup. Nobody asked tabwarden for it.")
-	d.note("the demo clicks %s on the contacts page through Chromium's DevTools, as a browser-driving agent does", fixture.Contacts[0])
-	w := &twv1.BrowserWindow{}
-	if err := d.k8s.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: ContactsWindow}, w); err != nil {
+		"Agents drive pages through BrowserActions. This click makes the page call window.open: Chrome opens a standalone compose popup nobody asked tabwarden for.")
+	act, err := d.act(ctx, ClickAction, fixture.Contacts[0])
+	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, d.o.StepTimeout)
-	defer cancel()
-	return clickInPage(cctx, d.info.DevToolsWebSocket, w.Status.URL, "#contact-0")
+	if act.Status.Phase != twv1.ActionSucceeded {
+		return fmt.Errorf("the click on %s did not succeed: %s %s: %s", fixture.Contacts[0], act.Status.Phase, act.Status.Reason, act.Status.Message)
+	}
+	d.run(fmt.Sprintf(`kubectl get browseraction %s -o jsonpath='{.status.phase}: {.status.spawned[*].name}'`, ClickAction))
+	names := make([]string, 0, len(act.Status.Spawned))
+	for _, sw := range act.Status.Spawned {
+		names = append(names, sw.Name)
+	}
+	d.say("%s: %s", act.Status.Phase, strings.Join(names, " "))
+	return nil
+}
+
+// act creates a BrowserAction of the session clicking text on the contacts
+// page, prints it, and waits for its result.
+func (d *demo) act(ctx context.Context, name, text string) (*twv1.BrowserAction, error) {
+	act := &twv1.BrowserAction{
+		TypeMeta:   metav1.TypeMeta{APIVersion: twv1.GroupVersion.String(), Kind: "BrowserAction"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.ns},
+		Spec: twv1.BrowserActionSpec{
+			SessionRef: twv1.SessionReference{Name: SessionName}, Thread: Thread,
+			WindowRef: twv1.ActionWindowReference{Name: ContactsWindow},
+			Steps:     []twv1.ActionStep{{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: text}}},
+		},
+	}
+	d.apply(act)
+	if err := d.k8s.Create(ctx, act); err != nil {
+		return nil, fmt.Errorf("creating the action %s: %w", name, err)
+	}
+	if err := d.waitFor(ctx, "the action "+name+" to finish", func() (bool, error) {
+		err := d.k8s.Get(ctx, client.ObjectKeyFromObject(act), act)
+		return err == nil && act.Status.CompletionTime != nil, err
+	}); err != nil {
+		return nil, err
+	}
+	return act, nil
 }
 
 func (d *demo) seeAdoption(ctx context.Context) error {
@@ -313,23 +346,8 @@ func (d *demo) seeRefusal(ctx context.Context) error {
 	if err != nil || compose == nil {
 		return fmt.Errorf("the compose window: %v", err)
 	}
-	act := &twv1.BrowserAction{
-		TypeMeta:   metav1.TypeMeta{APIVersion: twv1.GroupVersion.String(), Kind: "BrowserAction"},
-		ObjectMeta: metav1.ObjectMeta{Name: ActionName, Namespace: d.ns},
-		Spec: twv1.BrowserActionSpec{
-			SessionRef: twv1.SessionReference{Name: SessionName}, Thread: Thread,
-			WindowRef: twv1.ActionWindowReference{Name: ContactsWindow},
-			Steps:     []twv1.ActionStep{{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: fixture.Contacts[1]}}},
-		},
-	}
-	d.apply(act)
-	if err := d.k8s.Create(ctx, act); err != nil {
-		return fmt.Errorf("creating the action: %w", err)
-	}
-	if err := d.waitFor(ctx, "the action to be refused", func() (bool, error) {
-		err := d.k8s.Get(ctx, client.ObjectKeyFromObject(act), act)
-		return err == nil && act.Status.Phase != "" && act.Status.Phase != twv1.ActionRunning && act.Status.Phase != twv1.ActionPending, err
-	}); err != nil {
+	act, err := d.act(ctx, ActionName, fixture.Contacts[1])
+	if err != nil {
 		return err
 	}
 	d.run("kubectl get browseraction " + ActionName + " -o wide")
@@ -447,10 +465,12 @@ func (d *demo) metrics(ctx context.Context) error {
 
 // reset removes what an earlier demo left (its session, windows and action).
 func (d *demo) reset(ctx context.Context) error {
-	act := &twv1.BrowserAction{}
-	act.Namespace, act.Name = d.ns, ActionName
-	if err := d.k8s.Delete(ctx, act); err != nil && !apierrors.IsNotFound(err) {
-		return err
+	for _, name := range []string{ClickAction, ActionName} {
+		act := &twv1.BrowserAction{}
+		act.Namespace, act.Name = d.ns, name
+		if err := d.k8s.Delete(ctx, act); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
 	}
 	s := &twv1.BrowserSession{}
 	s.Namespace, s.Name = d.ns, SessionName
@@ -663,7 +683,7 @@ func (d *demo) browserPages(ctx context.Context) error {
 		if p.Path == UserPage {
 			owner = "the user's"
 		}
-		d.say("#   %-13s %-10s %s", owner, p.Title, p.Path)
+		d.say("#   %-14s %-10s %s", owner, p.Title, p.Path)
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ func TestDemo(t *testing.T) {
 		`(?m)^contacts +demo-taxes +Open +<none> +Open +http://127\.0\.0\.1:\d+/contacts `,
 		`(?m)^#   the session's +Contacts +/contacts$`,
 		`(?m)^── 3\. The agent clicks an e-mail address`,
+		`(?m)^kind: BrowserAction\nmetadata:\n  name: demo-click-alice\n`,
+		`(?m)^browseraction\.tabwarden\.dev/demo-click-alice created$`,
+		`(?m)^Succeeded: demo-taxes-spawn-[0-9a-f]{10}$`,
 		`(?m)^── 4\. tabwarden adopts the compose window`,
 		`(?m)^demo-taxes-spawn-[0-9a-f]{10} +demo-taxes +Spawned +<none> +Open +http://127\.0\.0\.1:\d+/compose\?to=alice%40example\.com `,
 		`(?m)^#   the session's +Compose +/compose\?to=alice@example\.com$`,
@@ -79,6 +82,7 @@ func TestDemo(t *testing.T) {
 		`(?m)^── 8\. What an operator sees`,
 		// (Prometheus lists families by name.)
 		`(?m)^tabwarden_action_results_total\{phase="Refused",reason="unacknowledged_spawns"\} 1$`,
+		`(?m)^tabwarden_action_results_total\{phase="Succeeded",reason=""\} 1$`,
 		`(?m)^tabwarden_session_cleanup_duration_seconds_count 1$`,
 		`(?m)^tabwarden_spawns_adopted_total\{reason="opener"\} 1$`,
 		`(?m)^tabwarden_unacknowledged_spawns\{namespace="default"\} 0$`,
