@@ -97,9 +97,7 @@ func TestKstatusThroughIncident(t *testing.T) {
 	// meanwhile is InProgress (cleaning up) until the browser is back.
 	b.Disconnect()
 	g.Eventually(func(g Gomega) { g.Expect(kstatusOf(g, profile)).To(Equal(status.InProgressStatus)) }).Should(Succeed())
-	get(t, s)
-	s.Spec.State = twv1.SessionFinished
-	g.Expect(k8s.Update(ctx, s)).To(Succeed())
+	g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(kstatusOf(g, s)).To(Equal(status.InProgressStatus))
 		g.Expect(s.Status.Phase).To(Equal(twv1.SessionPhaseFinishing))

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -145,9 +146,7 @@ func TestMetricsAfterIncident(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(value(scrape(g), metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(0.0))
 	}).Should(Succeed())
-	get(t, s)
-	s.Spec.State = twv1.SessionFinished
-	g.Expect(k8s.Update(ctx, s)).To(Succeed())
+	g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(value(scrape(g), metrics.DirtySessionsName, "namespace", ns)).To(Equal(1.0))
 	}).Should(Succeed())
