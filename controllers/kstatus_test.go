@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -13,6 +14,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // kstatusOf is what kstatus (the library behind kubectl wait's and Flux's and
@@ -31,13 +33,15 @@ func kstatusOf(g Gomega, obj client.Object) status.Status {
 // it should, InProgress while a spawn waits for acknowledgement or while it
 // cleans up, Current again once finished and clean; a window is InProgress while
 // held, Current when open or closed by tabwarden, Failed when the user closed its
-// page (nothing reopens it); a profile is InProgress while its browser is away.
+// page (nothing reopens it); an action is Current once it succeeded and Failed
+// once refused; a profile is InProgress while its browser is away.
 func TestKstatusThroughIncident(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(20 * time.Second)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	b := fake.New()
+	contactsSite(b)
 	b.UserOpenWindow("https://mail.example/inbox")
 	startController(t)
 	startAgent(t, "kstatus", b)
@@ -76,6 +80,15 @@ func TestKstatusThroughIncident(t *testing.T) {
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(kstatusOf(g, form)).To(Equal(status.InProgressStatus)) }, "1s").Should(Succeed())
 
+	// An action meanwhile is refused: Failed, with the guard's reason on Stalled.
+	sa := &testenv.ScriptedAgent{T: t, C: k8s, NS: ns, Session: "taxes", Thread: s.Spec.Thread}
+	refused := sa.Act("contacts", clickText("grace@example.com"))
+	g.Expect(refused.Status.Phase).To(Equal(twv1.ActionRefused))
+	g.Eventually(func(g Gomega) { g.Expect(kstatusOf(g, refused)).To(Equal(status.FailedStatus)) }).Should(Succeed())
+	g.Expect(apimeta.FindStatusCondition(refused.Status.Conditions, twv1.StalledCondition)).To(And(
+		HaveField("Reason", twv1.ReasonUnacknowledgedSpawns), HaveField("Message", ContainSubstring("kubectl patch browserwindow "+composeWin.Name))))
+	g.Expect(refused.Status.ObservedGeneration).To(Equal(refused.Generation))
+
 	// Acknowledged with Close: the compose window is done (Current), the session
 	// and the held window are Current.
 	ack(t, composeWin, twv1.DispositionClose)
@@ -85,6 +98,12 @@ func TestKstatusThroughIncident(t *testing.T) {
 		g.Expect(kstatusOf(g, form)).To(Equal(status.CurrentStatus))
 		g.Expect(kstatusOf(g, s)).To(Equal(status.CurrentStatus))
 	}).Should(Succeed())
+
+	// An action that succeeds is Current (Ready).
+	done := sa.Act("contacts", observe())
+	g.Expect(done.Status.Phase).To(Equal(twv1.ActionSucceeded))
+	g.Expect(kstatusOf(g, done)).To(Equal(status.CurrentStatus))
+	g.Expect(apimeta.IsStatusConditionTrue(done.Status.Conditions, twv1.ReadyCondition)).To(BeTrue())
 
 	// The user closes the form's page: nothing reopens it, the window Failed.
 	b.UserCloseTab(get(t, form).Status.TabID)

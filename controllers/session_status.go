@@ -169,20 +169,5 @@ func summarizeSession(s *twv1.BrowserSession, _ []twv1.BrowserWindow, err error)
 			}
 		}
 	}
-	setKstatus(s, reconciling, stalled, msg)
-}
-
-// setKstatus sets Reconciling (reason reconciling) and Stalled (reason stalled)
-// to True with msg, or removes them when their reason is empty.
-func setKstatus(o conditioned, reconciling, stalled, msg string) {
-	for _, c := range []struct{ typ, reason string }{{twv1.ReconcilingCondition, reconciling}, {twv1.StalledCondition, stalled}} {
-		if c.reason != "" {
-			setCondition(o, c.typ, metav1.ConditionTrue, c.reason, msg)
-			continue
-		}
-		conds := o.GetConditions()
-		if apimeta.RemoveStatusCondition(&conds, c.typ) {
-			o.SetConditions(conds)
-		}
-	}
+	conditions.Kstatus(s, reconciling, stalled, msg)
 }

@@ -28,7 +28,7 @@ func truncate(s string, n int) string { return conditions.Truncate(s, n) }
 // reopens it) or a bound tab is gone.
 func summarizeWindow(w *twv1.BrowserWindow, err error) {
 	reconciling, stalled, msg := "", "", ""
-	defer func() { setWindowKstatus(w, reconciling, stalled, msg) }()
+	defer func() { conditions.Kstatus(w, reconciling, stalled, msg) }()
 	if err != nil {
 		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, "ReconcileError", err.Error())
 		return
@@ -54,18 +54,6 @@ func summarizeWindow(w *twv1.BrowserWindow, err error) {
 		stalled, msg = c.Reason, c.Message
 	case w.Status.Phase == twv1.WindowPending || w.Status.Phase == twv1.WindowClosing:
 		reconciling, msg = c.Reason, c.Message
-	}
-}
-
-// setWindowKstatus sets Reconciling and Stalled to True with their reasons, or
-// removes them when a reason is empty.
-func setWindowKstatus(w *twv1.BrowserWindow, reconciling, stalled, msg string) {
-	for _, k := range []struct{ typ, reason string }{{twv1.ReconcilingCondition, reconciling}, {twv1.StalledCondition, stalled}} {
-		if k.reason != "" {
-			setWindowCondition(w, k.typ, metav1.ConditionTrue, k.reason, msg)
-		} else {
-			apimeta.RemoveStatusCondition(&w.Status.Conditions, k.typ)
-		}
 	}
 }
 
