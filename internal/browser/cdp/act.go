@@ -16,6 +16,7 @@ import (
 
 	pagescript "github.com/tabwarden/tabwarden/extension"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
 
 // Actions.
@@ -62,7 +63,7 @@ const (
 // current document.
 type pageSession struct {
 	mu     sync.Mutex // serializes steps on the page; guards the fields below
-	c      *conn
+	c      *wire.Conn
 	id     string // DevTools session id; "" until attached
 	loader string // the frame's loaderId the world belongs to
 	world  int64  // execution context id of the isolated world; 0: none
@@ -85,7 +86,7 @@ type dialog struct {
 func (d dialog) String() string { return fmt.Sprintf("%s %q", d.Type, d.Message) }
 
 // session returns the page's session, locked, attaching when needed.
-func (b *Browser) session(ctx context.Context, c *conn, page string) (*pageSession, error) {
+func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*pageSession, error) {
 	b.mu.Lock()
 	ps := b.sessions[page]
 	if ps == nil || ps.c != c {
@@ -97,12 +98,10 @@ func (b *Browser) session(ctx context.Context, c *conn, page string) (*pageSessi
 	if ps.id != "" {
 		return ps, nil
 	}
-	var r struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := call(ctx, c, "", "Target.attachToTarget", map[string]any{"targetId": page, "flatten": true}, &r); err != nil {
+	r, err := call(ctx, c, "", wire.AttachToTarget{TargetID: page, Flatten: true})
+	if err != nil {
 		ps.mu.Unlock()
-		if isGone(err) {
+		if wire.IsGone(err) {
 			return nil, fmt.Errorf("page %s: %w", page, browser.ErrNotFound)
 		}
 		return nil, err
@@ -112,7 +111,7 @@ func (b *Browser) session(ctx context.Context, c *conn, page string) (*pageSessi
 	b.mu.Unlock()
 	// Page events tell of JavaScript dialogs, which block the page (and every
 	// step) until answered.
-	if err := call(ctx, c, r.SessionID, "Page.enable", nil, nil); err != nil {
+	if _, err := call(ctx, c, r.SessionID, wire.PageEnable{}); err != nil {
 		ps.mu.Unlock()
 		return nil, err
 	}
@@ -125,11 +124,7 @@ func (b *Browser) session(ctx context.Context, c *conn, page string) (*pageSessi
 // dismissed (cancel: no answer is given on anyone's behalf), and the step
 // reports it. A dialog that opens while no step runs is left to the user; the
 // next step on the page dismisses it first.
-func (b *Browser) onDialog(c *conn, session string, params json.RawMessage) {
-	var d dialog
-	if json.Unmarshal(params, &d) != nil {
-		return
-	}
+func (b *Browser) onDialog(c *wire.Conn, session string, d dialog) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, ps := range b.sessions {
@@ -149,7 +144,7 @@ func (b *Browser) onDialog(c *conn, session string, params json.RawMessage) {
 }
 
 // onDialogClosed forgets a pending dialog that was answered (by the user).
-func (b *Browser) onDialogClosed(c *conn, session string) {
+func (b *Browser) onDialogClosed(c *wire.Conn, session string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, ps := range b.sessions {
@@ -159,10 +154,10 @@ func (b *Browser) onDialogClosed(c *conn, session string) {
 	}
 }
 
-func answerDialog(c *conn, session string, accept bool) {
+func answerDialog(c *wire.Conn, session string, accept bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = c.call(ctx, session, "Page.handleJavaScriptDialog", map[string]any{"accept": accept}, nil)
+	_, _ = wire.Call(ctx, c, session, wire.HandleJavaScriptDialog{Accept: accept})
 }
 
 // beginStep marks a step running on ps and answers a dialog left open.
@@ -192,7 +187,7 @@ func (b *Browser) endStep(ps *pageSession) []string {
 
 // dropSession forgets a page's session after the browser ended it, so the next
 // step attaches again.
-func (b *Browser) dropSession(c *conn, session string) {
+func (b *Browser) dropSession(c *wire.Conn, session string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for page, ps := range b.sessions {
@@ -200,6 +195,31 @@ func (b *Browser) dropSession(c *conn, session string) {
 			delete(b.sessions, page)
 		}
 	}
+}
+
+// scriptArgs are the page script's arguments, as JSON data: World for every
+// op, and the one field each op reads (observe Max, locate and focus Target,
+// scroll DX and DY, hasText Text); the others ignore the rest.
+type scriptArgs struct {
+	World  string        `json:"world"`
+	Max    int           `json:"max"`
+	Target *scriptTarget `json:"target,omitempty"`
+	DX     int           `json:"dx"`
+	DY     int           `json:"dy"`
+	Text   string        `json:"text"`
+}
+
+// scriptTarget is a step's target for locate and focus: a ref (with its
+// document), a point (with its document and epoch), a text or a selector.
+type scriptTarget struct {
+	Ref      string  `json:"ref,omitempty"`
+	Point    bool    `json:"point,omitempty"`
+	X        float64 `json:"x"`
+	Y        float64 `json:"y"`
+	Document string  `json:"document"`
+	Epoch    int64   `json:"epoch"`
+	Text     string  `json:"text,omitempty"`
+	Selector string  `json:"selector,omitempty"`
 }
 
 // scriptError is an error the page script returned as data.
@@ -231,15 +251,8 @@ func (e *scriptError) err(op string) error {
 
 // ensureWorld makes sure ps has an isolated world in the page's current document.
 func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
-	var tree struct {
-		FrameTree struct {
-			Frame struct {
-				ID       string `json:"id"`
-				LoaderID string `json:"loaderId"`
-			} `json:"frame"`
-		} `json:"frameTree"`
-	}
-	if err := call(ctx, ps.c, ps.id, "Page.getFrameTree", nil, &tree); err != nil {
+	tree, err := call(ctx, ps.c, ps.id, wire.GetFrameTree{})
+	if err != nil {
 		return err
 	}
 	f := tree.FrameTree.Frame
@@ -247,10 +260,8 @@ func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
 		return nil
 	}
 	ps.world, ps.nonce = 0, ""
-	var w struct {
-		ID int64 `json:"executionContextId"`
-	}
-	if err := call(ctx, ps.c, ps.id, "Page.createIsolatedWorld", map[string]any{"frameId": f.ID, "worldName": worldName}, &w); err != nil {
+	w, err := call(ctx, ps.c, ps.id, wire.CreateIsolatedWorld{FrameID: f.ID, WorldName: worldName})
+	if err != nil {
 		return err
 	}
 	nonce := make([]byte, 16)
@@ -259,8 +270,8 @@ func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
 		Mac   bool         `json:"mac"`
 		Error *scriptError `json:"error"`
 	}
-	ps.world, ps.loader = w.ID, f.LoaderID
-	if err := b.evaluate(ctx, ps, "init", map[string]any{"world": hex.EncodeToString(nonce)}, &info); err != nil {
+	ps.world, ps.loader = w.ExecutionContextID, f.LoaderID
+	if err := b.evaluate(ctx, ps, "init", scriptArgs{World: hex.EncodeToString(nonce)}, &info); err != nil {
 		ps.world = 0
 		return err
 	}
@@ -273,7 +284,7 @@ func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
 }
 
 // evaluate runs the page script once in ps's world: (Source)(op, args), nothing else.
-func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args map[string]any, out any) error {
+func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args scriptArgs, out any) error {
 	opJSON, err := json.Marshal(op)
 	if err != nil {
 		return err
@@ -283,20 +294,13 @@ func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args
 		return err
 	}
 	expr := "(" + pagescript.Source + "\n)(" + string(opJSON) + ", " + string(argsJSON) + ")"
-	var r struct {
-		Result struct {
-			Value json.RawMessage `json:"value"`
-		} `json:"result"`
-		ExceptionDetails *struct {
-			Text      string `json:"text"`
-			Exception struct {
-				Description string `json:"description"`
-			} `json:"exception"`
-		} `json:"exceptionDetails"`
+	if ps.world == 0 {
+		// Never the page's own world (a zero contextId is not sent, and would
+		// mean the main world): as the browser says for a world that is gone.
+		return fmt.Errorf("page script %s: cannot find context: no isolated world", op)
 	}
-	if err := call(ctx, ps.c, ps.id, "Runtime.evaluate", map[string]any{
-		"expression": expr, "contextId": ps.world, "returnByValue": true, "silent": true,
-	}, &r); err != nil {
+	r, err := call(ctx, ps.c, ps.id, wire.Evaluate{Expression: expr, ContextID: ps.world, ReturnByValue: true, Silent: true})
+	if err != nil {
 		return err
 	}
 	if d := r.ExceptionDetails; d != nil {
@@ -310,14 +314,12 @@ func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args
 
 // run runs op in the page's world, creating the world when the page has a new
 // document or the old world is gone. out's Error field receives a script error.
-func (b *Browser) run(ctx context.Context, ps *pageSession, op string, args map[string]any, out any) error {
+func (b *Browser) run(ctx context.Context, ps *pageSession, op string, args scriptArgs, out any) error {
 	for attempt := 0; ; attempt++ {
 		err := b.ensureWorld(ctx, ps)
 		if err == nil {
-			a := map[string]any{"world": ps.nonce}
-			for k, v := range args {
-				a[k] = v
-			}
+			a := args
+			a.World = ps.nonce
 			var probe struct {
 				Error *scriptError `json:"error"`
 			}
@@ -399,7 +401,7 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	if dismissed := b.endStep(ps); len(dismissed) > 0 && err == nil {
 		err = fmt.Errorf("the page opened a dialog, which tabwarden dismissed (cancel) so that it would not block the page: %s; observe to see the page now", strings.Join(dismissed, ", "))
 	}
-	if err != nil && isGone(err) {
+	if err != nil && wire.IsGone(err) {
 		b.dropSession(c, ps.id)
 		if !b.has(req.Page) {
 			return res, fmt.Errorf("page %s: %w", req.Page, browser.ErrNotFound)
@@ -479,7 +481,7 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		}
 		max = min(max, maxElements)
 		var o browser.PageObservation
-		if err := b.run(ctx, ps, "observe", map[string]any{"max": max}, &o); err != nil {
+		if err := b.run(ctx, ps, "observe", scriptArgs{Max: max}, &o); err != nil {
 			return browser.ActResult{}, err
 		}
 		return browser.ActResult{Observation: &o}, nil
@@ -497,13 +499,14 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 				return browser.ActResult{}, err
 			}
 		}
-		return browser.ActResult{}, call(ctx, ps.c, ps.id, "Input.insertText", map[string]any{"text": s.Text}, nil)
+		_, err := call(ctx, ps.c, ps.id, wire.InsertText{Text: s.Text})
+		return browser.ActResult{}, err
 	case browser.StepPress:
 		k, _ := parseKey(s.Key, ps.mac)
 		return browser.ActResult{}, k.press(ctx, ps.c, ps.id)
 	case browser.StepScroll:
 		var out struct{}
-		return browser.ActResult{}, b.run(ctx, ps, "scroll", map[string]any{"dx": s.DeltaX, "dy": s.DeltaY}, &out)
+		return browser.ActResult{}, b.run(ctx, ps, "scroll", scriptArgs{DX: s.DeltaX, DY: s.DeltaY}, &out)
 	case browser.StepWait:
 		return browser.ActResult{}, b.wait(ctx, ps, s)
 	}
@@ -517,7 +520,7 @@ type point struct {
 // locate runs locate (or focus) for a target. Selector targets may take
 // selectorGrace to appear (a page that was just opened).
 func (b *Browser) locate(ctx context.Context, ps *pageSession, op string, t browser.Target) (point, error) {
-	args := map[string]any{"target": targetArgs(t)}
+	args := scriptArgs{Target: targetArgs(t)}
 	deadline := time.Now().Add(selectorGrace)
 	for {
 		var p point
@@ -536,34 +539,32 @@ func (b *Browser) locate(ctx context.Context, ps *pageSession, op string, t brow
 	}
 }
 
-func targetArgs(t browser.Target) map[string]any {
+func targetArgs(t browser.Target) *scriptTarget {
 	switch {
 	case t.Ref != "":
-		return map[string]any{"ref": t.Ref, "document": t.Document}
+		return &scriptTarget{Ref: t.Ref, Document: t.Document}
 	case t.Point:
-		return map[string]any{"point": true, "x": t.X, "y": t.Y, "document": t.Document, "epoch": t.Epoch}
+		return &scriptTarget{Point: true, X: t.X, Y: t.Y, Document: t.Document, Epoch: t.Epoch}
 	case t.Text != "":
-		return map[string]any{"text": t.Text}
+		return &scriptTarget{Text: t.Text}
 	}
-	return map[string]any{"selector": t.Selector}
+	return &scriptTarget{Selector: t.Selector}
 }
 
 // pressRelease is a real left click at x, y: press and release only (a mouse
 // move to a background tab waits for a frame that never comes).
-func pressRelease(ctx context.Context, c *conn, sess string, x, y float64) error {
-	if err := call(ctx, c, sess, "Input.dispatchMouseEvent", map[string]any{"type": "mousePressed", "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1}, nil); err != nil {
+func pressRelease(ctx context.Context, c *wire.Conn, sess string, x, y float64) error {
+	if _, err := call(ctx, c, sess, wire.DispatchMouseEvent{Type: wire.MousePressed, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 1, ClickCount: 1}); err != nil {
 		return err
 	}
-	return call(ctx, c, sess, "Input.dispatchMouseEvent", map[string]any{"type": "mouseReleased", "x": x, "y": y, "button": "left", "buttons": 0, "clickCount": 1}, nil)
+	_, err := call(ctx, c, sess, wire.DispatchMouseEvent{Type: wire.MouseReleased, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 0, ClickCount: 1})
+	return err
 }
 
 // navigateStep loads u in the page and waits for the new document's load.
 func (b *Browser) navigateStep(ctx context.Context, ps *pageSession, u string) error {
-	var r struct {
-		LoaderID  string `json:"loaderId"`
-		ErrorText string `json:"errorText"`
-	}
-	if err := call(ctx, ps.c, ps.id, "Page.navigate", map[string]any{"url": u}, &r); err != nil {
+	r, err := call(ctx, ps.c, ps.id, wire.Navigate{URL: u})
+	if err != nil {
 		return err
 	}
 	if r.ErrorText != "" {
@@ -577,11 +578,11 @@ func (b *Browser) navigateStep(ctx context.Context, ps *pageSession, u string) e
 		var info struct {
 			ReadyState string `json:"readyState"`
 		}
-		err := b.run(ctx, ps, "info", nil, &info)
+		err := b.run(ctx, ps, "info", scriptArgs{}, &info)
 		if err == nil && ps.loader == r.LoaderID && info.ReadyState == "complete" {
 			return nil
 		}
-		if err != nil && !worldGone(err) && !isGone(err) {
+		if err != nil && !worldGone(err) && !wire.IsGone(err) {
 			return err
 		}
 		if time.Now().After(deadline) {
@@ -619,7 +620,7 @@ func (b *Browser) wait(ctx context.Context, ps *pageSession, s browser.Step) err
 		var r struct {
 			Found bool `json:"found"`
 		}
-		err := b.run(ctx, ps, "hasText", map[string]any{"text": s.Text}, &r)
+		err := b.run(ctx, ps, "hasText", scriptArgs{Text: s.Text}, &r)
 		if err == nil && r.Found {
 			return nil
 		}
@@ -749,13 +750,14 @@ func charKey(ch string, shift bool) key {
 }
 
 // press sends keyDown (with the text it types) and keyUp.
-func (k key) press(ctx context.Context, c *conn, sess string) error {
-	down := map[string]any{"type": "rawKeyDown", "key": k.key, "code": k.code, "windowsVirtualKeyCode": k.vk, "nativeVirtualKeyCode": k.vk, "modifiers": k.mods}
+func (k key) press(ctx context.Context, c *wire.Conn, sess string) error {
+	down := wire.DispatchKeyEvent{Type: "rawKeyDown", Key: k.key, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Modifiers: k.mods}
 	if k.text != "" {
-		down["type"], down["text"], down["unmodifiedText"] = "keyDown", k.text, k.text
+		down.Type, down.Text, down.UnmodifiedText = "keyDown", k.text, k.text
 	}
-	if err := call(ctx, c, sess, "Input.dispatchKeyEvent", down, nil); err != nil {
+	if _, err := call(ctx, c, sess, down); err != nil {
 		return err
 	}
-	return call(ctx, c, sess, "Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": k.key, "code": k.code, "windowsVirtualKeyCode": k.vk, "nativeVirtualKeyCode": k.vk, "modifiers": k.mods}, nil)
+	_, err := call(ctx, c, sess, wire.DispatchKeyEvent{Type: "keyUp", Key: k.key, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Modifiers: k.mods})
+	return err
 }

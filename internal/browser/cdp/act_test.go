@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/fixture"
 )
 
@@ -388,7 +389,7 @@ func TestActNeverFocuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err = call(tctx(t), c, "", "Target.activateTarget", map[string]any{"targetId": user.ID}, nil); err != nil {
+	if _, err = call(tctx(t), c, "", wire.ActivateTarget{TargetID: user.ID}); err != nil {
 		t.Fatal(err)
 	}
 	const state = `document.visibilityState + " focus=" + document.hasFocus()`
@@ -417,6 +418,18 @@ func TestActNeverFocuses(t *testing.T) {
 	}
 	if vis := strings.Fields(agentAfter.(string))[0]; vis != strings.Fields(agentBefore.(string))[0] {
 		t.Errorf("the agent's page changed visibility: %v → %v", agentBefore, agentAfter)
+	}
+}
+
+// The page script never runs in the page's own world: without an isolated
+// world (a zero contextId, which CDP reads as the main world) evaluate refuses
+// before sending anything, with an error that makes run create the world.
+func TestEvaluateNeedsIsolatedWorld(t *testing.T) {
+	b := &Browser{}
+	var out any
+	err := b.evaluate(tctx(t), &pageSession{}, "info", scriptArgs{}, &out)
+	if err == nil || !strings.Contains(err.Error(), "no isolated world") || !worldGone(err) {
+		t.Fatalf("evaluate without a world: %v; want a refusal that reads as a gone world", err)
 	}
 }
 
