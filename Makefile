@@ -6,7 +6,7 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # starts its own kube-apiserver or Chromium.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
 
-.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node run bench bench-short bench-deps envtest chromium clean
+.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node run demo bench bench-short bench-deps envtest chromium clean lint
 
 all: build
 
@@ -84,6 +84,12 @@ test-node:
 ## run: the embedded control plane, the controller, an agent and a headless Chromium.
 run: envtest chromium build
 	bin/tabwarden up
+
+## demo: play the incident step by step against the tabwarden up of `make run` (in another terminal),
+## or, when none runs, against one started for the demo: make demo DEMO_PAUSE=0s to go fast.
+DEMO_PAUSE ?= 2s
+demo: envtest chromium build
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" bin/tabwarden demo --start --pause $(DEMO_PAUSE)
 
 ## bench: how fast tabwarden adopts and cleans up, against raw CDP, Playwright and the API server's floor.
 bench: envtest chromium bench-deps

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/conditions"
 	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
@@ -122,6 +123,7 @@ func (r *ActionReconciler) reconcileSession(ctx context.Context, act *twv1.Brows
 	act.Status.Message = fmt.Sprintf("session %q does not exist in namespace %q: every action runs in a registered session (who drives it and why). Create it, then the action again", act.Spec.SessionRef.Name, act.Namespace)
 	act.Status.Hint = hint.Create(n)
 	act.Status.StartTime, act.Status.CompletionTime = &now, &now
+	conditions.Action(act)
 	if err := r.Status().Patch(ctx, act, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

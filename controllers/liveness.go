@@ -113,7 +113,9 @@ func (r *ProfileLivenessReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	before := p.DeepCopy()
 	msg := AgentLostMessage(p.Name, r.LeaseNamespace, now.Sub(last.at).Round(time.Second))
-	setCondition(p, twv1.ConnectedCondition, metav1.ConditionUnknown, twv1.ReasonAgentLost, msg)
+	for _, typ := range []string{twv1.ConnectedCondition, twv1.ReadyCondition} {
+		setCondition(p, typ, metav1.ConditionUnknown, twv1.ReasonAgentLost, msg)
+	}
 	// Locked: an agent that returns meanwhile wins, and the next reconcile sees its renewal.
 	if err := r.Status().Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, err

@@ -31,6 +31,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/hint"
 	"github.com/tabwarden/tabwarden/internal/index"
+	"github.com/tabwarden/tabwarden/internal/metrics"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -49,6 +50,10 @@ type SessionReconciler struct {
 	// decision), so that a burst of sessions cannot overshoot maxSessions.
 	placeMu  sync.Mutex
 	reserved map[types.NamespacedName]reservation
+	// endedAt is when this controller first saw a session end (spec.state
+	// Finished or an idle timeout), for the cleanup duration metric; a deleted
+	// session's end is its deletionTimestamp.
+	endedAt sync.Map
 }
 
 // reservation is a placement decided by this controller, counted until the
@@ -66,6 +71,7 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.CleanupRequeue = 30 * time.Second
 	}
 	r.reserved = map[types.NamespacedName]reservation{}
+	metrics.SetSessionReader(mgr.GetClient())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&twv1.BrowserSession{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletingPredicate()))).
 		// Window changes come in bursts (a page opens, then its url, title and
@@ -609,12 +615,18 @@ func (r *SessionReconciler) reconcileLifecycle(ctx context.Context, s *twv1.Brow
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if s.Status.Phase != twv1.SessionPhaseFinished {
+			r.endedAt.LoadOrStore(s.UID, time.Now())
+		}
 		if remaining > 0 {
 			s.Status.Phase = twv1.SessionPhaseFinishing
 			return ctrl.Result{RequeueAfter: r.CleanupRequeue}, nil
 		}
 		if s.Status.Phase != twv1.SessionPhaseFinished {
 			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
+			if at, ok := r.endedAt.LoadAndDelete(s.UID); ok {
+				metrics.SessionCleaned(at.(time.Time))
+			}
 		}
 		s.Status.Phase = twv1.SessionPhaseFinished
 	case s.Status.ProfileName == "":
@@ -634,6 +646,7 @@ func (r *SessionReconciler) reconcileLifecycle(ctx context.Context, s *twv1.Brow
 
 // reconcileDelete cleans up and lets the session go once none of its windows remain.
 func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.BrowserSession, windows []twv1.BrowserWindow) (ctrl.Result, error) {
+	wasFinished := s.Status.Phase == twv1.SessionPhaseFinished
 	s.Status.Phase = twv1.SessionPhaseFinishing
 	remaining, err := r.cleanup(ctx, s, windows)
 	if err != nil {
@@ -644,6 +657,12 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 	}
 	if controllerutil.RemoveFinalizer(s, twv1.SessionFinalizer) {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
+		// A session that finished before its deletion was observed then.
+		if at, finishing := r.endedAt.LoadAndDelete(s.UID); finishing {
+			metrics.SessionCleaned(at.(time.Time))
+		} else if !wasFinished {
+			metrics.SessionCleaned(s.DeletionTimestamp.Time)
+		}
 	}
 	return ctrl.Result{}, nil
 }

@@ -126,26 +126,48 @@ func lastActivity(s *twv1.BrowserSession, windows []twv1.BrowserWindow) *metav1.
 	return last
 }
 
-// summarizeSession sets Ready from the other conditions and the reconcile error.
+// summarizeSession sets Ready from the other conditions and the reconcile
+// error, and the kstatus conditions: Ready=True when the session is doing what
+// its spec asks (active with every spawn acknowledged) or is done (finished and
+// cleaned up); Reconciling=True while it cleans up; Stalled=True while it cannot
+// be placed without someone changing something (its profile does not admit its
+// namespace, or it is not registered).
 func summarizeSession(s *twv1.BrowserSession, _ []twv1.BrowserWindow, err error) {
+	reconciling, stalled := "", ""
+	var msg string
 	switch {
 	case err != nil:
 		setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, "ReconcileError", err.Error())
 	case s.Ended():
 		if s.Status.Phase == twv1.SessionPhaseFinished && s.IdledOut() {
-			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonIdleTimeout, "The session saw no activity for spec.idleTimeout and finished; every page it owned is closed, released or detached")
+			setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonIdleTimeout, "The session saw no activity for spec.idleTimeout and finished; every page it owned is closed, released or detached")
 		} else if s.Status.Phase == twv1.SessionPhaseFinished {
-			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonFinished, "The session finished; every page it owned is closed, released or detached")
+			setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonFinished, "The session finished; every page it owned is closed, released or detached")
 		} else {
-			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonCleaningUp, "The session is closing its pages")
+			msg = "The session is closing its pages"
+			if c := apimeta.FindStatusCondition(s.Status.Conditions, twv1.CleanCondition); c != nil && c.Status == metav1.ConditionFalse {
+				msg = c.Message
+			}
+			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonCleaningUp, msg)
+			reconciling = twv1.ReasonCleaningUp
 		}
 	default:
+		var blocking *metav1.Condition
 		for _, t := range []string{twv1.RegisteredCondition, twv1.ProfileReachableCondition, twv1.SpawnsAcknowledgedCondition} {
 			if c := apimeta.FindStatusCondition(s.Status.Conditions, t); c != nil && c.Status != metav1.ConditionTrue {
-				setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, c.Reason, c.Message)
-				return
+				blocking = c
+				break
 			}
 		}
-		setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonActive, "The session is registered and every spawned window is acknowledged")
+		switch {
+		case blocking == nil:
+			setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonActive, "The session is registered and every spawned window is acknowledged")
+		default:
+			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, blocking.Reason, blocking.Message)
+			if blocking.Type == twv1.RegisteredCondition && (blocking.Reason == twv1.ReasonProfileNotAllowed || blocking.Reason == twv1.ReasonSessionUnregistered) {
+				stalled, msg = blocking.Reason, blocking.Message
+			}
+		}
 	}
+	conditions.Kstatus(s, reconciling, stalled, msg)
 }

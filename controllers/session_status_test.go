@@ -98,7 +98,8 @@ func TestSummarizeSession(t *testing.T) {
 			cond(twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonNoProfile),
 		}, metav1.ConditionFalse, twv1.ReasonNoProfile},
 		{"finishing", twv1.SessionFinished, twv1.SessionPhaseFinishing, nil, metav1.ConditionFalse, twv1.ReasonCleaningUp},
-		{"finished", twv1.SessionFinished, twv1.SessionPhaseFinished, nil, metav1.ConditionFalse, twv1.ReasonFinished},
+		// Done: kstatus (kubectl wait --for=condition=Ready, Flux, Argo CD) reads it as Current.
+		{"finished", twv1.SessionFinished, twv1.SessionPhaseFinished, nil, metav1.ConditionTrue, twv1.ReasonFinished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

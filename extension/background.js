@@ -29,6 +29,8 @@
 
 import { ActRefusal, createActor, validateStep } from "./act.js";
 
+import { syncGroups } from "./monitor.js";
+
 export const DEFAULT_PORT = 47321;
 export const PING_INTERVAL_MS = 20_000;
 export const BACKOFF_MIN_MS = 1_000;
@@ -261,6 +263,8 @@ function sanitizeSessions(list) {
       tabId: str(w?.tabId, 32),
       source: str(w?.source),
       disposition: str(w?.disposition),
+      phase: str(w?.phase),
+      ...(typeof w?.unacknowledged === "boolean" ? { unacknowledged: w.unacknowledged } : {}),
     })),
   }));
 }
@@ -998,7 +1002,13 @@ export function createWorker(chrome, deps = {}) {
   }
 
   async function storeSessions(args) {
-    await session.set({ sessions: sanitizeSessions(args?.sessions), sessionsAt: now() });
+    const sessions = sanitizeSessions(args?.sessions);
+    await session.set({ sessions, sessionsAt: now() });
+    // Tab groups follow in the ownership queue (they read the records); a failure there never
+    // fails the command: the popup already shows the sessions, the next publish regroups.
+    serial(async () => syncGroups(chrome, session, sessions, await allWithPrefix("rec:"), log)).catch((e) =>
+      log.warn("tabwarden: tab groups:", e?.message),
+    );
     return {};
   }
 

@@ -34,21 +34,37 @@ export function connView(conn = {}, local = {}) {
   };
 }
 
-/** The Session Monitor's model (pure, tested). A spawned window without disposition is unacknowledged. */
+/**
+ * The Session Monitor's model (pure, tested). A spawned window without disposition is
+ * unacknowledged (the agent marks it; an older agent's entries are judged by source and
+ * disposition); each unacknowledged window carries the command that acknowledges it.
+ */
 export function sessionsView(sessions) {
-  return (Array.isArray(sessions) ? sessions : []).map((s) => ({
-    title: [s.namespace, s.name].filter(Boolean).join("/") || "(unnamed)",
-    phase: s.phase || "—",
-    thread: s.thread || "—",
-    purpose: s.purpose || "—",
-    windows: (s.windows ?? []).map((w) => ({
-      name: w.name || "—",
-      tabId: w.tabId || "—",
-      source: w.source || "—",
-      disposition: w.disposition || "unacknowledged",
-      unacknowledged: !w.disposition,
-    })),
-  }));
+  return (Array.isArray(sessions) ? sessions : []).map((s) => {
+    const windows = (s.windows ?? []).map((w) => {
+      const unacknowledged = w.unacknowledged === true || (w.unacknowledged === undefined && !w.disposition);
+      return {
+        name: w.name || "—",
+        tabId: w.tabId || "—",
+        source: w.source || "—",
+        phase: w.phase || "—",
+        disposition: unacknowledged ? "unacknowledged" : w.disposition || "—",
+        unacknowledged,
+      };
+    });
+    const unacked = windows.filter((w) => w.unacknowledged);
+    return {
+      title: [s.namespace, s.name].filter(Boolean).join("/") || "(unnamed)",
+      phase: s.phase || "—",
+      thread: s.thread || "—",
+      purpose: s.purpose || "—",
+      windows,
+      unacknowledged: unacked.length,
+      hints: unacked.map(
+        (w) => `kubectl patch browserwindow ${w.name} -n ${s.namespace || "default"} --type=merge -p '{"spec":{"disposition":"Close"}}'`,
+      ),
+    };
+  });
 }
 
 // ---- DOM (only in the real popup) -------------------------------------------------------------
@@ -88,24 +104,35 @@ function renderSessions(sessions) {
   box.replaceChildren(
     ...model.map((s) => {
       const rows = s.windows.map((w) =>
-        el("tr", {}, [
+        el("tr", { class: w.unacknowledged ? "window unacknowledged" : "window" }, [
           el("td", { text: w.name }),
           el("td", { text: w.tabId }),
           el("td", { text: w.source }),
-          el("td", { text: w.disposition, class: w.unacknowledged ? "unacknowledged" : "" }),
+          el("td", { text: w.phase }),
+          el("td", { text: w.unacknowledged ? "⚠ unacknowledged" : w.disposition, class: w.unacknowledged ? "unacknowledged" : "" }),
         ]),
       );
       const table = rows.length
         ? el("table", {}, [
-            el("thead", {}, [el("tr", {}, ["window", "tab", "source", "disposition"].map((h) => el("th", { text: h })))]),
+            el("thead", {}, [el("tr", {}, ["window", "tab", "source", "phase", "disposition"].map((h) => el("th", { text: h })))]),
             el("tbody", {}, rows),
           ])
         : el("p", { class: "empty", text: "No windows yet." });
-      return el("div", { class: "session" }, [
-        el("div", { class: "session-head" }, [el("span", { text: s.title }), el("span", { class: "badge", text: s.phase })]),
-        el("div", { class: "meta", text: `thread: ${s.thread}` }),
-        el("div", { class: "meta", text: `purpose: ${s.purpose}` }),
+      const warn = s.unacknowledged
+        ? [
+            el("p", {
+              class: "unacknowledged warning",
+              text: `${s.unacknowledged} spawned window(s) unacknowledged: the agent is held until each is given a disposition (Keep, Close or Temporary), e.g.`,
+            }),
+            ...s.hints.map((h) => el("code", { class: "hint", text: h })),
+          ]
+        : [];
+      return el("div", { class: "session", "data-session": s.title }, [
+        el("div", { class: "session-head" }, [el("span", { class: "session-name", text: s.title }), el("span", { class: "badge", text: s.phase })]),
+        el("div", { class: "meta thread", text: `thread: ${s.thread}` }),
+        el("div", { class: "meta purpose", text: `purpose: ${s.purpose}` }),
         table,
+        ...warn,
       ]);
     }),
   );

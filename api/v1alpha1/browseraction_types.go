@@ -346,7 +346,26 @@ type BrowserActionStatus struct {
 	// completionTime is when the action finished; the TTL counts from it.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// observedGeneration is the generation of the action that ran.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions summarise the phase for kstatus (kubectl wait, Flux, Argo CD):
+	// Ready=True once Succeeded; Reconciling=True while Pending or Running;
+	// Stalled=True (reason: the refusal's or failure's) once Refused or Failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
+
+// GetConditions returns the action's conditions.
+func (a *BrowserAction) GetConditions() []metav1.Condition { return a.Status.Conditions }
+
+// SetConditions replaces the action's conditions.
+func (a *BrowserAction) SetConditions(c []metav1.Condition) { a.Status.Conditions = c }
 
 // BrowserAction is one call of steps (observe, navigate, click, type, press,
 // scroll, wait) against a window of a session, admitted or refused by the guards

@@ -87,7 +87,13 @@ func (p *BrowserProfile) Admits(ns string, nsLabels map[string]string) (bool, er
 
 // BrowserProfileStatus is what the agent observes of its browser.
 type BrowserProfileStatus struct {
-	// conditions are Connected and Ready.
+	// observedGeneration is the generation of the spec the agent last published
+	// the status for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Connected and Ready (the same: the agent reaches the browser;
+	// Unknown, reason AgentLost, while the controller holds the agent lost).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

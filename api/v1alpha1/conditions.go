@@ -46,6 +46,15 @@ const (
 	PlacedCondition = "Placed"
 	// ConnectedCondition says whether a profile's agent reaches its browser.
 	ConnectedCondition = "Connected"
+
+	// ReconcilingCondition is True while tabwarden works towards what the spec
+	// asks (a window opening or closing, a session cleaning up) and absent
+	// otherwise: kstatus (kubectl wait, Flux, Argo CD) reads it as InProgress.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition is True when tabwarden cannot make progress without
+	// someone changing something (a session its profile does not admit, a window
+	// whose page the user closed) and absent otherwise: kstatus reads it as Failed.
+	StalledCondition = "Stalled"
 )
 
 // Condition reasons. Guard reasons are snake_case and stable: the same reason

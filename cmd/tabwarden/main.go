@@ -33,6 +33,7 @@ Usage:
 Commands:
   up          run everything on this machine: an embedded kube-apiserver and etcd,
               the controller, a headless Chromium with an agent, and the extension host
+  demo        play the incident step by step against a running tabwarden up (--start: start one)
   controller  run the controller role (sessions, window registration, cleanup)
   agent       run an agent for one browser profile (drivers: cdp, extension)
   pair        print a code to pair the tabwarden Chrome extension with a running agent
@@ -57,6 +58,7 @@ type command func(name string, args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]command{
 	"up":         runUp,
+	"demo":       runDemo,
 	"controller": runController,
 	"agent":      runAgent,
 	"pair":       runPair,

@@ -110,7 +110,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 	fs.DurationVar(&o.OpenSettle, "open-settle", 150*time.Millisecond, "how long an opened page's first status write waits for its title, so that open, url and title are one write (negative: at once)")
 	fs.DurationVar(&o.SpawnStatusSettle, "spawn-status-settle", time.Second, "the same for an adopted page, whose create already announced it (negative: at once)")
 	fs.DurationVar(&o.ObserveInterval, "observe-interval", time.Second, "least time between two status writes of a window that change only its page's url, title or window (negative: every change)")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint; "0" disables it`)
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:8082", `address of the Prometheus metrics endpoint (loopback by default: set :8082 in a pod for Prometheus to scrape; docs/metrics.md); "0" disables it`)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables them`)
 	lf.bind(fs, false)
 	if err := parse(fs, args); err != nil {

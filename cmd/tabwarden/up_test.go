@@ -124,8 +124,22 @@ func TestUp(t *testing.T) {
 	if info.DevToolsHTTP == "" || info.ChromiumUserDataDir == "" || info.ExtensionAddr == "" {
 		t.Fatalf("up.json is missing the Chromium or extension endpoints: %+v", info)
 	}
+	// The fixture site and the metrics are served on loopback, and printed.
+	if !strings.HasPrefix(info.FixtureURL, "http://127.0.0.1:") || !strings.HasPrefix(info.MetricsURL, "http://127.0.0.1:") {
+		t.Fatalf("up.json is missing the fixture site or the metrics endpoint on loopback: %+v", info)
+	}
+	if body := httpGet(t, info.FixtureURL+"/contacts"); !strings.Contains(body, "<title>"+fixture.TitleContacts+"</title>") {
+		t.Errorf("the fixture site does not serve the contacts page:\n%s", body)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for body := ""; !strings.Contains(body, `tabwarden_driver_connected{driver="cdp",profile="local"} 1`); body = httpGet(t, info.MetricsURL) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the metrics endpoint does not say the local profile's driver is connected:\n%s", body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	// The printed instructions name the kubeconfig and the samples to apply next.
-	for _, want := range []string{kubeconfig, "config/samples/session.yaml", "pair --state-dir"} {
+	for _, want := range []string{kubeconfig, "config/samples/session.yaml", "pair --state-dir", info.FixtureURL + "/contacts", info.MetricsURL, "demo --dir"} {
 		if !strings.Contains(printed.String(), want) {
 			t.Errorf("the ready message does not mention %q:\n%s", want, printed.String())
 		}
@@ -509,4 +523,18 @@ func processesMentioning(s string) []string {
 		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
 	}
 	return out
+}
+
+func httpGet(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	return string(b)
 }

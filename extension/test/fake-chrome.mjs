@@ -101,6 +101,8 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
   let nextTabId = 101; // a different range from window ids, so mixing them up fails tests
   const calls = []; // {api, args} for every extension API call the worker made
   const faults = new Map(); // api name -> {left, message}: remaining injected failures
+  const groups = new Map(); // id -> {id, windowId, title, collapsed, color}
+  let nextGroupId = 501;
 
   const events = {
     tabsCreated: new FakeEvent(),
@@ -145,6 +147,7 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
       status: t.status,
       pinned: false,
       highlighted: t.active,
+      groupId: t.groupId ?? -1,
     };
     if (t.pendingUrl !== undefined) v.pendingUrl = t.pendingUrl;
     if (t.openerTabId !== undefined) v.openerTabId = t.openerTabId;
@@ -210,6 +213,39 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     return { windowId: w.id, tabId };
   }
 
+  // Chrome removes a group when its last tab leaves it.
+  function dropEmptyGroups() {
+    for (const id of [...groups.keys()]) if (![...tabs.values()].some((t) => t.groupId === id)) groups.delete(id);
+  }
+
+  // chrome.tabs.group: Chrome allows groups in normal windows only ("Tabs can only be moved to
+  // and from normal windows."), and never focuses or activates anything.
+  function groupTabs({ tabIds, groupId, createProperties } = {}) {
+    const ids = Array.isArray(tabIds) ? tabIds : [tabIds];
+    for (const id of ids) if (!tabs.has(id)) throw new Error(`No tab with id: ${id}.`);
+    let g;
+    if (groupId !== undefined) {
+      g = groups.get(groupId);
+      if (!g) throw new Error(`No group with id: ${groupId}.`);
+    } else {
+      const windowId = createProperties?.windowId ?? tabs.get(ids[0]).windowId;
+      g = { id: nextGroupId++, windowId, title: "", collapsed: false, color: "grey" };
+      groups.set(g.id, g);
+    }
+    if (windows.get(g.windowId)?.type !== "normal") {
+      groups.delete(g.id);
+      throw new Error("Tabs can only be moved to and from normal windows.");
+    }
+    for (const id of ids) {
+      const t = tabs.get(id);
+      if (windows.get(t.windowId)?.type !== "normal") throw new Error("Tabs can only be moved to and from normal windows.");
+      if (t.windowId !== g.windowId) throw new Error("fake: moving tabs across windows into a group is not modeled");
+      t.groupId = g.id;
+    }
+    dropEmptyGroups();
+    return g.id;
+  }
+
   function removeTab(tabId) {
     const t = tabs.get(tabId);
     if (!t) throw new Error(`No tab with id: ${tabId}.`);
@@ -217,6 +253,7 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     const idx = w.tabIds.indexOf(tabId);
     w.tabIds.splice(idx, 1);
     tabs.delete(tabId);
+    dropEmptyGroups();
     const closingWindow = w.tabIds.length === 0;
     if (t.active && !closingWindow) activate(w.tabIds[Math.min(idx, w.tabIds.length - 1)]);
     events.tabsRemoved.dispatch(tabId, { windowId: w.id, isWindowClosing: closingWindow });
@@ -280,8 +317,18 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
           [...windows.values()]
             .filter((w) => q.windowId === undefined || w.id === q.windowId)
             .flatMap((w) => w.tabIds.map((id) => tabView(tabs.get(id))))
-            .filter((t) => q.active === undefined || t.active === q.active),
+            .filter((t) => q.active === undefined || t.active === q.active)
+            .filter((t) => q.groupId === undefined || t.groupId === q.groupId),
         ),
+      group: (opts) => api("tabs.group", opts, () => groupTabs(opts)),
+      ungroup: (ids) =>
+        api("tabs.ungroup", { ids }, () => {
+          for (const id of Array.isArray(ids) ? ids : [ids]) {
+            if (!tabs.has(id)) throw new Error(`No tab with id: ${id}.`);
+            tabs.get(id).groupId = -1;
+          }
+          dropEmptyGroups();
+        }),
       create: (props = {}) =>
         api("tabs.create", props, () => {
           const windowId = props.windowId ?? [...windows.values()].find((w) => w.focused)?.id;
@@ -345,6 +392,21 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
           return clone(result);
         })();
       },
+    },
+    tabGroups: {
+      get: (groupId) =>
+        api("tabGroups.get", { groupId }, () => {
+          const g = groups.get(groupId);
+          if (!g) throw new Error(`No group with id: ${groupId}.`);
+          return { ...g };
+        }),
+      update: (groupId, props) =>
+        api("tabGroups.update", { groupId, ...props }, () => {
+          const g = groups.get(groupId);
+          if (!g) throw new Error(`No group with id: ${groupId}.`);
+          Object.assign(g, props);
+          return { ...g };
+        }),
     },
     storage: {
       onChanged: events.storageChanged,
@@ -422,6 +484,10 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     /** DevTools is open on the tab: the worker's attach fails. */
     holdDebugger: (tabId) => busy.add(tabId),
     tab: (id) => (tabs.has(id) ? tabView(tabs.get(id)) : undefined),
+    group: (id) => (groups.has(id) ? { ...groups.get(id) } : undefined),
+    groups: () => [...groups.values()].map((g) => ({ ...g })),
+    /** The user groups tabs themselves. */
+    userGroup: (tabIds) => groupTabs({ tabIds }),
     tabIds: () => [...tabs.keys()].sort((a, b) => a - b),
     tabsIn: (windowId) => (windows.has(windowId) ? windows.get(windowId).tabIds.map((id) => tabView(tabs.get(id))) : []),
     window: (id) => (windows.has(id) ? windowView(windows.get(id), true) : undefined),

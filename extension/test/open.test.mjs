@@ -216,7 +216,7 @@ test("records and sessions ops", async () => {
       thread: "thread-42",
       purpose: "fill the contact form",
       phase: "Active",
-      windows: [{ name: "fill-form-compose", tabId: "123", source: "Spawned", disposition: "" }],
+      windows: [{ name: "fill-form-compose", tabId: "123", source: "Spawned", disposition: "", phase: "Open", unacknowledged: true, x: 1 }],
       extra: "dropped",
     },
   ];
@@ -224,7 +224,14 @@ test("records and sessions ops", async () => {
   const stored = chrome.storage.session.snapshot().sessions;
   assert.equal(stored.length, 1);
   assert.equal(stored[0].extra, undefined);
-  assert.deepEqual(stored[0].windows[0], { name: "fill-form-compose", tabId: "123", source: "Spawned", disposition: "" });
+  assert.deepEqual(stored[0].windows[0], {
+    name: "fill-form-compose",
+    tabId: "123",
+    source: "Spawned",
+    disposition: "",
+    phase: "Open",
+    unacknowledged: true,
+  });
   const bad = await env.cmd("sessions", { sessions: "nope" });
   assert.equal(bad.error.reason, "invalid_args");
 });

@@ -47,3 +47,25 @@ test("session monitor view: names, purpose, windows; a window without dispositio
   ]);
   assert.deepEqual(sessionsView(undefined), []);
 });
+
+test("session monitor view: the agent's unacknowledged mark wins; each unacknowledged window has its kubectl hint", () => {
+  const [s] = sessionsView([
+    {
+      namespace: "team-a",
+      name: "fill-form",
+      thread: "t-1",
+      purpose: "p",
+      phase: "Active",
+      windows: [
+        { name: "main", tabId: "1", source: "Open", disposition: "", phase: "Open", unacknowledged: false },
+        { name: "compose", tabId: "2", source: "Spawned", disposition: "", phase: "Open", unacknowledged: true },
+      ],
+    },
+  ]);
+  assert.deepEqual(s.windows.map((w) => [w.name, w.phase, w.disposition, w.unacknowledged]), [
+    ["main", "Open", "—", false],
+    ["compose", "Open", "unacknowledged", true],
+  ]);
+  assert.equal(s.unacknowledged, 1);
+  assert.deepEqual(s.hints, [`kubectl patch browserwindow compose -n team-a --type=merge -p '{"spec":{"disposition":"Close"}}'`]);
+});

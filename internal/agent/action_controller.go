@@ -23,7 +23,9 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/conditions"
 	"github.com/tabwarden/tabwarden/internal/hint"
+	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
 // ActionReconciler runs the BrowserActions of the sessions placed on this
@@ -174,6 +176,7 @@ func (run *actionRun) execute(ctx context.Context) {
 	}
 	now := metav1.Now()
 	act.Status.Phase, act.Status.ProfileName, act.Status.StartTime = twv1.ActionRunning, a.opts.Profile, &now
+	conditions.Action(act)
 	if err := run.write(ctx); err != nil {
 		// Not claimed: a conflict means someone else wrote it; the next
 		// reconcile looks again.
@@ -254,7 +257,9 @@ func (run *actionRun) finish(ctx context.Context, phase twv1.ActionPhase, rf *re
 	if phase == twv1.ActionRefused {
 		a.recorder.Eventf(act, run.session, corev1.EventTypeWarning, twv1.EventActionRefused, "Act", "%s: %s Corrected call: %s", rf.reason, act.Status.Message, act.Status.Hint)
 	}
+	conditions.Action(act)
 	ctrl.LoggerFrom(ctx).Info("Action finished", "action", act.Name, "phase", phase, "reason", act.Status.Reason)
+	metrics.ActionFinished(string(phase), act.Status.Reason)
 }
 
 // write patches the action's status with optimistic locking (one write for an

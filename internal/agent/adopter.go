@@ -85,7 +85,11 @@ func (ad *adopter) handle(ctx context.Context, ev browser.Event) {
 		a.wakeAll(ctx)
 	case browser.PageCreated:
 		a.model.put(ev.Page)
-		ad.maybeAdopt(ctx, ev.Page)
+		seen := ev.Time
+		if seen.IsZero() {
+			seen = time.Now()
+		}
+		ad.maybeAdopt(ctx, ev.Page, seen)
 		a.markProfileDirty()
 	case browser.PageUpdated:
 		a.model.put(ev.Page)
@@ -111,10 +115,11 @@ func (ad *adopter) resync(ctx context.Context) error {
 		return err
 	}
 	a.model.replace(snap, mark)
+	seen := time.Now()
 	for adopted := true; adopted; {
 		adopted = false
 		for _, p := range snap.Pages {
-			if ad.maybeAdopt(ctx, p) {
+			if ad.maybeAdopt(ctx, p, seen) {
 				adopted = true
 			}
 		}
@@ -129,8 +134,8 @@ func (ad *adopter) resync(ctx context.Context) error {
 
 // maybeAdopt adopts p when the driver recorded its opener under a window of a
 // session, or when it appeared without an opener while a session's action ran.
-// It reports whether it adopted p now.
-func (ad *adopter) maybeAdopt(ctx context.Context, p browser.Page) bool {
+// It reports whether it adopted p now; seen is when the browser reported p.
+func (ad *adopter) maybeAdopt(ctx context.Context, p browser.Page, seen time.Time) bool {
 	a := ad.agent
 	if _, recorded := a.model.record(p.ID); recorded {
 		a.wakePage(ctx, p.ID)
@@ -152,7 +157,7 @@ func (ad *adopter) maybeAdopt(ctx context.Context, p browser.Page) bool {
 	if !ok {
 		return false
 	}
-	if err := a.adopt(ctx, p, o, parent, reason); err != nil {
+	if err := a.adopt(ctx, p, o, parent, reason, seen); err != nil {
 		// The next snapshot (every reconnect, or the periodic one) retries.
 		ctrl.LoggerFrom(ctx).Error(err, "Adopting spawned page failed; retrying", "page", p.ID)
 		ad.retry = true

@@ -26,6 +26,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/index"
+	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
 // WindowUIDIndex indexes BrowserWindows by uid (index.UID).
@@ -161,6 +162,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	if err := mgr.Add(&profileLoop{agent: a, informers: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
+	if mon, ok := opts.Browser.(browser.SessionMonitor); ok {
+		if err := mgr.Add(&monitorLoop{agent: a, monitor: mon, informers: mgr.GetCache(), dirty: make(chan struct{}, 1)}); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
@@ -282,8 +288,9 @@ func (a *Agent) confirmRecord(ctx context.Context, w *twv1.BrowserWindow) (brows
 // adopt makes page p, spawned by a page of o's session, a Spawned BrowserWindow
 // owned by that session, and records it in the driver under the window's uid;
 // parent is the key the driver saw the spawn come from. Idempotent: the name is
-// derived from the page.
-func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reason string) error {
+// derived from the page. seen is when the browser reported the page (for the
+// adoption latency metric).
+func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reason string, seen time.Time) error {
 	log := ctrl.LoggerFrom(ctx)
 	s := &twv1.BrowserSession{}
 	if err := a.client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Session}, s); err != nil {
@@ -326,6 +333,7 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reas
 	case err != nil:
 		return fmt.Errorf("adopting spawned page %s into session %s/%s: %w", p.ID, o.Namespace, o.Session, err)
 	}
+	metrics.SpawnAdopted(reason, seen)
 	if err := a.recordAdoption(ctx, w, parent); err != nil {
 		// The window's own reconcile retries and, if the driver still refuses,
 		// says so in its conditions; the page is never touched meanwhile.

@@ -23,6 +23,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/conditions"
 	"github.com/tabwarden/tabwarden/internal/index"
+	"github.com/tabwarden/tabwarden/internal/metrics"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -126,10 +127,12 @@ func (pl *profileLoop) publish(ctx context.Context, full bool) error {
 	a.profileRead.Store(true) // windows held until now requeue themselves
 	helper := patch.NewHelper(p, a.client)
 	ready, epoch := a.model.state()
+	metrics.DriverConnected(a.opts.Profile, string(a.opts.Driver), ready)
 	a.model.mu.RLock()
 	version := a.model.version
 	a.model.mu.RUnlock()
 	p.Status.Agent = a.opts.Identity
+	p.Status.ObservedGeneration = p.Generation
 	var pages []bindablePage
 	if ready {
 		pages = bindablePages(ctx, a)
@@ -138,8 +141,10 @@ func (pl *profileLoop) publish(ctx context.Context, full bool) error {
 		}
 		p.Status.BrowserVersion, p.Status.Epoch = version, epoch
 		setProfileCondition(p, twv1.ConnectedCondition, metav1.ConditionTrue, twv1.ReasonAgentConnected, "The agent reaches the browser")
+		setProfileCondition(p, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonAgentConnected, "The agent reaches the browser")
 	} else {
 		setProfileCondition(p, twv1.ConnectedCondition, metav1.ConditionFalse, twv1.ReasonAgentDisconnected, "The agent does not reach the browser; its pages are Unknown, not closed")
+		setProfileCondition(p, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonAgentDisconnected, "The agent does not reach the browser; its pages are Unknown, not closed")
 	}
 	// Read-only, from the cache's status.profileName index: no copy of every session.
 	var sessions twv1.BrowserSessionList

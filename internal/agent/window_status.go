@@ -20,9 +20,15 @@ func setWindowCondition(w *twv1.BrowserWindow, typ string, status metav1.Conditi
 
 func truncate(s string, n int) string { return conditions.Truncate(s, n) }
 
-// summarizeWindow sets Ready: True while the page is open (or bound), False with
-// the reason of whatever holds or ended it.
+// summarizeWindow sets Ready: True while the page is open (or bound), and once
+// tabwarden closed it (disposition Close, or its session's cleanup: done);
+// False with the reason of whatever holds or ended it otherwise. It sets the
+// kstatus conditions too: Reconciling=True while the page is being opened or
+// closed, Stalled=True once the page was closed outside tabwarden (nothing
+// reopens it) or a bound tab is gone.
 func summarizeWindow(w *twv1.BrowserWindow, err error) {
+	reconciling, stalled, msg := "", "", ""
+	defer func() { conditions.Kstatus(w, reconciling, stalled, msg) }()
 	if err != nil {
 		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, "ReconcileError", err.Error())
 		return
@@ -32,11 +38,23 @@ func summarizeWindow(w *twv1.BrowserWindow, err error) {
 		typ = twv1.BoundCondition
 	}
 	c := apimeta.FindStatusCondition(w.Status.Conditions, typ)
-	if c == nil {
-		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonOpening, "Waiting for the agent to realize the window")
+	switch {
+	case c == nil:
+		msg = "Waiting for the agent to realize the window"
+		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonOpening, msg)
+		reconciling = twv1.ReasonOpening
+		return
+	case w.Status.Phase == twv1.WindowClosed:
+		setWindowCondition(w, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonClosed, c.Message)
 		return
 	}
 	setWindowCondition(w, twv1.ReadyCondition, c.Status, c.Reason, c.Message)
+	switch {
+	case w.Status.Phase == twv1.WindowGone || c.Reason == twv1.ReasonBoundTabGone || c.Reason == twv1.ReasonBoundTabNotFound:
+		stalled, msg = c.Reason, c.Message
+	case w.Status.Phase == twv1.WindowPending || w.Status.Phase == twv1.WindowClosing:
+		reconciling, msg = c.Reason, c.Message
+	}
 }
 
 // unacknowledgedOf returns the names of spawned siblings that may still be open

@@ -367,3 +367,34 @@ var (
 	// ErrInUse: the page is recorded under another key (owned or bound).
 	ErrInUse = errors.New("page already recorded under another key")
 )
+
+// SessionMonitor is implemented by drivers that show the user which sessions
+// drive the browser (extension: the popup's Session Monitor and Chrome tab
+// groups). The agent checks for it with a type assertion and publishes the
+// sessions placed on its profile whenever they or their windows change.
+type SessionMonitor interface {
+	// PublishSessions replaces what the browser shows with sessions.
+	PublishSessions(ctx context.Context, sessions []MonitorSession) error
+}
+
+// MonitorSession is one session as the Session Monitor shows it.
+type MonitorSession struct {
+	Namespace string          `json:"namespace"`
+	Name      string          `json:"name"`
+	Thread    string          `json:"thread"`
+	Purpose   string          `json:"purpose"`
+	Phase     string          `json:"phase"`
+	Windows   []MonitorWindow `json:"windows"`
+}
+
+// MonitorWindow is one BrowserWindow of a session in the Session Monitor. TabID
+// is the page id the driver carries (decimal for the extension).
+type MonitorWindow struct {
+	Name        string `json:"name"`
+	TabID       string `json:"tabId"`
+	Source      string `json:"source"`
+	Disposition string `json:"disposition"`
+	Phase       string `json:"phase"`
+	// Unacknowledged marks a Spawned window without a disposition.
+	Unacknowledged bool `json:"unacknowledged"`
+}

@@ -8,6 +8,8 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 )
 
 // Object is an object with conditions (every tabwarden kind that has any).
@@ -43,4 +45,56 @@ func Truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// Kstatus sets Reconciling=True (reason reconciling) and Stalled=True (reason
+// stalled) with msg, removing each whose reason is empty: the conditions kstatus
+// (kubectl wait, Flux, Argo CD) reads as InProgress and Failed.
+func Kstatus(o Object, reconciling, stalled, msg string) {
+	for _, c := range []struct{ typ, reason string }{{twv1.ReconcilingCondition, reconciling}, {twv1.StalledCondition, stalled}} {
+		if c.reason != "" {
+			Set(o, c.typ, metav1.ConditionTrue, c.reason, msg)
+			continue
+		}
+		conds := o.GetConditions()
+		if apimeta.RemoveStatusCondition(&conds, c.typ) {
+			o.SetConditions(conds)
+		}
+	}
+}
+
+// Action sets a BrowserAction's conditions and observedGeneration from its
+// phase: Ready=True once Succeeded; Reconciling while Pending or Running;
+// Ready=False and Stalled with the refusal's or failure's reason once Refused or
+// Failed (it will not run again: create another action).
+func Action(a *twv1.BrowserAction) {
+	a.Status.ObservedGeneration = a.Generation
+	st := a.Status
+	switch st.Phase {
+	case twv1.ActionSucceeded:
+		Set(a, twv1.ReadyCondition, metav1.ConditionTrue, string(st.Phase), st.Message)
+		Kstatus(a, "", "", "")
+	case twv1.ActionRefused, twv1.ActionFailed:
+		reason := st.Reason
+		if reason == "" {
+			reason = string(st.Phase)
+		}
+		msg := st.Message
+		if st.Hint != "" {
+			msg += " Corrected call: " + st.Hint
+		}
+		Set(a, twv1.ReadyCondition, metav1.ConditionFalse, reason, msg)
+		Kstatus(a, "", reason, msg)
+	default:
+		phase := string(st.Phase)
+		if phase == "" {
+			phase = string(twv1.ActionPending)
+		}
+		msg := "Waiting for the agent of the session's profile to run the action"
+		if st.Phase == twv1.ActionRunning {
+			msg = "The agent is running the action's steps"
+		}
+		Set(a, twv1.ReadyCondition, metav1.ConditionFalse, phase, msg)
+		Kstatus(a, phase, "", msg)
+	}
 }

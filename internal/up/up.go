@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +33,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,12 +42,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/fixture"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/up/access"
 )
@@ -67,6 +72,8 @@ const (
 	DefaultExtensionProfile = "my-chrome"
 	// ExtensionOff as Options.ExtensionAddr disables the extension agent.
 	ExtensionOff = "off"
+	// Off as Options.FixtureAddr or Options.MetricsAddr disables that server.
+	Off = "off"
 )
 
 // Files under Options.Dir.
@@ -116,6 +123,14 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// StopTimeout bounds the wait for the roles to stop (default 30 s).
 	StopTimeout time.Duration
+	// FixtureAddr is where the fixture site (internal/fixture: the incident's
+	// contacts page and its compose popups) is served (default 127.0.0.1:0, a
+	// free loopback port; its URL is printed and in up.json); "off" disables it.
+	FixtureAddr string
+	// MetricsAddr is where the roles' Prometheus metrics (one registry: they run
+	// in this process) are served (default 127.0.0.1:0; printed and in up.json);
+	// "off" disables it.
+	MetricsAddr string
 }
 
 // AgentKubeconfigFile is the kubeconfig of the agent of profile
@@ -138,6 +153,10 @@ type Info struct {
 	ExtensionProfile    string            `json:"extensionProfile,omitempty"`
 	ExtensionAddr       string            `json:"extensionAddr,omitempty"`
 	StateDir            string            `json:"stateDir"`
+	// FixtureURL is the fixture site's base URL (the incident: FixtureURL+"/contacts").
+	FixtureURL string `json:"fixtureURL,omitempty"`
+	// MetricsURL serves the roles' Prometheus metrics (docs/metrics.md).
+	MetricsURL string `json:"metricsURL,omitempty"`
 	// Processes are the processes up started (its descendants when it became ready).
 	Processes []Proc `json:"processes"`
 	// StartSeconds is how long up took to become ready.
@@ -229,6 +248,12 @@ func (o *Options) defaults() error {
 	}
 	if o.StopTimeout == 0 {
 		o.StopTimeout = 30 * time.Second
+	}
+	if o.FixtureAddr == "" {
+		o.FixtureAddr = "127.0.0.1:0"
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = "127.0.0.1:0"
 	}
 	if o.LocalProfile == o.ExtensionProfile {
 		return fmt.Errorf("the local and extension profiles must differ (both %q)", o.LocalProfile)
@@ -369,6 +394,30 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		host = h
 	}
 
+	// The fixture site and the metrics endpoint: loopback listeners, closed on the way out.
+	var fixtureURL, metricsURL string
+	for _, srv := range []struct {
+		what, addr string
+		handler    http.Handler
+		url        *string
+	}{
+		{"the fixture site", o.FixtureAddr, fixture.Handler(), &fixtureURL},
+		{"the metrics endpoint", o.MetricsAddr, metricsHandler(), &metricsURL},
+	} {
+		if srv.addr == Off {
+			continue
+		}
+		u, closeSrv, err := serveLoopback(srv.addr, srv.handler)
+		if err != nil {
+			return fmt.Errorf("serving %s on %s: %w", srv.what, srv.addr, err)
+		}
+		defer closeSrv()
+		*srv.url = u
+	}
+	if metricsURL != "" {
+		metricsURL += "/metrics"
+	}
+
 	// Chromium starts while the control plane does.
 	if o.CDPEndpoint == "" {
 		progress("launching headless Chromium")
@@ -450,6 +499,7 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	info := Info{
 		PID: os.Getpid(), Kubeconfig: kubeconfig, APIServer: strings.TrimSuffix(cfg.Host, "/"), Namespace: Namespace,
 		LocalProfile: o.LocalProfile, StateDir: filepath.Join(dir, StateDir), RoleKubeconfigs: map[string]string{},
+		FixtureURL: fixtureURL, MetricsURL: metricsURL,
 	}
 	// Each role's own identity, written as a kubeconfig and run from it.
 	roleConfig := func(file, user, group string) (*rest.Config, error) {
@@ -742,9 +792,18 @@ func readyText(o Options, repo string, info Info) string {
 	if info.ExtensionAddr != "" {
 		fmt.Fprintf(&b, "  agent          profile %-10s extension driver, host on %s (pair your Chrome, below)\n", info.ExtensionProfile, info.ExtensionAddr)
 	}
+	if info.FixtureURL != "" {
+		fmt.Fprintf(&b, "  fixture site   %s   (the incident: %s/contacts, whose addresses open compose popups)\n", info.FixtureURL, info.FixtureURL)
+	}
+	if info.MetricsURL != "" {
+		fmt.Fprintf(&b, "  metrics        %s   (docs/metrics.md)\n", info.MetricsURL)
+	}
 	fmt.Fprintf(&b, "  identities     each agent runs as tabwarden:agent:<profile> (kubeconfigs %s/agent-*.kubeconfig);\n", rel(filepath.Dir(info.Kubeconfig)))
 	fmt.Fprintf(&b, "                 the admission policies of config/admission bind admin too\n")
 	fmt.Fprintf(&b, "\nSessions in namespace %s may use these profiles (spec.namespaces); others are refused.\n", SessionNamespace)
+	if info.FixtureURL != "" {
+		fmt.Fprintf(&b, "\nWatch the incident, step by step, in another terminal:\n\n  %s demo --dir %s\n", o.Self, rel(filepath.Dir(info.Kubeconfig)))
+	}
 	fmt.Fprintf(&b, "\nNext, in another terminal:\n\n")
 	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", info.Kubeconfig)
 	fmt.Fprintf(&b, "  kubectl apply -f %s/session.yaml -f %s/window-open.yaml\n", samples, samples)
@@ -761,4 +820,51 @@ func readyText(o Options, repo string, info Info) string {
 	}
 	fmt.Fprintf(&b, "\nCtrl-C stops everything tabwarden up started.\n")
 	return b.String()
+}
+
+// serveLoopback serves h on addr, which must be a loopback address, and returns
+// its base URL and a function that stops it.
+func serveLoopback(addr string, h http.Handler) (string, func(), error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", nil, err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return "", nil, fmt.Errorf("%s is not a loopback address: up serves only this machine (e.g. 127.0.0.1:0)", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// metricsHandler serves controller-runtime's registry, where every role of this
+// process registers its metrics.
+func metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// ReadInfo reads Dir/up.json of a running tabwarden up. It fails with a
+// message that says how to start one when none runs there.
+func ReadInfo(dir string) (Info, error) {
+	var info Info
+	b, err := os.ReadFile(filepath.Join(dir, InfoFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return info, fmt.Errorf("no tabwarden up runs with --dir %s (no %s): start one with `tabwarden up --dir %s`", dir, InfoFile, dir)
+	}
+	if err != nil {
+		return info, err
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, fmt.Errorf("%s: %w", filepath.Join(dir, InfoFile), err)
+	}
+	if info.PID <= 0 || syscall.Kill(info.PID, 0) != nil {
+		return info, fmt.Errorf("the tabwarden up of %s (pid %d) is not running any more: start it again with `tabwarden up --dir %s`", filepath.Join(dir, InfoFile), info.PID, dir)
+	}
+	return info, nil
 }

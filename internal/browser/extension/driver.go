@@ -642,3 +642,5 @@ func (d *Driver) Records(ctx context.Context) ([]Record, error) {
 	}
 	return r.Records, nil
 }
+
+var _ browser.SessionMonitor = (*Driver)(nil)

@@ -485,12 +485,15 @@ func TestPublishSessionsCleanupRecords(t *testing.T) {
 	})
 	ctx := context.Background()
 	err := d.PublishSessions(ctx, []SessionInfo{{Namespace: "ns", Name: "s1", Thread: "t", Purpose: "p", Phase: "Active",
-		Windows: []SessionWindow{{Name: "w1", TabID: "11", Source: "Open", Disposition: "Temporary"}}}, {Name: "s2"}})
+		Windows: []SessionWindow{{Name: "w1", TabID: "11", Source: "Open", Disposition: "Temporary", Phase: "Open"},
+			{Name: "w2", TabID: "12", Source: "Spawned", Phase: "Open", Unacknowledged: true}}}, {Name: "s2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := <-got
-	want := `{"sessions":[{"namespace":"ns","name":"s1","thread":"t","purpose":"p","phase":"Active","windows":[{"name":"w1","tabId":"11","source":"Open","disposition":"Temporary"}]},` +
+	want := `{"sessions":[{"namespace":"ns","name":"s1","thread":"t","purpose":"p","phase":"Active","windows":[` +
+		`{"name":"w1","tabId":"11","source":"Open","disposition":"Temporary","phase":"Open","unacknowledged":false},` +
+		`{"name":"w2","tabId":"12","source":"Spawned","disposition":"","phase":"Open","unacknowledged":true}]},` +
 		`{"namespace":"","name":"s2","thread":"","purpose":"","phase":"","windows":[]}]}`
 	if c.Op != "sessions" || string(c.Args) != want {
 		t.Fatalf("sessions command %s %s", c.Op, c.Args)

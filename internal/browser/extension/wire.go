@@ -164,23 +164,11 @@ type observeResult struct {
 
 // SessionInfo is one session as the popup's Session Monitor shows it (the
 // `sessions` command).
-type SessionInfo struct {
-	Namespace string          `json:"namespace"`
-	Name      string          `json:"name"`
-	Thread    string          `json:"thread"`
-	Purpose   string          `json:"purpose"`
-	Phase     string          `json:"phase"`
-	Windows   []SessionWindow `json:"windows"`
-}
+type SessionInfo = browser.MonitorSession
 
 // SessionWindow is one BrowserWindow of a session in the Session Monitor. TabID is
 // the decimal tab id, as the driver carries it.
-type SessionWindow struct {
-	Name        string `json:"name"`
-	TabID       string `json:"tabId"`
-	Source      string `json:"source"`
-	Disposition string `json:"disposition"`
-}
+type SessionWindow = browser.MonitorWindow
 
 // act: one curated step (docs/extension-protocol.md "act").
 

@@ -1,0 +1,162 @@
+package controllers_test
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/fake"
+	"github.com/tabwarden/tabwarden/internal/metrics"
+	"github.com/tabwarden/tabwarden/internal/testenv"
+)
+
+// scrape reads controller-runtime's registry as Prometheus would: through the
+// metrics handler, in the text format.
+func scrape(g Gomega) map[string]*dto.MetricFamily {
+	srv := httptest.NewServer(promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	g.Expect(err).NotTo(HaveOccurred())
+	return families
+}
+
+// value is the value of the sample of family name with the given labels (a
+// counter, a gauge, or a histogram's sample count); -1 when there is none.
+func value(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	f, ok := fams[name]
+	if !ok {
+		return -1
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return -1
+}
+
+// TestMetricsAfterIncident plays the incident on the fake browser and scrapes
+// the metrics endpoint at each step: the spawns adopted by reason, the adoption
+// latency, the unacknowledged spawns and dirty sessions of the namespace, the
+// driver's connection and the cleanup duration move as a fleet operator would
+// expect.
+func TestMetricsAfterIncident(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	contactsSite(b)
+	b.UserOpenWindow("https://mail.example/inbox")
+	startController(t)
+	startAgent(t, "metrics", b)
+	before := scrape(g)
+	opener0 := max(0, value(before, metrics.SpawnsAdoptedName, "reason", agent.ReasonOpener))
+	action0 := max(0, value(before, metrics.SpawnsAdoptedName, "reason", agent.ReasonDuringAction))
+	latency0 := max(0, value(before, metrics.AdoptionLatencyName))
+	cleanup0 := max(0, value(before, metrics.CleanupDurationName))
+	refused0 := max(0, value(before, metrics.ActionResultsName, "phase", "Refused", "reason", twv1.ReasonUnacknowledgedSpawns))
+	succeeded0 := max(0, value(before, metrics.ActionResultsName, "phase", "Succeeded", "reason", ""))
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(value(scrape(g), metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(1.0))
+	}).Should(Succeed())
+
+	s := session(ns, "taxes", "metrics")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	contacts := openWindow(ns, "contacts", "taxes", "https://contacts.example/people")
+	g.Expect(k8s.Create(ctx, contacts)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(get(t, contacts).Status.Phase).To(Equal(twv1.WindowOpen)) }).Should(Succeed())
+
+	// Two spawns: a compose popup (opener) and a viewer during an action.
+	compose, err := b.Spawn(contacts.Status.TabID, "https://mail.example/compose?to=ada", true)
+	g.Expect(err).NotTo(HaveOccurred())
+	pdf, err := b.ActSpawn(ctx, browser.ActRequest{Key: agent.ActionKey(ns, "taxes", "contacts"), Owner: string(contacts.UID), Page: contacts.Status.TabID}, "https://contacts.example/export.pdf")
+	g.Expect(err).NotTo(HaveOccurred())
+	var composeWin, pdfWin *twv1.BrowserWindow
+	g.Eventually(func(g Gomega) {
+		composeWin, pdfWin = spawnedWindow(ns, "taxes", compose), spawnedWindow(ns, "taxes", pdf)
+		g.Expect(composeWin).NotTo(BeNil())
+		g.Expect(pdfWin).NotTo(BeNil())
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		m := scrape(g)
+		g.Expect(value(m, metrics.SpawnsAdoptedName, "reason", agent.ReasonOpener)).To(Equal(opener0 + 1))
+		g.Expect(value(m, metrics.SpawnsAdoptedName, "reason", agent.ReasonDuringAction)).To(Equal(action0 + 1))
+		g.Expect(value(m, metrics.AdoptionLatencyName)).To(Equal(latency0 + 2))
+		g.Expect(value(m, metrics.UnacknowledgedSpawnsName, "namespace", ns)).To(Equal(2.0))
+		g.Expect(value(m, metrics.DirtySessionsName, "namespace", ns)).To(Equal(0.0))
+	}).Should(Succeed())
+
+	// An action meanwhile is refused (unacknowledged_spawns); once both spawns
+	// are acknowledged the gauge drops and the next action succeeds.
+	sa := &testenv.ScriptedAgent{T: t, C: k8s, NS: ns, Session: "taxes", Thread: s.Spec.Thread}
+	g.Expect(sa.Act("contacts", clickText("ada@example.com")).Status.Reason).To(Equal(twv1.ReasonUnacknowledgedSpawns))
+	for _, w := range []*twv1.BrowserWindow{composeWin, pdfWin} {
+		ack(t, w, twv1.DispositionTemporary)
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(value(scrape(g), metrics.UnacknowledgedSpawnsName, "namespace", ns)).To(Equal(0.0))
+	}).Should(Succeed())
+	g.Expect(sa.Act("contacts", observe()).Status.Phase).To(Equal(twv1.ActionSucceeded))
+	g.Eventually(func(g Gomega) {
+		m := scrape(g)
+		g.Expect(value(m, metrics.ActionResultsName, "phase", "Refused", "reason", twv1.ReasonUnacknowledgedSpawns)).To(Equal(refused0 + 1))
+		g.Expect(value(m, metrics.ActionResultsName, "phase", "Succeeded", "reason", "")).To(Equal(succeeded0 + 1))
+	}).Should(Succeed())
+
+	// The browser goes away, then the session finishes: it is dirty (it still owns
+	// open pages) until the browser is back and they close.
+	b.Disconnect()
+	g.Eventually(func(g Gomega) {
+		g.Expect(value(scrape(g), metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(0.0))
+	}).Should(Succeed())
+	g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(value(scrape(g), metrics.DirtySessionsName, "namespace", ns)).To(Equal(1.0))
+	}).Should(Succeed())
+	g.Expect(value(scrape(g), metrics.CleanupDurationName)).To(Equal(cleanup0), "not cleaned yet")
+	b.Reconnect()
+	g.Eventually(func(g Gomega) {
+		m := scrape(g)
+		g.Expect(value(m, metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(1.0))
+		g.Expect(value(m, metrics.DirtySessionsName, "namespace", ns)).To(Equal(0.0))
+		g.Expect(value(m, metrics.CleanupDurationName)).To(Equal(cleanup0 + 1))
+	}).Should(Succeed())
+	g.Expect(get(t, s).Status.Phase).To(Equal(twv1.SessionPhaseFinished))
+}
