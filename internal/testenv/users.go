@@ -18,14 +18,9 @@ import (
 	"github.com/tabwarden/tabwarden/internal/up/access"
 )
 
-// ProfileReaderRole lets its subjects read BrowserProfiles, which are
-// cluster-scoped: `kubectl tabwarden profiles` needs it through a
-// ClusterRoleBinding (the shipped tabwarden-edit, bound in a namespace, cannot
-// grant it).
-const ProfileReaderRole = "tabwarden-test-profile-reader"
-
 // AllowUser lets user use sessions in namespace ns (the shipped tabwarden-edit
-// role, bound there) and read the profiles, on the control plane of admin, and
+// role, bound there) and read the profiles (the shipped tabwarden-profile-viewer,
+// bound cluster-wide), on the control plane of admin, and
 // waits until RBAC says so. It returns the user's config (a client
 // certificate; no group beyond system:authenticated).
 func AllowUser(t testing.TB, admin *rest.Config, ns, user string) *rest.Config {
@@ -37,17 +32,10 @@ func AllowUser(t testing.TB, admin *rest.Config, ns, user string) *rest.Config {
 	}
 	subject := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
 	if err := access.Apply(ctx, c,
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: ProfileReaderRole},
-			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{"tabwarden.dev"}, Resources: []string{"browserprofiles"}, Verbs: []string{"get", "list", "watch"}},
-			},
-		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: "profile-reader-" + user},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ProfileReaderRole},
+			ObjectMeta: metav1.ObjectMeta{Name: "profile-viewer-" + user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: access.ProfileViewerRole},
 			Subjects:   subject,
 		},
 	); err != nil {

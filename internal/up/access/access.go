@@ -63,8 +63,9 @@ const (
 
 // The users' roles (config/rbac/user_roles.yaml).
 const (
-	UserEditRole = "tabwarden-edit"
-	UserViewRole = "tabwarden-view"
+	UserEditRole      = "tabwarden-edit"
+	UserViewRole      = "tabwarden-view"
+	ProfileViewerRole = "tabwarden-profile-viewer"
 )
 
 // AllowUser binds tabwarden-edit to user in namespace ns, as a namespace admin
@@ -140,7 +141,7 @@ func Load(repo string) (*Manifests, error) {
 	}{
 		{m.ControllerRBAC, "ClusterRole", ControllerRole}, {m.ControllerRBAC, "Role", LeaderElectionRole},
 		{m.AgentRBAC, "ClusterRole", AgentRole}, {m.AgentRBAC, "Role", AgentLeaseRole},
-		{m.UserRBAC, "ClusterRole", UserEditRole}, {m.UserRBAC, "ClusterRole", UserViewRole},
+		{m.UserRBAC, "ClusterRole", UserEditRole}, {m.UserRBAC, "ClusterRole", UserViewRole}, {m.UserRBAC, "ClusterRole", ProfileViewerRole},
 	} {
 		if find(want.objs, want.kind, want.name) == nil {
 			return nil, fmt.Errorf("config/rbac has no %s %s: run `make manifests`", want.kind, want.name)
