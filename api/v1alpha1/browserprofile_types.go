@@ -25,7 +25,7 @@ const (
 type BrowserProfileSpec struct {
 	// driver is how the agent talks to this profile's browser.
 	// +optional
-	// +default=cdp
+	// +default="cdp"
 	Driver DriverType `json:"driver,omitempty"`
 
 	// pool marks a shared remote Chrome: each session gets its own browser context,

@@ -73,7 +73,7 @@ type BrowserSessionSpec struct {
 	// placement is where Open windows go: Window (owned windows) or Tab (background
 	// tabs in one existing window, pinned at start).
 	// +optional
-	// +default=Window
+	// +default="Window"
 	Placement Placement `json:"placement,omitempty"`
 
 	// pinnedWindowId is the browser window Tab placement uses. Empty: the window
@@ -86,7 +86,7 @@ type BrowserSessionSpec struct {
 	// state is Active, WaitingForUser (automated writes refused) or Finished
 	// (temporary pages close, Keep pages are released, bound tabs detached).
 	// +optional
-	// +default=Active
+	// +default="Active"
 	State SessionState `json:"state,omitempty"`
 
 	// idleTimeout finishes the session (as state Finished would) after this long
@@ -98,11 +98,11 @@ type BrowserSessionSpec struct {
 	// keepalive keeps the browser's connection busy while the session is active,
 	// on hosts that end idle connections (BrowserProfile spec.hostIdleTimeout).
 	// +optional
-	// +kubebuilder:validation:MinProperties=1
-	Keepalive KeepalivePolicy `json:"keepalive,omitzero"`
+	Keepalive *KeepalivePolicy `json:"keepalive,omitzero"`
 }
 
 // KeepalivePolicy says how the agent keeps a session's browser connection alive.
+// +kubebuilder:validation:MinProperties=1
 type KeepalivePolicy struct {
 	// interval between keepalive pings of the session's pages; below the host's idle timeout.
 	// +optional

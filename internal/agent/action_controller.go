@@ -331,7 +331,7 @@ func (run *actionRun) admit(ctx context.Context) *refusal {
 // keepaliveWarning is the no_keepalive warning, or "".
 func (run *actionRun) keepaliveWarning(ctx context.Context) string {
 	a, s := run.agent, run.session
-	if s.Spec.Keepalive.Interval.Duration > 0 || time.Since(s.CreationTimestamp.Time) < a.opts.KeepaliveWarnAfter {
+	if s.Spec.Keepalive != nil || time.Since(s.CreationTimestamp.Time) < a.opts.KeepaliveWarnAfter {
 		return ""
 	}
 	p := &twv1.BrowserProfile{}

@@ -54,7 +54,7 @@ func (k *keepalive) interval(ctx context.Context) time.Duration {
 	var min time.Duration
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Status.ProfileName != a.opts.Profile || s.Ended() || s.Spec.Keepalive.Interval.Duration <= 0 {
+		if s.Status.ProfileName != a.opts.Profile || s.Ended() || s.Spec.Keepalive == nil || s.Spec.Keepalive.Interval.Duration <= 0 {
 			continue
 		}
 		d := max(s.Spec.Keepalive.Interval.Duration, 5*time.Second)
