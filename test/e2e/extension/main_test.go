@@ -107,7 +107,7 @@ func runMain(m *testing.M) int {
 	if proc, err = chromium.Launch(ctx, opts); err != nil {
 		return fail("launching Chromium with the extension: %v", err)
 	}
-	defer proc.Close()
+	defer func() { _ = proc.Close() }() // best-effort cleanup
 	if devtools, err = dialCDP(ctx, proc.WebSocketURL); err != nil {
 		return fail("DevTools: %v", err)
 	}
@@ -124,7 +124,7 @@ func runMain(m *testing.M) int {
 	if stateDir, err = os.MkdirTemp("", "twext-"); err != nil {
 		return fail("%v", err)
 	}
-	defer os.RemoveAll(stateDir)
+	defer func() { _ = os.RemoveAll(stateDir) }() // best-effort cleanup
 	// The host pins the extension's id: by default the one extension/'s manifest key
 	// gives it (TestExtensionHasThePinnedID checks Chrome agrees); another build is
 	// pinned by its own id, as a developer would with TABWARDEN_EXTENSION_ID.

@@ -33,7 +33,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: launch chromium: %v\n", err)
 		return 1
 	}
-	defer chrome.Close()
+	defer func() { _ = chrome.Close() }() // best-effort cleanup
 	return m.Run()
 }
 
