@@ -110,20 +110,41 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       ids: new WeakMap(),
       refs: new Map(),
       view: viewState(),
+      // scrolled: element → "left,top" last seen, so that a scroll event that fires
+      // late (a background tab renders no frames) is not counted twice.
+      scrolled: new WeakMap(),
       mo: null,
     };
     const bump = () => { st.epoch++; };
+    // A scroll or resize counts once: when the position or size differs from the one
+    // last seen, whether sync() or the event sees it first.
+    const onView = (ev) => {
+      const el = ev && ev.target;
+      if (el && el.nodeType === Node.ELEMENT_NODE) {
+        const pos = `${el.scrollLeft},${el.scrollTop}`;
+        if (st.scrolled.get(el) !== pos) {
+          st.scrolled.set(el, pos);
+          bump();
+        }
+        return;
+      }
+      const v = viewState();
+      if (v !== st.view) {
+        st.view = v;
+        bump();
+      }
+    };
     st.mo = new MutationObserver((records) => { if (records.some(rerenders)) bump(); });
     st.mo.observe(document, {
       subtree: true, childList: true, attributes: true,
       attributeFilter: ["style", "class", "hidden", "open"],
     });
-    addEventListener("scroll", bump, { capture: true, passive: true });
-    addEventListener("resize", bump, { passive: true });
+    addEventListener("scroll", onView, { capture: true, passive: true });
+    addEventListener("resize", onView, { passive: true });
     st.stop = () => {
       st.mo.disconnect();
-      removeEventListener("scroll", bump, { capture: true });
-      removeEventListener("resize", bump);
+      removeEventListener("scroll", onView, { capture: true });
+      removeEventListener("resize", onView);
     };
     return st;
   }
@@ -411,7 +432,10 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     scrollBy({ left: dx, top: dy, behavior: "instant" });
     if (scrollX === before[0] && scrollY === before[1]) {
       const inner = scrollableAtCentre();
-      if (inner) inner.scrollBy({ left: dx, top: dy, behavior: "instant" });
+      if (inner) {
+        inner.scrollBy({ left: dx, top: dy, behavior: "instant" });
+        S.scrolled.set(inner, `${inner.scrollLeft},${inner.scrollTop}`);
+      }
     }
     S.epoch++;
     S.view = viewState();

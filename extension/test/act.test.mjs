@@ -584,10 +584,10 @@ test("a step whose page stops answering is abandoned after the bound: detached, 
   assert.deepEqual(browser.attachedTabs(), []);
 });
 
-test("the manifest asks for debugger and nothing more: no site host permissions, no scripting", async () => {
+test("the manifest asks for debugger (actions) and tabGroups (the Session Monitor's groups) and nothing more: no site host permissions, no scripting", async () => {
   const { readFile } = await import("node:fs/promises");
   const m = JSON.parse(await readFile(new URL("../manifest.json", import.meta.url), "utf8"));
-  assert.deepEqual([...m.permissions].sort(), ["alarms", "debugger", "storage", "tabs"]);
+  assert.deepEqual([...m.permissions].sort(), ["alarms", "debugger", "storage", "tabGroups", "tabs"]);
   assert.deepEqual(m.host_permissions, ["http://127.0.0.1/*"], "the agent's loopback host only");
   assert.equal(m.optional_permissions, undefined);
   assert.equal(m.content_scripts, undefined);

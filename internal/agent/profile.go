@@ -135,7 +135,7 @@ func (pl *profileLoop) publish(ctx context.Context, full bool) error {
 	p.Status.ObservedGeneration = p.Generation
 	var pages []bindablePage
 	if ready {
-		pages = bindablePages(ctx, a)
+		pages = bindablePages(a)
 		if full || p.Status.Epoch != epoch || !apimeta.IsStatusConditionTrue(p.Status.Conditions, twv1.ConnectedCondition) {
 			p.Status.TabCount = int32(len(pages))
 		}
@@ -303,48 +303,44 @@ func setProfileCondition(p *twv1.BrowserProfile, typ string, status metav1.Condi
 	conditions.Set(p, typ, status, reason, msg)
 }
 
-// bindablePage is a page a session may bind, with the namespace of the session
-// whose window opened, adopted or bound it (empty for the user's own pages).
+// bindablePage is a page a session may bind: a user's page.
 type bindablePage struct {
 	browser.Page
-	ownerNamespace string
 }
 
 // bindablePages lists the pages a session may bind, by id: never browser or
-// extension pages.
-func bindablePages(ctx context.Context, a *Agent) []bindablePage {
+// extension pages, and never a page recorded in the driver's ledger (opened,
+// spawned or bound by a window: binding it would be refused, tab_in_use) nor
+// one spawned by such a page and not adopted yet. So a session's own pages
+// coming and going never rewrite a tab list.
+func bindablePages(a *Agent) []bindablePage {
 	var pages []bindablePage
 	for _, p := range a.model.all() {
 		if !Bindable(p.URL) {
 			continue
 		}
-		bp := bindablePage{Page: p}
-		if r, recorded := a.model.record(p.ID); recorded {
-			o, ok := a.windowOfKey(ctx, r.Key)
-			if !ok {
-				continue // a session's page whose window is not known yet: nobody's to see
-			}
-			bp.ownerNamespace = o.Namespace
-		} else if _, fromRecorded := a.model.record(p.OpenerID); p.OpenerID != "" && fromRecorded {
-			continue // spawned by a session's page, not adopted yet: that session's
+		if _, recorded := a.model.record(p.ID); recorded {
+			continue
 		}
-		pages = append(pages, bp)
+		if _, fromRecorded := a.model.record(p.OpenerID); p.OpenerID != "" && fromRecorded {
+			continue
+		}
+		if p.Attributed != "" {
+			continue // appeared during an action: that session's once adopted
+		}
+		pages = append(pages, bindablePage{Page: p})
 	}
 	sort.Slice(pages, func(i, j int) bool { return pages[i].ID < pages[j].ID })
 	return pages
 }
 
-// tabsVisibleIn is the tab list of namespace ns: the user's bindable pages and
-// those of ns's own sessions, never a page another namespace's session opened,
-// adopted or bound; on a pool profile only pages of the default browser context
-// and of ns's sessions' contexts (named <namespace>/<session>). At most
+// tabsVisibleIn is the tab list of namespace ns: the user's bindable pages; on
+// a pool profile only those of the default browser context and of ns's
+// sessions' contexts (named <namespace>/<session>). At most
 // twv1.MaxBindableTabs of them, with the full count.
 func tabsVisibleIn(ns string, pages []bindablePage) tabListContent {
 	var c tabListContent
 	for _, p := range pages {
-		if p.ownerNamespace != "" && p.ownerNamespace != ns {
-			continue
-		}
 		if p.Context != "" && !strings.HasPrefix(p.Context, ns+"/") {
 			continue
 		}

@@ -16,24 +16,22 @@ func ids(c tabListContent) []string {
 	return out
 }
 
-// TestTabsVisibleIn: a namespace sees the user's pages and its own sessions'
-// pages (and, on a pool profile, its own sessions' contexts), never a page of
-// another namespace's session; at most 500 tabs with the full count.
+// TestTabsVisibleIn: a namespace sees the user's pages (on a pool profile, of
+// the default context and of its own sessions' contexts), never another
+// namespace's context; at most 500 tabs with the full count.
 func TestTabsVisibleIn(t *testing.T) {
 	pages := []bindablePage{
 		{Page: browser.Page{ID: "a", URL: "https://user.example/"}},
-		{Page: browser.Page{ID: "b", URL: "https://a.example/", Context: "team-a/s1"}, ownerNamespace: "team-a"},
-		{Page: browser.Page{ID: "c", URL: "https://b.example/", Context: "team-b/s1"}, ownerNamespace: "team-b"},
-		{Page: browser.Page{ID: "d", URL: "https://ab.example/", Context: "team-ab/s1"}, ownerNamespace: "team-ab"},
-		{Page: browser.Page{ID: "e", URL: "https://opened-by-b.example/"}, ownerNamespace: "team-b"},
-		{Page: browser.Page{ID: "f", URL: "https://user.example/bound-by-a"}, ownerNamespace: "team-a"},
+		{Page: browser.Page{ID: "b", URL: "https://a.example/", Context: "team-a/s1"}},
+		{Page: browser.Page{ID: "c", URL: "https://b.example/", Context: "team-b/s1"}},
+		{Page: browser.Page{ID: "d", URL: "https://ab.example/", Context: "team-ab/s1"}},
 	}
 	for _, tc := range []struct {
 		ns   string
 		want []string
 	}{
-		{"team-a", []string{"a", "b", "f"}},
-		{"team-b", []string{"a", "c", "e"}},
+		{"team-a", []string{"a", "b"}},
+		{"team-b", []string{"a", "c"}},
 		{"team-ab", []string{"a", "d"}},
 		{"other", []string{"a"}},
 	} {

@@ -142,22 +142,19 @@ func TestDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", "./cmd/tabwarden")
+	list := exec.Command("go", "list", "-deps", "-f", `{{if not .Standard}}{{range .GoFiles}}{{$.Dir}}/{{.}} {{end}}{{range .EmbedFiles}}{{$.Dir}}/{{.}} {{end}}{{end}}`, "./cmd/tabwarden")
 	list.Dir = root
 	out, err := list.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	for _, dir := range strings.Fields(string(out)) {
-		rel, err := filepath.Rel(root, dir)
+	for _, file := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, file)
 		if err != nil || strings.HasPrefix(rel, "..") {
 			continue // a module dependency
 		}
-		top := strings.Split(rel, string(filepath.Separator))[0]
-		for _, line := range strings.Split(string(ignored), "\n") {
-			if strings.TrimSpace(line) == top {
-				t.Errorf(".dockerignore leaves out %s, which ./cmd/tabwarden builds from (%s)", top, rel)
-			}
+		if dockerIgnores(string(ignored), filepath.ToSlash(rel)) {
+			t.Errorf(".dockerignore leaves out %s, which ./cmd/tabwarden builds from", rel)
 		}
 	}
 
@@ -353,4 +350,33 @@ func TestManifests(t *testing.T) {
 	if !mounts["/tmp"] || !mounts[filepath.Dir(udd)] {
 		t.Errorf("chromium needs writable /tmp and %s (--user-data-dir %s): mounts %v", filepath.Dir(udd), udd, mounts)
 	}
+}
+
+// dockerIgnores reports whether .dockerignore rules leave path out of the build
+// context: the last rule that matches wins, a "!" rule lets a path back in, and a
+// rule matches the path itself, a directory above it, or a glob of it.
+func dockerIgnores(rules, path string) bool {
+	ignored := false
+	for _, line := range strings.Split(rules, "\n") {
+		rule := strings.TrimSpace(line)
+		if rule == "" || strings.HasPrefix(rule, "#") {
+			continue
+		}
+		keep := strings.HasPrefix(rule, "!")
+		rule = strings.TrimPrefix(rule, "!")
+		matched := path == rule || strings.HasPrefix(path, rule+"/")
+		if !matched {
+			if ok, _ := filepath.Match(rule, path); ok {
+				matched = true
+			}
+		}
+		if !matched && strings.HasPrefix(rule, "**/") {
+			ok, _ := filepath.Match(strings.TrimPrefix(rule, "**/"), filepath.Base(path))
+			matched = ok
+		}
+		if matched {
+			ignored = !keep
+		}
+	}
+	return ignored
 }
