@@ -159,8 +159,8 @@ func summarizeSession(s *twv1.BrowserSession, _ []twv1.BrowserWindow, err error)
 				break
 			}
 		}
-		switch {
-		case blocking == nil:
+		switch blocking {
+		case nil:
 			setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonActive, "The session is registered and every spawned window is acknowledged")
 		default:
 			setCondition(s, twv1.ReadyCondition, metav1.ConditionFalse, blocking.Reason, blocking.Message)

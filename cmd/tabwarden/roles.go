@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -165,7 +166,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 		if err := host.Start(ctx); err != nil {
 			return err
 		}
-		defer host.Close()
+		defer func() { _ = host.Close() }() // best-effort cleanup
 		log.Info("Extension host ready; pair your Chrome with `tabwarden pair --state-dir "+stateDir+"`",
 			"addr", host.Addr(), "paired", host.Paired())
 		b = host.Driver()
@@ -228,7 +229,6 @@ func runPair(name string, args []string, stdout, stderr io.Writer) error {
 
 func defaultPort() int {
 	_, port, _ := strings.Cut(extension.DefaultAddr, ":")
-	var n int
-	fmt.Sscanf(port, "%d", &n)
+	n, _ := strconv.Atoi(port) // DefaultAddr is a constant with a numeric port
 	return n
 }

@@ -17,7 +17,7 @@ func TestUnpair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(base)
+	defer func() { _ = os.RemoveAll(base) }() // best-effort cleanup
 	dir := base + "/state"
 	h, err := extension.New(extension.Options{Addr: "127.0.0.1:0", StateDir: dir})
 	if err != nil {
@@ -28,7 +28,7 @@ func TestUnpair(t *testing.T) {
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
+	defer func() { _ = h.Close() }() // best-effort cleanup
 	code, _ := h.NewPairingCode()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+h.Addr()+"/v1/pair", strings.NewReader(`{"code":"`+code+`"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -37,7 +37,7 @@ func TestUnpair(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("pairing: %v %v", resp, err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // the body is read; a close error changes nothing
 
 	var out, errOut bytes.Buffer
 	if code := dispatch([]string{"unpair", "--state-dir", dir}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "forgot its pairing") {

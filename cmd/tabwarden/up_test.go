@@ -322,9 +322,7 @@ func TestUp(t *testing.T) {
 				alive = append(alive, p.String())
 			}
 		}
-		for _, p := range processesMentioning(info.ChromiumUserDataDir) {
-			alive = append(alive, p)
-		}
+		alive = append(alive, processesMentioning(info.ChromiumUserDataDir)...)
 		return len(alive) == 0, strings.Join(alive, "; ")
 	})
 	// up's last resort (killing what its own shutdown missed) must not have been needed.
@@ -452,7 +450,7 @@ func pageOpen(t *testing.T, devtools, id, url string) bool {
 	if err != nil {
 		t.Fatalf("asking Chromium for its pages: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the body is read; a close error changes nothing
 	body, _ := io.ReadAll(resp.Body)
 	var targets []struct {
 		ID   string `json:"id"`
@@ -531,7 +529,7 @@ func httpGet(t *testing.T, u string) string {
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the body is read; a close error changes nothing
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)

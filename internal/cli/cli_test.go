@@ -263,7 +263,7 @@ func TestRoundTrip(t *testing.T) {
 			before := testenv.Get(t, k8s, &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: item.GetName()}})
 			obj := item.DeepCopy()
 			unstructured.RemoveNestedField(obj.Object, "status")
-			w.g.Expect(w.userClient().Patch(context.Background(), obj, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership)).
+			w.g.Expect(w.userClient().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("kubectl"), client.ForceOwnership)).
 				To(Succeed(), "re-applying %s/%s printed with -o %s", w.ns, item.GetName(), format)
 			after := testenv.Get(t, k8s, before.DeepCopy())
 			w.g.Expect(after.Spec).To(Equal(before.Spec), "re-applying the printed object changes nothing")

@@ -66,7 +66,7 @@ func openUserTab(ctx context.Context, wsURL, pageURL string) error {
 	if err != nil {
 		return fmt.Errorf("connecting to Chromium's DevTools: %w", err)
 	}
-	defer ws.CloseNow()
+	defer func() { _ = ws.CloseNow() }() // best effort: the connection is going away either way
 	ws.SetReadLimit(64 << 20)
 	c := &devtools{ws: ws}
 	return c.call(ctx, "", "Target.createTarget", map[string]any{"url": pageURL, "background": true}, nil)

@@ -223,7 +223,7 @@ func TestTools(t *testing.T) {
 	g.Expect(out["unacknowledged"]).To(BeNil())
 	g.Expect(out["windows"]).To(HaveLen(3))
 
-	text, out, isErr = call(t, cs, "finish", map[string]any{"session": session})
+	text, _, isErr = call(t, cs, "finish", map[string]any{"session": session})
 	g.Expect(isErr).To(BeFalse(), text)
 	s := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: session}}
 	g.Eventually(func() twv1.SessionPhase { return testenv.Get(t, k8s, s).Status.Phase }).Should(Equal(twv1.SessionPhaseFinished))

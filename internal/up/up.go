@@ -185,7 +185,7 @@ func isRepo(d string) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose on close
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -756,7 +756,7 @@ func lock(path string) (func(), error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close() // best-effort cleanup
 		return nil, fmt.Errorf("another `tabwarden up` is running with %s (stop it, or pass --dir for a separate one)", filepath.Dir(path))
 	}
 	return func() { _ = f.Close() }, nil

@@ -44,7 +44,6 @@ type report struct {
 	costs    []costRow
 	scale    []scaleRow
 	notes    []string
-	targets  []string
 	profiles string
 	legs     []*legs
 	elapsed  time.Duration
@@ -222,8 +221,9 @@ func describeMachine(ctx context.Context, assets string) string {
 	mem := ""
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		var kb int64
-		fmt.Sscanf(strings.SplitN(string(data), "\n", 2)[0], "MemTotal: %d kB", &kb)
-		mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		if _, err := fmt.Sscanf(strings.SplitN(string(data), "\n", 2)[0], "MemTotal: %d kB", &kb); err == nil {
+			mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		}
 	}
 	lines = append(lines, fmt.Sprintf("- CPU: %d cores (%s), memory %s, %s/%s", runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH))
 	if out, err := exec.CommandContext(ctx, "uname", "-r").Output(); err == nil {

@@ -98,7 +98,7 @@ func roleMain(args []string) int {
 		f, err := os.Create(*cpuprofile)
 		if err == nil {
 			_ = pprof.StartCPUProfile(f)
-			defer func() { pprof.StopCPUProfile(); f.Close() }()
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }() // best-effort cleanup
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -111,7 +111,7 @@ func roleMain(args []string) int {
 					if f, err := os.Create(*heapprofile); err == nil {
 						runtime.GC()
 						_ = pprof.WriteHeapProfile(f)
-						f.Close()
+						_ = f.Close() // best-effort cleanup
 					}
 				}
 				continue

@@ -366,7 +366,7 @@ func startChild(cfg config, role, restPath, tag string) (*child, error) {
 		return nil, err
 	}
 	c := &child{cmd: cmd, stats: stats, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logf.Close(); close(c.done) }()
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(c.done) }() // best-effort cleanup
 	return c, nil
 }
 

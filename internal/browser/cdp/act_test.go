@@ -31,7 +31,7 @@ func stepOK(t *testing.T, b *Browser, owner, page string, s browser.Step) browse
 }
 
 // refused fails unless err is an *ActError with reason.
-func refused(t *testing.T, what string, err error, reason string) *browser.ActError {
+func refused(t *testing.T, what string, err error, reason string) {
 	t.Helper()
 	var ae *browser.ActError
 	if !errors.As(err, &ae) || ae.Reason != reason {
@@ -40,7 +40,6 @@ func refused(t *testing.T, what string, err error, reason string) *browser.ActEr
 	if ae.Message == "" {
 		t.Errorf("%s: refusal without a message", what)
 	}
-	return ae
 }
 
 func observe(t *testing.T, b *Browser, owner, page string) *browser.PageObservation {
@@ -138,7 +137,9 @@ func TestActClickByText(t *testing.T) {
 	o := observe(t, b, "two", p.ID)
 
 	_, err := step(b, "two", p.ID, click(browser.Target{Text: "Send"}))
-	ae := refused(t, "click text Send", err, "ambiguous_target")
+	refused(t, "click text Send", err, "ambiguous_target")
+	var ae *browser.ActError
+	errors.As(err, &ae)
 	sends := named(o, "Send")
 	if len(ae.Candidates) != 2 || ae.Candidates[0].ID != sends[0].ID || ae.Candidates[1].ID != sends[1].ID {
 		t.Errorf("candidates %+v, want the two Send buttons %+v", ae.Candidates, sends)

@@ -49,7 +49,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: launch chromium: %v\n", err)
 		return 1
 	}
-	defer chrome.Close()
+	defer func() { _ = chrome.Close() }() // best-effort cleanup
 	return m.Run()
 }
 
@@ -191,7 +191,7 @@ func devtoolsHTTP(t *testing.T, path string, out any) {
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the body is read; a close error changes nothing
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s %s", path, resp.Status, body)
@@ -333,7 +333,7 @@ func newProxy(t *testing.T, target string) *proxy {
 		t.Fatal(err)
 	}
 	p := &proxy{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); p.cut() })
+	t.Cleanup(func() { _ = ln.Close(); p.cut() }) // best-effort cleanup
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -344,19 +344,19 @@ func newProxy(t *testing.T, target string) *proxy {
 			refuse := p.refuse
 			p.mu.Unlock()
 			if refuse {
-				c.Close()
+				_ = c.Close() // best-effort cleanup
 				continue
 			}
 			u, err := net.Dial("tcp", target)
 			if err != nil {
-				c.Close()
+				_ = c.Close() // best-effort cleanup
 				continue
 			}
 			p.mu.Lock()
 			p.conns = append(p.conns, c, u)
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(u, c); u.Close() }()
-			go func() { _, _ = io.Copy(c, u); c.Close() }()
+			go func() { _, _ = io.Copy(u, c); _ = u.Close() }() // best-effort cleanup
+			go func() { _, _ = io.Copy(c, u); _ = c.Close() }() // best-effort cleanup
 		}
 	}()
 	return p
@@ -374,7 +374,7 @@ func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
-		c.Close()
+		_ = c.Close() // best-effort cleanup
 	}
 	p.conns = nil
 }

@@ -88,7 +88,7 @@ func (h *Host) handleConnect(w http.ResponseWriter, r *http.Request, origin stri
 // anything from which the key could be recovered or a proof replayed.
 func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 	timer := time.AfterFunc(h.opts.HelloTimeout, func() {
-		c.Close(websocket.StatusPolicyViolation, "handshake timeout")
+		_ = c.Close(websocket.StatusPolicyViolation, "handshake timeout") // best effort: the connection is going away either way
 	})
 	defer timer.Stop()
 	read := func(what string) (inFrame, bool) {
@@ -101,14 +101,14 @@ func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 		var f inFrame
 		if typ != websocket.MessageText || json.Unmarshal(data, &f) != nil {
 			h.log.Info("refused connection: not a JSON text frame", "waitingFor", what, "remote", remote)
-			c.Close(CloseUnauthorized, "unauthorized")
+			_ = c.Close(CloseUnauthorized, "unauthorized") // best effort: the connection is going away either way
 			return inFrame{}, false
 		}
 		return f, true
 	}
 	refuse := func(why string) *session {
 		h.log.Info("refused connection: "+why, "remote", remote, "origin", origin)
-		c.Close(CloseUnauthorized, "unauthorized")
+		_ = c.Close(CloseUnauthorized, "unauthorized") // best effort: the connection is going away either way
 		return nil
 	}
 
@@ -123,7 +123,7 @@ func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 	st := h.state
 	if h.closed {
 		h.mu.Unlock()
-		c.Close(websocket.StatusGoingAway, "agent shutting down")
+		_ = c.Close(websocket.StatusGoingAway, "agent shutting down") // best effort: the connection is going away either way
 		return nil
 	}
 	if st == nil || st.Origin != origin || subtle.ConstantTimeCompare([]byte(hello.KeyID), []byte(st.kid)) != 1 {
@@ -140,7 +140,7 @@ func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 		Proof: b64.EncodeToString(hostProof(st.key, hello.Nonce, nonceH, epoch))}
 	if err := h.write(&session{c: c}, challenge); err != nil {
 		h.log.Info("connection lost during the handshake", "remote", remote, "err", err.Error())
-		c.CloseNow()
+		_ = c.CloseNow() // best effort: the connection is going away either way
 		return nil
 	}
 	auth, ok := read("auth")
@@ -158,7 +158,7 @@ func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		c.Close(websocket.StatusGoingAway, "agent shutting down")
+		_ = c.Close(websocket.StatusGoingAway, "agent shutting down") // best effort: the connection is going away either way
 		return nil
 	}
 	if h.state != st {
@@ -168,7 +168,7 @@ func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 	if h.sess != nil {
 		h.mu.Unlock()
 		h.log.Info("refused connection: another extension connection is active", "remote", remote)
-		c.Close(CloseAlreadyConnected, "already_connected")
+		_ = c.Close(CloseAlreadyConnected, "already_connected") // best effort: the connection is going away either way
 		return nil
 	}
 	s := &session{
@@ -187,7 +187,7 @@ func (h *Host) handshake(c *websocket.Conn, origin, remote string) *session {
 	if err := h.write(s, welcomeFrame{Type: frameWelcome, Epoch: s.epoch}); err != nil {
 		h.log.Info("extension connection lost during welcome", "remote", remote, "err", err.Error())
 		h.detach(s)
-		c.CloseNow()
+		_ = c.CloseNow() // best effort: the connection is going away either way
 		return nil
 	}
 	close(s.welcomed)
@@ -214,7 +214,7 @@ func (h *Host) write(s *session, v any) error {
 func (h *Host) readLoop(s *session) {
 	defer func() {
 		h.detach(s)
-		s.c.CloseNow()
+		_ = s.c.CloseNow() // best effort: the connection is going away either way
 	}()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), h.opts.IdleTimeout)
@@ -229,12 +229,12 @@ func (h *Host) readLoop(s *session) {
 			return
 		}
 		if typ != websocket.MessageText {
-			s.c.Close(websocket.StatusUnsupportedData, "text frames only")
+			_ = s.c.Close(websocket.StatusUnsupportedData, "text frames only") // best effort: the connection is going away either way
 			return
 		}
 		var f inFrame
 		if err := json.Unmarshal(data, &f); err != nil {
-			s.c.Close(websocket.StatusInvalidFramePayloadData, "frames are JSON objects")
+			_ = s.c.Close(websocket.StatusInvalidFramePayloadData, "frames are JSON objects") // best effort: the connection is going away either way
 			return
 		}
 		switch f.Type {

@@ -33,7 +33,7 @@ func (h *Host) listenControl() (net.Listener, error) {
 			return nil, fmt.Errorf("extension host: %s exists and is not a socket; remove it", path)
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
+			_ = c.Close() // best effort: the connection is going away either way
 			return nil, fmt.Errorf("extension host: another tabwarden agent is already serving %s", path)
 		}
 		if err := os.Remove(path); err != nil {
@@ -46,7 +46,7 @@ func (h *Host) listenControl() (net.Listener, error) {
 	}
 	// The directory is 0700 already; the socket itself is tightened too.
 	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+		_ = ln.Close() // best-effort cleanup
 		return nil, fmt.Errorf("extension host: control socket: %w", err)
 	}
 	return &peerCheckListener{Listener: ln, host: h}, nil
@@ -69,7 +69,7 @@ func (l *peerCheckListener) Accept() (net.Conn, error) {
 		l.host.mu.Unlock()
 		if err := checkPeerUID(c, uid); err != nil {
 			l.host.log.Info("refused control connection", "reason", err.Error())
-			c.Close()
+			_ = c.Close() // best effort: the connection is going away either way
 			continue
 		}
 		return c, nil
@@ -178,7 +178,7 @@ func controlCall(ctx context.Context, stateDir, path, what string, out any) erro
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the body is read; a close error changes nothing
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)

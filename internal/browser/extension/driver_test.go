@@ -545,7 +545,7 @@ func TestDisconnectFailsPendingAndReconnect(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- d.Close(context.Background(), browser.CloseRequest{Key: "uid-a", ID: "10"}) }()
 	fe.nextCmd("close")
-	fe.c.CloseNow() // the service worker dies
+	_ = fe.c.CloseNow() // the service worker dies
 	select {
 	case err := <-errc:
 		if !errors.Is(err, browser.ErrNotConnected) {

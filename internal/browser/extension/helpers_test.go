@@ -76,7 +76,7 @@ func stateDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	t.Cleanup(func() { _ = os.RemoveAll(base) }) // best-effort cleanup
 	return base + "/state"
 }
 
@@ -107,7 +107,7 @@ func startHost(t *testing.T, dir string, mod func(*Options)) *testHost {
 	if err := h.Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { _ = h.Close() }) // best-effort cleanup
 	return &testHost{Host: h, dir: dir, logs: logs, clock: clk}
 }
 
@@ -131,7 +131,7 @@ func postPair(t *testing.T, th *testHost, origin, body string, mods ...func(*htt
 	if err != nil {
 		t.Fatalf("POST /v1/pair: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the body is read; a close error changes nothing
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
 }
@@ -175,7 +175,7 @@ func dialRaw(t *testing.T, th *testHost, origin, host string) (*websocket.Conn, 
 	c, resp, err := websocket.Dial(ctx, "ws://"+th.Addr()+"/v1/connect", &websocket.DialOptions{HTTPHeader: hdr, Host: host})
 	if c != nil {
 		c.SetReadLimit(-1)
-		t.Cleanup(func() { c.CloseNow() })
+		t.Cleanup(func() { _ = c.CloseNow() }) // best effort: the connection is going away either way
 	}
 	return c, resp, err
 }

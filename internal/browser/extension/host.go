@@ -268,7 +268,7 @@ func (h *Host) Start(ctx context.Context) error {
 	}
 	ctlLn, err := h.listenControl()
 	if err != nil {
-		ln.Close()
+		_ = ln.Close() // best-effort cleanup
 		return err
 	}
 	errorLog := log.New(logWriter{h.log.V(1)}, "", 0)
@@ -337,7 +337,7 @@ func (h *Host) Close() error {
 	}
 	if s := h.sess; s != nil {
 		h.detachLocked(s)
-		go s.c.Close(1001, "agent shutting down")
+		go func() { _ = s.c.Close(1001, "agent shutting down") }() // best effort: the connection is going away either way
 	}
 	h.closed = true
 	close(h.events)
@@ -499,7 +499,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			if n := l.refused.Add(1); n == 1 || n%1000 == 0 {
 				l.log.Info("refusing connections beyond the limit", "max", cap(l.sem), "refused", n)
 			}
-			c.Close()
+			_ = c.Close() // best effort: the connection is going away either way
 		}
 	}
 }

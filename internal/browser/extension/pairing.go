@@ -142,7 +142,7 @@ func (h *Host) pair(origin, code string) (string, error) {
 		// The live connection authenticated with the revoked key: drop it now, so that
 		// the extension's reconnect with the new key is not refused with 4409.
 		h.detachLocked(s)
-		go s.c.Close(CloseUnauthorized, "pairing replaced by a new one")
+		go func() { _ = s.c.Close(CloseUnauthorized, "pairing replaced by a new one") }() // best effort: the connection is going away either way
 	}
 	if previous != nil {
 		h.log.Info("paired; previous pairing revoked", "origin", origin, "previousOrigin", previous.Origin)
@@ -172,7 +172,7 @@ func (h *Host) unpairLocked(why string) (bool, error) {
 	h.state = nil
 	if s := h.sess; s != nil {
 		h.detachLocked(s)
-		go s.c.Close(CloseUnauthorized, why)
+		go func() { _ = s.c.Close(CloseUnauthorized, why) }() // best effort: the connection is going away either way
 	}
 	if was {
 		h.log.Info("pairing forgotten", "why", why)
@@ -299,8 +299,8 @@ func writeStateFile(path string, st *pairState) error {
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()
-			os.Remove(tmp)
+			_ = f.Close()      // best-effort cleanup
+			_ = os.Remove(tmp) // best-effort cleanup
 		}
 	}()
 	if err := f.Chmod(0o600); err != nil {
@@ -321,7 +321,7 @@ func writeStateFile(path string, st *pairState) error {
 	ok = true
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
-		d.Close()
+		_ = d.Close() // best-effort cleanup
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func TestOldSocketReplyNotMatchedAfterRestart(t *testing.T) {
 	if !strings.HasPrefix(old.ID, th1.idPrefix+".") || len(th1.idPrefix) < 16 {
 		t.Fatalf("command id %q has no random per-process prefix", old.ID)
 	}
-	th1.Close()
+	_ = th1.Close() // best-effort cleanup
 	fe1.closedWith(websocket.StatusGoingAway)
 
 	th2 := startHost(t, dir, nil)
@@ -102,7 +102,7 @@ func TestSlowPairRequestsAreCut(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
+			defer func() { _ = c.Close() }() // best effort: the connection is going away either way
 			_ = c.SetReadDeadline(time.Now().Add(readTimeout + 10*time.Second))
 			b, _ := io.ReadAll(c)
 			results[i] = outcome{held: time.Since(dialed), got: string(b)}
@@ -163,7 +163,7 @@ func TestUnpairOverTheControlSocket(t *testing.T) {
 	if was, err := RequestUnpair(ctx, th.dir); err != nil || was {
 		t.Fatalf("second unpair: %v %v", was, err)
 	}
-	th.Close()
+	_ = th.Close() // best-effort cleanup
 	th2 := startHost(t, th.dir, nil)
 	if th2.Paired() {
 		t.Fatal("paired again after a restart")

@@ -131,13 +131,13 @@ func (l *Ledger) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // best-effort cleanup
 	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // best-effort cleanup
 		return fmt.Errorf("ledger: %w", err)
 	}
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // best-effort cleanup
 		return fmt.Errorf("ledger: %w", err)
 	}
 	if err := tmp.Close(); err != nil {

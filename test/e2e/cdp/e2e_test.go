@@ -309,7 +309,7 @@ func TestPoolSessionsAreIsolated(t *testing.T) {
 	// An agent restart mid-session reuses bob's context: his cookie, set
 	// before the restart, is seen by a page opened after it.
 	agt.Stop()
-	agt = startAgent(t, "pool", chrome.WebSocketURL, true)
+	startAgent(t, "pool", chrome.WebSocketURL, true)
 	after := openWindow(ns, "bob-after-restart", "bob", site.Path("/cookies?restarted=bob"))
 	g.Expect(k8s.Create(ctx, after)).To(Succeed())
 	waitOpen(t, g, after)

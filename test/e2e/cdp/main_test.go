@@ -62,14 +62,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best-effort cleanup
 	stateDir = dir
 	env, c, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer env.Stop()
+	defer func() { _ = env.Stop() }() // best-effort cleanup
 	cfg = c
 	if k8s, err = client.New(cfg, client.Options{Scheme: run.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -83,7 +83,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: launching chromium: %v\n", err)
 		return 1
 	}
-	defer chrome.Close()
+	defer func() { _ = chrome.Close() }() // best-effort cleanup
 	return m.Run()
 }
 
@@ -218,22 +218,22 @@ func newProxy(t *testing.T, target string) *proxy {
 			p.mu.Lock()
 			if p.down {
 				p.mu.Unlock()
-				c.Close()
+				_ = c.Close() // best-effort cleanup
 				continue
 			}
 			up, err := net.Dial("tcp", target)
 			if err != nil {
 				p.mu.Unlock()
-				c.Close()
+				_ = c.Close() // best-effort cleanup
 				continue
 			}
 			p.conns = append(p.conns, c, up)
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
+			go func() { _, _ = io.Copy(up, c); _ = up.Close() }() // best-effort cleanup
+			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()  // best-effort cleanup
 		}
 	}()
-	t.Cleanup(func() { ln.Close(); p.cut(true) })
+	t.Cleanup(func() { _ = ln.Close(); p.cut(true) }) // best-effort cleanup
 	return p
 }
 
@@ -243,7 +243,7 @@ func (p *proxy) cut(down bool) {
 	defer p.mu.Unlock()
 	p.down = down
 	for _, c := range p.conns {
-		c.Close()
+		_ = c.Close() // best-effort cleanup
 	}
 	p.conns = nil
 }

@@ -34,7 +34,7 @@ func TestActThroughExtension(t *testing.T) {
 	userURL := fx.Path("/quiet?user=act&run=" + run)
 	userTargets, userWindowID := openUserWindow(t, userURL)
 	t.Cleanup(func() {
-		_ = devtools.call(context.Background(), "", "Target.closeTarget", map[string]any{"targetId": userTargets[0]}, nil)
+		_ = devtools.closeTarget(context.Background(), userTargets[0]) // best-effort cleanup
 	})
 	var userTab string
 	g.Eventually(func(g Gomega) {

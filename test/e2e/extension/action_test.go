@@ -33,7 +33,7 @@ func TestScriptedAgentIncidentThroughExtension(t *testing.T) {
 	userURL := fx.Path("/quiet?user=scripted&ns=" + ns)
 	userTargets, _ := openUserWindow(t, userURL)
 	t.Cleanup(func() {
-		_ = devtools.call(context.Background(), "", "Target.closeTarget", map[string]any{"targetId": userTargets[0]}, nil)
+		_ = devtools.closeTarget(context.Background(), userTargets[0]) // best-effort cleanup
 	})
 	u := testenv.UserClient(t, cfg, ns, "ada")
 	startRoles(t)

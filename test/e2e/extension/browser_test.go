@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 )
 
@@ -22,18 +23,16 @@ func openUserWindow(t *testing.T, urls ...string) (targets []string, windowID st
 	ctx := context.Background()
 	g := NewWithT(t)
 	for i, u := range urls {
-		params := map[string]any{"url": u}
+		params := wire.CreateTarget{URL: u}
 		if i == 0 {
-			params["newWindow"] = true
+			params.NewWindow = true
 		} else {
 			// A new background tab goes to the last active window: the one just made.
-			params["background"] = true
+			params.Background = true
 		}
-		var r struct {
-			TargetID string `json:"targetId"`
-		}
-		g.Expect(devtools.call(ctx, "", "Target.createTarget", params, &r)).To(Succeed())
-		targets = append(targets, r.TargetID)
+		target, err := devtools.create(ctx, params)
+		g.Expect(err).To(Succeed())
+		targets = append(targets, target)
 	}
 	// The extension reports the tabs, with their window.
 	g.Eventually(func(g Gomega) {
@@ -97,11 +96,8 @@ func hasPageURL(u string) bool {
 
 // windowOfTarget is the Chrome (DevTools) window id of a target.
 func windowOfTarget(ctx context.Context, target string) (int, error) {
-	var r struct {
-		WindowID int `json:"windowId"`
-	}
-	err := devtools.call(ctx, "", "Browser.getWindowForTarget", map[string]any{"targetId": target}, &r)
-	return r.WindowID, err
+	r, err := call(ctx, devtools, "", wire.GetWindowForTarget{TargetID: target})
+	return int(r.WindowID), err
 }
 
 // clickIn is the agent's (or user's) hand: a real mouse click on selector in the

@@ -5,234 +5,149 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
 
-// cdpClient is a minimal Chrome DevTools Protocol client: the test's own hand and
-// eyes on the Chromium that the extension lives in. tabwarden never uses it; the
-// agent drives the browser through the extension only.
+// cdpClient is the test's own hand and eyes on the Chromium that the extension
+// lives in, over tabwarden's typed CDP client (internal/browser/cdp/wire).
+// tabwarden's agent never uses it; it drives the browser through the extension
+// only.
 type cdpClient struct {
-	ws     *websocket.Conn
-	nextID atomic.Int64
+	conn *wire.Conn
 
 	mu        sync.Mutex
-	pending   map[int64]chan cdpReply
-	listeners []func(method, session string, params json.RawMessage)
-	closed    chan struct{}
+	listeners []func(wire.Event)
 }
 
-type cdpReply struct {
-	result json.RawMessage
-	err    error
-}
-
-type cdpMessage struct {
-	ID        int64           `json:"id,omitempty"`
-	Method    string          `json:"method,omitempty"`
-	SessionID string          `json:"sessionId,omitempty"`
-	Params    json.RawMessage `json:"params,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	Error     *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error,omitempty"`
-}
+// callTimeout bounds a call whose context has no deadline.
+const callTimeout = 20 * time.Second
 
 func dialCDP(ctx context.Context, wsURL string) (*cdpClient, error) {
-	ws, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+	c := &cdpClient{}
+	conn, err := wire.Dial(ctx, wsURL, c.dispatch)
 	if err != nil {
 		return nil, err
 	}
-	ws.SetReadLimit(64 << 20)
-	c := &cdpClient{ws: ws, pending: map[int64]chan cdpReply{}, closed: make(chan struct{})}
-	go c.readLoop()
+	c.conn = conn
 	return c, nil
 }
 
-func (c *cdpClient) readLoop() {
-	defer close(c.closed)
-	for {
-		_, data, err := c.ws.Read(context.Background())
-		if err != nil {
-			c.mu.Lock()
-			for id, ch := range c.pending {
-				ch <- cdpReply{err: fmt.Errorf("cdp connection closed: %w", err)}
-				delete(c.pending, id)
-			}
-			c.mu.Unlock()
-			return
-		}
-		var m cdpMessage
-		if json.Unmarshal(data, &m) != nil {
-			continue
-		}
-		if m.ID != 0 {
-			c.mu.Lock()
-			ch := c.pending[m.ID]
-			delete(c.pending, m.ID)
-			c.mu.Unlock()
-			if ch != nil {
-				if m.Error != nil {
-					ch <- cdpReply{err: fmt.Errorf("cdp error %d: %s", m.Error.Code, m.Error.Message)}
-				} else {
-					ch <- cdpReply{result: m.Result}
-				}
-			}
-			continue
-		}
-		c.mu.Lock()
-		ls := slices.Clone(c.listeners)
-		c.mu.Unlock()
-		for _, l := range ls {
-			l(m.Method, m.SessionID, m.Params)
-		}
+// dispatch hands an event to every listener, in order, from the reader goroutine.
+func (c *cdpClient) dispatch(e wire.Event) {
+	c.mu.Lock()
+	ls := slices.Clone(c.listeners)
+	c.mu.Unlock()
+	for _, l := range ls {
+		l(e)
 	}
 }
 
-func (c *cdpClient) listen(f func(method, session string, params json.RawMessage)) {
+// listen adds f to the listeners of every event; f must not block.
+func (c *cdpClient) listen(f func(wire.Event)) {
 	c.mu.Lock()
 	c.listeners = append(c.listeners, f)
 	c.mu.Unlock()
 }
 
-// call sends method on session ("" is the browser) and decodes the result into out.
-func (c *cdpClient) call(ctx context.Context, session, method string, params, out any) error {
-	if params == nil {
-		params = struct{}{}
-	}
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return err
-	}
-	id := c.nextID.Add(1)
-	ch := make(chan cdpReply, 1)
-	c.mu.Lock()
-	c.pending[id] = ch
-	c.mu.Unlock()
-	msg, _ := json.Marshal(cdpMessage{ID: id, Method: method, SessionID: session, Params: raw})
+// call sends cmd on session ("" is the browser) and returns its reply; a call
+// without a deadline gives up after callTimeout.
+func call[R any](ctx context.Context, c *cdpClient, session string, cmd wire.Command[R]) (R, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 20*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 	}
-	if err := c.ws.Write(ctx, websocket.MessageText, msg); err != nil {
-		return err
+	r, err := wire.Call(ctx, c.conn, session, cmd)
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		err = fmt.Errorf("%s: %w", cmd.Method(), err)
 	}
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return fmt.Errorf("%s: %w", method, r.err)
-		}
-		if out != nil {
-			return json.Unmarshal(r.result, out)
-		}
-		return nil
-	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-		return fmt.Errorf("%s: %w", method, ctx.Err())
-	}
+	return r, err
 }
 
-func (c *cdpClient) close() { _ = c.ws.CloseNow() }
-
-type targetInfo struct {
-	TargetID string `json:"targetId"`
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	URL      string `json:"url"`
-	OpenerID string `json:"openerId"`
-	// Attached: some debugger client (this test's session, an extension's
-	// chrome.debugger) is attached to the target now.
-	Attached bool `json:"attached"`
+// do sends a command whose reply carries nothing.
+func (c *cdpClient) do(ctx context.Context, session string, cmd wire.Command[wire.Empty]) error {
+	_, err := call(ctx, c, session, cmd)
+	return err
 }
 
-func (c *cdpClient) targets(ctx context.Context) ([]targetInfo, error) {
-	var r struct {
-		TargetInfos []targetInfo `json:"targetInfos"`
-	}
-	if err := c.call(ctx, "", "Target.getTargets", nil, &r); err != nil {
-		return nil, err
-	}
-	return r.TargetInfos, nil
+func (c *cdpClient) close() { c.conn.Close() }
+
+func (c *cdpClient) targets(ctx context.Context) ([]wire.TargetInfo, error) {
+	r, err := call(ctx, c, "", wire.GetTargets{})
+	return r.TargetInfos, err
 }
 
 // pages lists the browser's page targets (tabs), extension pages included.
-func (c *cdpClient) pages(ctx context.Context) ([]targetInfo, error) {
+func (c *cdpClient) pages(ctx context.Context) ([]wire.TargetInfo, error) {
 	all, err := c.targets(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []targetInfo
+	var out []wire.TargetInfo
 	for _, t := range all {
 		if t.Type == "page" {
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b targetInfo) int { return strings.Compare(a.TargetID, b.TargetID) })
+	slices.SortFunc(out, func(a, b wire.TargetInfo) int { return strings.Compare(a.TargetID, b.TargetID) })
 	return out, nil
 }
 
 // pageByURL finds the one page target whose url is u.
-func (c *cdpClient) pageByURL(ctx context.Context, u string) (targetInfo, error) {
+func (c *cdpClient) pageByURL(ctx context.Context, u string) (wire.TargetInfo, error) {
 	ps, err := c.pages(ctx)
 	if err != nil {
-		return targetInfo{}, err
+		return wire.TargetInfo{}, err
 	}
-	var found []targetInfo
+	var found []wire.TargetInfo
 	for _, p := range ps {
 		if p.URL == u {
 			found = append(found, p)
 		}
 	}
 	if len(found) != 1 {
-		return targetInfo{}, fmt.Errorf("%d pages with url %s", len(found), u)
+		return wire.TargetInfo{}, fmt.Errorf("%d pages with url %s", len(found), u)
 	}
 	return found[0], nil
 }
 
+// create opens a page target.
+func (c *cdpClient) create(ctx context.Context, t wire.CreateTarget) (string, error) {
+	r, err := call(ctx, c, "", t)
+	return r.TargetID, err
+}
+
+// closeTarget closes a target, as the user closing the tab does.
+func (c *cdpClient) closeTarget(ctx context.Context, targetID string) error {
+	return c.do(ctx, "", wire.CloseTarget{TargetID: targetID})
+}
+
 // attach opens a flat session on a target.
 func (c *cdpClient) attach(ctx context.Context, targetID string) (string, error) {
-	var r struct {
-		SessionID string `json:"sessionId"`
-	}
-	err := c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true}, &r)
+	r, err := call(ctx, c, "", wire.AttachToTarget{TargetID: targetID, Flatten: true})
 	return r.SessionID, err
 }
 
 func (c *cdpClient) detach(ctx context.Context, session string) {
-	_ = c.call(ctx, "", "Target.detachFromTarget", map[string]any{"sessionId": session}, nil)
+	_ = c.do(ctx, "", wire.DetachFromTarget{SessionID: session}) // the session may be gone with its target
 }
 
 // eval evaluates a read-only expression in the session's page and decodes its
 // value. The test reads geometry and form state with it; it never clicks or types
 // through JavaScript.
 func (c *cdpClient) eval(ctx context.Context, session, expr string, out any) error {
-	var r struct {
-		Result struct {
-			Value json.RawMessage `json:"value"`
-		} `json:"result"`
-		ExceptionDetails *struct {
-			Text      string `json:"text"`
-			Exception *struct {
-				Description string `json:"description"`
-			} `json:"exception"`
-		} `json:"exceptionDetails"`
-	}
-	if err := c.call(ctx, session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &r); err != nil {
+	r, err := call(ctx, c, session, wire.Evaluate{Expression: expr, ReturnByValue: true, AwaitPromise: true})
+	if err != nil {
 		return err
 	}
 	if e := r.ExceptionDetails; e != nil {
 		msg := e.Text
-		if e.Exception != nil {
+		if e.Exception.Description != "" {
 			msg += " " + e.Exception.Description
 		}
 		return errors.New("evaluate: " + msg)
@@ -265,12 +180,12 @@ func (c *cdpClient) click(ctx context.Context, session, selector string) error {
 	if err != nil {
 		return err
 	}
-	for _, ev := range []map[string]any{
-		{"type": "mouseMoved", "x": x, "y": y},
-		{"type": "mousePressed", "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1},
-		{"type": "mouseReleased", "x": x, "y": y, "button": "left", "buttons": 0, "clickCount": 1},
+	for _, ev := range []wire.DispatchMouseEvent{
+		{Type: wire.MouseMoved, X: x, Y: y},
+		{Type: wire.MousePressed, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 1, ClickCount: 1},
+		{Type: wire.MouseReleased, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 0, ClickCount: 1},
 	} {
-		if err := c.call(ctx, session, "Input.dispatchMouseEvent", ev, nil); err != nil {
+		if err := c.do(ctx, session, ev); err != nil {
 			return err
 		}
 	}
@@ -281,10 +196,10 @@ func (c *cdpClient) click(ctx context.Context, session, selector string) error {
 func (c *cdpClient) typeText(ctx context.Context, session, text string) error {
 	for _, r := range text {
 		s := string(r)
-		if err := c.call(ctx, session, "Input.dispatchKeyEvent", map[string]any{"type": "keyDown", "text": s, "unmodifiedText": s, "key": s}, nil); err != nil {
+		if err := c.do(ctx, session, wire.DispatchKeyEvent{Type: "keyDown", Text: s, UnmodifiedText: s, Key: s}); err != nil {
 			return err
 		}
-		if err := c.call(ctx, session, "Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": s}, nil); err != nil {
+		if err := c.do(ctx, session, wire.DispatchKeyEvent{Type: "keyUp", Key: s}); err != nil {
 			return err
 		}
 	}
@@ -293,10 +208,11 @@ func (c *cdpClient) typeText(ctx context.Context, session, text string) error {
 
 // selectAll presses Ctrl+A in the focused element.
 func (c *cdpClient) selectAll(ctx context.Context, session string) error {
-	if err := c.call(ctx, session, "Input.dispatchKeyEvent", map[string]any{
-		"type": "rawKeyDown", "key": "a", "code": "KeyA", "windowsVirtualKeyCode": 65, "modifiers": 2, "commands": []string{"selectAll"},
-	}, nil); err != nil {
+	const ctrl = 2
+	if err := c.do(ctx, session, wire.DispatchKeyEvent{
+		Type: "rawKeyDown", Key: "a", Code: "KeyA", WindowsVirtualKeyCode: 65, Modifiers: ctrl, Commands: []string{"selectAll"},
+	}); err != nil {
 		return err
 	}
-	return c.call(ctx, session, "Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": "a", "code": "KeyA", "windowsVirtualKeyCode": 65, "modifiers": 2}, nil)
+	return c.do(ctx, session, wire.DispatchKeyEvent{Type: "keyUp", Key: "a", Code: "KeyA", WindowsVirtualKeyCode: 65, Modifiers: ctrl})
 }

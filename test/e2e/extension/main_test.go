@@ -10,7 +10,6 @@ package extension_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,6 +31,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 	"github.com/tabwarden/tabwarden/internal/chromium"
 	"github.com/tabwarden/tabwarden/internal/fixture"
@@ -107,7 +107,7 @@ func runMain(m *testing.M) int {
 	if proc, err = chromium.Launch(ctx, opts); err != nil {
 		return fail("launching Chromium with the extension: %v", err)
 	}
-	defer proc.Close()
+	defer func() { _ = proc.Close() }() // best-effort cleanup
 	if devtools, err = dialCDP(ctx, proc.WebSocketURL); err != nil {
 		return fail("DevTools: %v", err)
 	}
@@ -124,7 +124,7 @@ func runMain(m *testing.M) int {
 	if stateDir, err = os.MkdirTemp("", "twext-"); err != nil {
 		return fail("%v", err)
 	}
-	defer os.RemoveAll(stateDir)
+	defer func() { _ = os.RemoveAll(stateDir) }() // best-effort cleanup
 	// The host pins the extension's id: by default the one extension/'s manifest key
 	// gives it (TestExtensionHasThePinnedID checks Chrome agrees); another build is
 	// pinned by its own id, as a developer would with TABWARDEN_EXTENSION_ID.
@@ -148,20 +148,20 @@ func runMain(m *testing.M) int {
 // --- the extension's service worker -----------------------------------------------
 
 // worker returns the extension's running service worker target, if any.
-func worker(ctx context.Context) (targetInfo, bool, error) {
+func worker(ctx context.Context) (wire.TargetInfo, bool, error) {
 	ts, err := devtools.targets(ctx)
 	if err != nil {
-		return targetInfo{}, false, err
+		return wire.TargetInfo{}, false, err
 	}
 	for _, t := range ts {
 		if t.Type == "service_worker" && strings.HasPrefix(t.URL, "chrome-extension://") && strings.HasSuffix(t.URL, "/background.js") {
 			return t, true, nil
 		}
 	}
-	return targetInfo{}, false, nil
+	return wire.TargetInfo{}, false, nil
 }
 
-func waitWorker(ctx context.Context, timeout time.Duration) (targetInfo, error) {
+func waitWorker(ctx context.Context, timeout time.Duration) (wire.TargetInfo, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		t, ok, err := worker(ctx)
@@ -172,7 +172,7 @@ func waitWorker(ctx context.Context, timeout time.Duration) (targetInfo, error) 
 			if err == nil {
 				err = errors.New("no chrome-extension:// service_worker target")
 			}
-			return targetInfo{}, err
+			return wire.TargetInfo{}, err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -208,23 +208,20 @@ func withServiceWorkerDomain(ctx context.Context, f func(session string, version
 	defer devtools.detach(ctx, sess)
 	var mu sync.Mutex
 	var history []swVersion
-	devtools.listen(func(method, s string, params json.RawMessage) {
-		if s != sess || method != "ServiceWorker.workerVersionUpdated" {
+	devtools.listen(func(e wire.Event) {
+		if e.Session != sess {
 			return
 		}
-		var p struct {
-			Versions []swVersion `json:"versions"`
-		}
-		if json.Unmarshal(params, &p) == nil {
+		if u, ok := wire.ParseEvent(e).(*wire.WorkerVersionUpdated); ok {
 			mu.Lock()
-			history = append(history, p.Versions...)
+			history = append(history, u.Versions...)
 			mu.Unlock()
 		}
 	})
-	if err := devtools.call(ctx, sess, "ServiceWorker.enable", nil, nil); err != nil {
+	if err := devtools.do(ctx, sess, wire.ServiceWorkerEnable{}); err != nil {
 		return err
 	}
-	defer func() { _ = devtools.call(ctx, sess, "ServiceWorker.disable", nil, nil) }()
+	defer func() { _ = devtools.do(ctx, sess, wire.ServiceWorkerDisable{}) }() // the session detaches next
 	return f(sess, func() []swVersion {
 		mu.Lock()
 		defer mu.Unlock()
@@ -232,12 +229,7 @@ func withServiceWorkerDomain(ctx context.Context, f func(session string, version
 	})
 }
 
-type swVersion struct {
-	VersionID     string `json:"versionId"`
-	ScriptURL     string `json:"scriptURL"`
-	RunningStatus string `json:"runningStatus"`
-	Status        string `json:"status"`
-}
+type swVersion = wire.ServiceWorkerVersion
 
 // --- timings -----------------------------------------------------------------------
 

@@ -95,7 +95,7 @@ func TestSessionMonitorThroughExtension(t *testing.T) {
 	popup, err := openPopupTab(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() {
-		_ = devtools.call(context.Background(), "", "Target.closeTarget", map[string]any{"targetId": popup}, nil)
+		_ = devtools.closeTarget(context.Background(), popup) // best-effort cleanup
 	}()
 	psess, err := devtools.attach(ctx, popup)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 )
 
@@ -79,11 +80,7 @@ func TestRepairFromPopupTab(t *testing.T) {
 
 // openPopupTab opens the popup page as a tab, as a user typing its address does.
 func openPopupTab(ctx context.Context) (string, error) {
-	var r struct {
-		TargetID string `json:"targetId"`
-	}
-	err := devtools.call(ctx, "", "Target.createTarget", map[string]any{"url": "chrome-extension://" + extID + "/popup.html"}, &r)
-	return r.TargetID, err
+	return devtools.create(ctx, wire.CreateTarget{URL: "chrome-extension://" + extID + "/popup.html"})
 }
 
 func pairThroughPopup(t *testing.T, open func(context.Context) (string, error), what string) error {
@@ -108,7 +105,7 @@ func pairThroughPopup(t *testing.T, open func(context.Context) (string, error), 
 		return fmt.Errorf("opening the popup: %w", err)
 	}
 	defer func() {
-		_ = devtools.call(context.Background(), "", "Target.closeTarget", map[string]any{"targetId": popup}, nil)
+		_ = devtools.closeTarget(context.Background(), popup) // best-effort cleanup
 	}()
 	sess, err := devtools.attach(ctx, popup)
 	if err != nil {
@@ -199,10 +196,10 @@ func openActionPopup(ctx context.Context) (string, error) {
 	defer devtools.detach(ctx, sess)
 	// Without Runtime.enable, Runtime.evaluate on a fresh worker session may run
 	// before the extension bindings exist ("chrome is not defined").
-	if err := devtools.call(ctx, sess, "Runtime.enable", nil, nil); err != nil {
+	if err := devtools.do(ctx, sess, wire.RuntimeEnable{}); err != nil {
 		return "", err
 	}
-	_ = devtools.call(ctx, sess, "Runtime.runIfWaitingForDebugger", nil, nil)
+	_ = devtools.do(ctx, sess, wire.RunIfWaitingForDebugger{})
 	// Even then, a worker that is still starting (its module graph loading) may not
 	// have its bindings yet: wait for them.
 	if err := poll(ctx, 20*time.Second, func() (bool, error) {
@@ -234,15 +231,15 @@ func openActionPopup(ctx context.Context) (string, error) {
 
 // runningWorker returns the extension's service worker, starting it when Chrome
 // has put it to sleep (an unpaired worker has no socket to keep it awake).
-func runningWorker(ctx context.Context) (targetInfo, error) {
+func runningWorker(ctx context.Context) (wire.TargetInfo, error) {
 	if sw, ok, err := worker(ctx); err != nil || ok {
 		return sw, err
 	}
 	err := withServiceWorkerDomain(ctx, func(sess string, _ func() []swVersion) error {
-		return devtools.call(ctx, sess, "ServiceWorker.startWorker", map[string]any{"scopeURL": "chrome-extension://" + extID + "/"}, nil)
+		return devtools.do(ctx, sess, wire.StartWorker{ScopeURL: "chrome-extension://" + extID + "/"})
 	})
 	if err != nil {
-		return targetInfo{}, err
+		return wire.TargetInfo{}, err
 	}
 	return waitWorker(ctx, 20*time.Second)
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/fixture"
 )
 
@@ -212,7 +213,7 @@ func stopWorker(t *testing.T) {
 			return fmt.Errorf("no running version of the extension's worker: %w (saw %+v)", err, versions())
 		}
 		mark := len(versions())
-		if err := devtools.call(ctx, sess, "ServiceWorker.stopWorker", map[string]any{"versionId": running.VersionID}, nil); err != nil {
+		if err := devtools.do(ctx, sess, wire.StopWorker{VersionID: running.VersionID}); err != nil {
 			return err
 		}
 		// It stopped (it may already be starting again: any tab event wakes it).

@@ -65,7 +65,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best-effort cleanup
 	stateDir = dir
 	bin = filepath.Join(dir, "tabwarden")
 	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "cmd", "tabwarden")).CombinedOutput(); err != nil {
@@ -77,7 +77,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer env.Stop()
+	defer func() { _ = env.Stop() }() // best-effort cleanup
 	admin = c
 	if k8s, err = client.New(admin, client.Options{Scheme: run.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -91,7 +91,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: launching chromium: %v\n", err)
 		return 1
 	}
-	defer chrome.Close()
+	defer func() { _ = chrome.Close() }() // best-effort cleanup
 	return m.Run()
 }
 

@@ -2,7 +2,8 @@
 // browser-level websocket with flattened sessions, and typed commands and
 // events for exactly the part of the protocol tabwarden uses. The driver
 // (internal/browser/cdp), the benchmark (test/bench) and the end-to-end tests
-// (test/e2e/cdp) all speak CDP through it.
+// (test/e2e/cdp, and test/e2e/extension's hand on the browser) all speak CDP
+// through it.
 //
 // A command is a struct naming its method and its result type:
 //

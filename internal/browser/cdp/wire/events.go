@@ -39,18 +39,34 @@ type JavaScriptDialogClosed struct {
 	UserInput string `json:"userInput,omitempty"`
 }
 
+// ServiceWorkerVersion is one version of a service worker.
+type ServiceWorkerVersion struct {
+	VersionID     string `json:"versionId"`
+	ScriptURL     string `json:"scriptURL"`
+	RunningStatus string `json:"runningStatus"` // stopped, starting, running, stopping
+	Status        string `json:"status"`
+}
+
+// WorkerVersionUpdated is ServiceWorker.workerVersionUpdated (on a session
+// with ServiceWorkerEnable).
+type WorkerVersionUpdated struct {
+	Versions []ServiceWorkerVersion `json:"versions"`
+}
+
 var eventTypes = map[string]func() any{
-	"Target.targetCreated":         func() any { return &TargetCreated{} },
-	"Target.targetInfoChanged":     func() any { return &TargetInfoChanged{} },
-	"Target.targetDestroyed":       func() any { return &TargetDestroyed{} },
-	"Target.detachedFromTarget":    func() any { return &DetachedFromTarget{} },
-	"Page.javascriptDialogOpening": func() any { return &JavaScriptDialogOpening{} },
-	"Page.javascriptDialogClosed":  func() any { return &JavaScriptDialogClosed{} },
+	"Target.targetCreated":               func() any { return &TargetCreated{} },
+	"Target.targetInfoChanged":           func() any { return &TargetInfoChanged{} },
+	"Target.targetDestroyed":             func() any { return &TargetDestroyed{} },
+	"Target.detachedFromTarget":          func() any { return &DetachedFromTarget{} },
+	"Page.javascriptDialogOpening":       func() any { return &JavaScriptDialogOpening{} },
+	"Page.javascriptDialogClosed":        func() any { return &JavaScriptDialogClosed{} },
+	"ServiceWorker.workerVersionUpdated": func() any { return &WorkerVersionUpdated{} },
 }
 
 // ParseEvent decodes e into its typed struct: *TargetCreated,
 // *TargetInfoChanged, *TargetDestroyed, *DetachedFromTarget,
-// *JavaScriptDialogOpening or *JavaScriptDialogClosed; nil for any other
+// *JavaScriptDialogOpening, *JavaScriptDialogClosed or *WorkerVersionUpdated;
+// nil for any other
 // method or params that do not decode.
 func ParseEvent(e Event) any {
 	mk, ok := eventTypes[e.Method]

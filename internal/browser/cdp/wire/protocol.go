@@ -47,6 +47,9 @@ type TargetInfo struct {
 	OpenerID         string `json:"openerId,omitempty"`
 	BrowserContextID string `json:"browserContextId,omitempty"`
 	Subtype          string `json:"subtype,omitempty"`
+	// Attached: some debugger client (a DevTools session, an extension's
+	// chrome.debugger) is attached to the target now.
+	Attached bool `json:"attached,omitempty"`
 }
 
 // SetDiscoverTargets is Target.setDiscoverTargets: with Discover, a
@@ -239,6 +242,9 @@ type Evaluate struct {
 	ContextID     int64  `json:"contextId,omitempty"`
 	ReturnByValue bool   `json:"returnByValue"`
 	Silent        bool   `json:"silent,omitempty"`
+	// AwaitPromise: when the expression is a promise, the reply waits for it
+	// and carries its value.
+	AwaitPromise bool `json:"awaitPromise,omitempty"`
 }
 
 // RemoteObject is a value returned by Runtime (by value: Value holds its JSON).
@@ -263,10 +269,56 @@ type EvaluateResult struct {
 func (Evaluate) Method() string         { return "Runtime.evaluate" }
 func (Evaluate) result() EvaluateResult { return EvaluateResult{} }
 
+// RuntimeEnable is Runtime.enable.
+type RuntimeEnable struct{}
+
+func (RuntimeEnable) Method() string { return "Runtime.enable" }
+func (RuntimeEnable) result() Empty  { return Empty{} }
+
+// RunIfWaitingForDebugger is Runtime.runIfWaitingForDebugger: a target paused
+// at start for its debugger runs on.
+type RunIfWaitingForDebugger struct{}
+
+func (RunIfWaitingForDebugger) Method() string { return "Runtime.runIfWaitingForDebugger" }
+func (RunIfWaitingForDebugger) result() Empty  { return Empty{} }
+
+// --- ServiceWorker (the extension's end-to-end tests) ---
+
+// ServiceWorkerEnable is ServiceWorker.enable (on a page session):
+// WorkerVersionUpdated follows for every worker of the browser context.
+type ServiceWorkerEnable struct{}
+
+func (ServiceWorkerEnable) Method() string { return "ServiceWorker.enable" }
+func (ServiceWorkerEnable) result() Empty  { return Empty{} }
+
+// ServiceWorkerDisable is ServiceWorker.disable.
+type ServiceWorkerDisable struct{}
+
+func (ServiceWorkerDisable) Method() string { return "ServiceWorker.disable" }
+func (ServiceWorkerDisable) result() Empty  { return Empty{} }
+
+// StartWorker is ServiceWorker.startWorker: the worker of the scope starts.
+type StartWorker struct {
+	ScopeURL string `json:"scopeURL"`
+}
+
+func (StartWorker) Method() string { return "ServiceWorker.startWorker" }
+func (StartWorker) result() Empty  { return Empty{} }
+
+// StopWorker is ServiceWorker.stopWorker: the running version stops, as when
+// the browser puts an idle worker to sleep.
+type StopWorker struct {
+	VersionID string `json:"versionId"`
+}
+
+func (StopWorker) Method() string { return "ServiceWorker.stopWorker" }
+func (StopWorker) result() Empty  { return Empty{} }
+
 // --- Input ---
 
 // Mouse event types and buttons of DispatchMouseEvent.
 const (
+	MouseMoved    = "mouseMoved"
 	MousePressed  = "mousePressed"
 	MouseReleased = "mouseReleased"
 	ButtonLeft    = "left"
@@ -274,12 +326,13 @@ const (
 )
 
 // DispatchMouseEvent is Input.dispatchMouseEvent. Buttons is the bit mask of
-// the buttons held after the event (1 left, 4 middle).
+// the buttons held after the event (1 left, 4 middle); Button is not sent on
+// a MouseMoved with no button.
 type DispatchMouseEvent struct {
 	Type       string  `json:"type"`
 	X          float64 `json:"x"`
 	Y          float64 `json:"y"`
-	Button     string  `json:"button"`
+	Button     string  `json:"button,omitempty"`
 	Buttons    int     `json:"buttons"`
 	ClickCount int     `json:"clickCount"`
 }
@@ -298,6 +351,8 @@ type DispatchKeyEvent struct {
 	Modifiers             int    `json:"modifiers"`
 	Text                  string `json:"text,omitempty"`
 	UnmodifiedText        string `json:"unmodifiedText,omitempty"`
+	// Commands are editing commands the key runs (e.g. "selectAll" with Ctrl+A).
+	Commands []string `json:"commands,omitempty"`
 }
 
 func (DispatchKeyEvent) Method() string { return "Input.dispatchKeyEvent" }

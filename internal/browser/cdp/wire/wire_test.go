@@ -33,7 +33,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: launch chromium: %v\n", err)
 		return 1
 	}
-	defer chrome.Close()
+	defer func() { _ = chrome.Close() }() // best-effort cleanup
 	return m.Run()
 }
 
@@ -241,5 +241,45 @@ func TestParseEvent(t *testing.T) {
 	}
 	if v := wire.ParseEvent(wire.Event{Method: "Target.targetDestroyed", Params: json.RawMessage(`[1]`)}); v != nil {
 		t.Errorf("undecodable event = %#v; want nil", v)
+	}
+}
+
+// TestParamsOnTheWire pins the JSON of the commands whose optional fields
+// matter to the browser: no button on a bare mouse move, editing commands on a
+// key, a promise awaited, the ServiceWorker domain's names.
+func TestParamsOnTheWire(t *testing.T) {
+	for _, c := range []struct {
+		cmd  any
+		want string
+	}{
+		{wire.DispatchMouseEvent{Type: wire.MouseMoved, X: 1, Y: 2}, `{"type":"mouseMoved","x":1,"y":2,"buttons":0,"clickCount":0}`},
+		{wire.DispatchMouseEvent{Type: wire.MousePressed, X: 1, Y: 2, Button: wire.ButtonLeft, Buttons: 1, ClickCount: 1}, `{"type":"mousePressed","x":1,"y":2,"button":"left","buttons":1,"clickCount":1}`},
+		{wire.DispatchKeyEvent{Type: "rawKeyDown", Key: "a", Code: "KeyA", WindowsVirtualKeyCode: 65, Modifiers: 2, Commands: []string{"selectAll"}},
+			`{"type":"rawKeyDown","key":"a","code":"KeyA","windowsVirtualKeyCode":65,"nativeVirtualKeyCode":0,"modifiers":2,"commands":["selectAll"]}`},
+		{wire.Evaluate{Expression: "1", ReturnByValue: true, AwaitPromise: true}, `{"expression":"1","returnByValue":true,"awaitPromise":true}`},
+		{wire.StartWorker{ScopeURL: "chrome-extension://x/"}, `{"scopeURL":"chrome-extension://x/"}`},
+		{wire.StopWorker{VersionID: "7"}, `{"versionId":"7"}`},
+	} {
+		got, err := json.Marshal(c.cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != c.want {
+			t.Errorf("%T: got %s, want %s", c.cmd, got, c.want)
+		}
+	}
+	for cmd, want := range map[interface{ Method() string }]string{
+		wire.ServiceWorkerEnable{}: "ServiceWorker.enable", wire.ServiceWorkerDisable{}: "ServiceWorker.disable",
+		wire.StartWorker{}: "ServiceWorker.startWorker", wire.StopWorker{}: "ServiceWorker.stopWorker",
+		wire.RuntimeEnable{}: "Runtime.enable", wire.RunIfWaitingForDebugger{}: "Runtime.runIfWaitingForDebugger",
+	} {
+		if got := cmd.Method(); got != want {
+			t.Errorf("%T.Method() = %s, want %s", cmd, got, want)
+		}
+	}
+	e := wire.Event{Method: "ServiceWorker.workerVersionUpdated", Params: json.RawMessage(`{"versions":[{"versionId":"3","scriptURL":"chrome-extension://x/background.js","runningStatus":"running","status":"activated"}]}`)}
+	u, ok := wire.ParseEvent(e).(*wire.WorkerVersionUpdated)
+	if !ok || len(u.Versions) != 1 || u.Versions[0].RunningStatus != "running" || u.Versions[0].VersionID != "3" {
+		t.Errorf("wire.ParseEvent(workerVersionUpdated) = %#v", wire.ParseEvent(e))
 	}
 }

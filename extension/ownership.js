@@ -1,0 +1,240 @@
+// Opening, adopting, binding, releasing and closing tabs for an owner, and cleanup: only
+// what the owner opened or spawned is ever closed, and never the user's last tab of a window
+// (the last-tab rule: an about:blank tab takes its place). Every function here runs inside
+// the ownership queue (ledger.js serial).
+//
+// Part of the service worker: background.js builds one context `ctx` per worker (the chrome
+// API, the platform functions, the process handles) and installs every part's functions on
+// it; a part calls another part's functions through `ctx`.
+
+import { CommandError, KIND_BOUND, KIND_OPENED, KIND_SPAWNED, OWNED_KINDS, attrKey, bornKey, isReportableTab, isReportableWindow, kindOf, pendingKey, recKey, requireId, requireOpenUrl, requireOwner, requireParent } from "./shapes.js";
+
+/** Installs open, adopt, bind, release, closeRecorded, closeOwned, cleanup on the worker context ctx. */
+export function installOwnership(ctx) {
+  const { chrome, now, ownTabs, session } = ctx;
+
+  async function open(args) {
+    const owner = requireOwner(args);
+    const url = requireOpenUrl(args.url);
+    const newWindow = args.newWindow === true;
+    const windowId = newWindow ? null : requireId(args.windowId, "windowId");
+
+    // Idempotent by owner: a retried open (the host lost our reply, or the worker restarted)
+    // returns the tab it already has. An owner holds one live tab at most: one it adopted or
+    // bound is not "opened", and open refuses instead of creating a second.
+    const live = await ctx.liveRecordOf(owner);
+    if (live) {
+      if (kindOf(live.rec) !== KIND_OPENED) {
+        throw new CommandError("in_use", `owner ${owner} already has tab ${live.rec.tabId} (${kindOf(live.rec)})`);
+      }
+      return { tabId: live.tab.id, windowId: live.tab.windowId, createdWindow: !!live.rec.createdWindow };
+    }
+
+    if (!newWindow) {
+      let win = null;
+      try {
+        win = await chrome.windows.get(windowId);
+      } catch {
+        /* gone */
+      }
+      // An incognito window is invisible to the host; treat it as absent.
+      if (!win || !isReportableWindow(win)) throw new CommandError("not_found", `window ${windowId} not found`);
+    }
+
+    // The marker survives a worker restart: if this worker dies between tabs.create and the
+    // record write below, the next worker's onCreated still attributes the tab to its owner.
+    // maxTabId bounds what it may claim: the tab this open creates gets a larger id than every
+    // tab that exists now (Chrome's ids only grow), so an older tab whose onCreated arrives
+    // late can never be taken for it.
+    const maxTabId = await ctx.maxTabIdSeen();
+    await session.set({ [pendingKey(owner)]: { owner, url, windowId, newWindow, maxTabId, at: now() } });
+    try {
+      let tab;
+      if (newWindow) {
+        const win = await chrome.windows.create({ url, focused: false });
+        tab = win.tabs?.[0] ?? (await chrome.tabs.query({ windowId: win.id }))[0];
+      } else {
+        tab = await chrome.tabs.create({ windowId, url, active: false });
+      }
+      // Record before replying: once the host has a tabId, the tab is closeable forever.
+      await session.set({
+        [recKey(tab.id)]: { owner, tabId: tab.id, windowId: tab.windowId, createdWindow: newWindow, kind: KIND_OPENED },
+      });
+      return { tabId: tab.id, windowId: tab.windowId, createdWindow: newWindow };
+    } finally {
+      await session.remove(pendingKey(owner));
+    }
+  }
+
+  /**
+   * adopt: records a spawned tab under its owner, only if this extension saw the spawn itself:
+   * the tab's opener (as Chrome reported it when the tab was created) is recorded under
+   * `parent`. A forged claim ("this tab of the user's was spawned by my page") finds no such
+   * opener and is refused, so it can never make the user's tab closeable.
+   */
+  async function adopt(args) {
+    const owner = requireOwner(args);
+    const tabId = requireId(args.tabId, "tabId");
+    const parent = requireParent(args);
+    const tab = await ctx.tryGetTab(tabId);
+    if (!tab || !isReportableTab(tab)) throw new CommandError("not_found", `tab ${tabId} not found`);
+    const existing = await ctx.getOne(session, recKey(tabId));
+    if (existing) {
+      if (existing.owner === owner && kindOf(existing) === KIND_SPAWNED) {
+        return { tabId, windowId: tab.windowId, createdWindow: !!existing.createdWindow };
+      }
+      throw new CommandError("in_use", `tab ${tabId} is recorded under another owner or as ${kindOf(existing)}`);
+    }
+    const other = await ctx.liveRecordOf(owner, tabId);
+    if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
+    // Chrome may stop reporting openerTabId later (e.g. after the opener navigates or closes):
+    // the opener seen at tabs.onCreated wins.
+    // Or, for a tab without an opener, the act it appeared during is parent's (attr:<tabId>).
+    const attributed = await ctx.getOne(session, attrKey(tabId));
+    const opener = attributed ? undefined : await ctx.openerOf(tab);
+    const openerRec = Number.isInteger(opener) ? await ctx.getOne(session, recKey(opener)) : undefined;
+    if (Number.isInteger(opener) ? !openerRec || openerRec.owner !== parent : attributed !== parent) {
+      throw new CommandError(
+        "not_observed",
+        Number.isInteger(opener)
+          ? `tab ${tabId} was opened by tab ${opener}, which is not recorded under ${parent}`
+          : `tab ${tabId} has no opener and did not appear during an action of ${parent}; it was not spawned by ${parent}`,
+      );
+    }
+    // A spawn that came with its own window (a compose popup, a window.open with features)
+    // may take that window with it on cleanup. Otherwise the last-tab rule applies: we never
+    // guess that a window the user might be using belongs to the agent.
+    const born = await ctx.getOne(session, bornKey(tab.windowId));
+    const siblings = await chrome.tabs.query({ windowId: tab.windowId });
+    const createdWindow = born?.firstTabId === tab.id && siblings.length === 1;
+    await session.set({
+      [recKey(tabId)]: { owner, tabId, windowId: tab.windowId, createdWindow, kind: KIND_SPAWNED, parent },
+    });
+    return { tabId, windowId: tab.windowId, createdWindow };
+  }
+
+  /** bind: records an existing tab for use under owner. A bound tab is never closed. */
+  async function bind(args) {
+    const owner = requireOwner(args);
+    const tabId = requireId(args.tabId, "tabId");
+    const tab = await ctx.tryGetTab(tabId);
+    if (!tab || !isReportableTab(tab)) throw new CommandError("not_found", `tab ${tabId} not found`);
+    const existing = await ctx.getOne(session, recKey(tabId));
+    if (existing) {
+      if (existing.owner === owner && kindOf(existing) === KIND_BOUND) return { tabId, windowId: tab.windowId };
+      throw new CommandError("in_use", `tab ${tabId} is recorded under another owner or as ${kindOf(existing)}`);
+    }
+    // A spawn of a recorded page belongs to that session's adoption. Between its creation and
+    // the adopt, it is unrecorded: another namespace must not bind it in that window.
+    const attributed = await ctx.getOne(session, attrKey(tabId));
+    const opener = attributed ? undefined : await ctx.openerOf(tab);
+    const openerRec = Number.isInteger(opener) ? await ctx.getOne(session, recKey(opener)) : undefined;
+    if (openerRec) {
+      throw new CommandError(
+        "in_use",
+        `tab ${tabId} was spawned by tab ${opener} of session ${openerRec.owner}'s page; it belongs to that session's adoption`,
+      );
+    }
+    if (attributed) {
+      throw new CommandError("in_use", `tab ${tabId} appeared during action ${attributed}, whose session adopts it`);
+    }
+    const other = await ctx.liveRecordOf(owner, tabId);
+    if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
+    await session.set({ [recKey(tabId)]: { owner, tabId, windowId: tab.windowId, createdWindow: false, kind: KIND_BOUND } });
+    return { tabId, windowId: tab.windowId };
+  }
+
+  /** release: drops owner's record of the tab and leaves the tab open. Idempotent. */
+  async function release(args) {
+    const owner = requireOwner(args);
+    const tabId = requireId(args.tabId, "tabId");
+    const rec = await ctx.getOne(session, recKey(tabId));
+    if (!rec || rec.owner !== owner) return { released: false }; // another owner's record stays
+    await session.remove(recKey(tabId));
+    return { released: true };
+  }
+
+  /**
+   * Closes one recorded tab, keeping its window alive unless the window was created for this
+   * owner. Must run inside the queue. Returns whether a tab was removed; the record is dropped
+   * only when the tab is gone. A tab that is still open after a failed remove (Chrome refuses
+   * while the user drags a tab) keeps its record and throws `failed`: the agent retries.
+   */
+  async function closeRecorded(rec) {
+    const tab = await ctx.lookupTab(rec.tabId);
+    if (!tab) {
+      await session.remove(recKey(rec.tabId)); // already gone (the user closed it): harmless
+      return false;
+    }
+    // The tab may have been dragged into another window since it was recorded; only the
+    // window we created for this owner, and only while the tab is still in it, may go.
+    const ownsWindow = !!rec.createdWindow && tab.windowId === rec.windowId;
+    if (!ownsWindow) {
+      const siblings = await chrome.tabs.query({ windowId: tab.windowId });
+      if (siblings.length <= 1) {
+        // Removing the last tab would close the user's window (and maybe the browser).
+        const blank = await chrome.tabs.create({ windowId: tab.windowId, url: "about:blank", active: false });
+        if (Number.isInteger(blank?.id)) ownTabs.add(blank.id);
+      }
+    }
+    let closed = true;
+    try {
+      await chrome.tabs.remove(rec.tabId);
+    } catch (e) {
+      // Gone between get and remove, or refused ("Tabs cannot be edited right now (user may
+      // be dragging a tab)"): only a second look tells. A tab still open stays recorded.
+      if (await ctx.lookupTab(rec.tabId)) {
+        throw new CommandError("failed", `tab ${rec.tabId} could not be closed (${e?.message ?? e}); it is still open and still recorded, retry`);
+      }
+      closed = false;
+    }
+    await session.remove(recKey(rec.tabId));
+    return closed;
+  }
+
+  async function closeOwned(owner, tabId) {
+    const rec = await ctx.getOne(session, recKey(tabId));
+    // Idempotent: a close retried after it succeeded (the host acted on a stale view, or lost
+    // our reply) finds neither the record (dropped by the first close) nor the tab. Nothing can
+    // be closed and nothing is refused; tab ids are never reused, so the id cannot name a tab
+    // that belongs to someone else.
+    if (!rec && !(await ctx.tryGetTab(tabId))) return { closed: false };
+    if (!rec || rec.owner !== owner) {
+      throw new CommandError("not_owned", `tab ${tabId} is not recorded under owner ${owner}; nothing was closed`);
+    }
+    if (!OWNED_KINDS.has(kindOf(rec))) {
+      throw new CommandError("not_owned", `tab ${tabId} is bound to ${owner}: used, never closed; release it instead`);
+    }
+    return { closed: await closeRecorded(rec) };
+  }
+
+  async function cleanup(owner) {
+    // Bound tabs are never closed; their records stay until release.
+    const mine = (await ctx.allWithPrefix("rec:"))
+      .filter((r) => r.owner === owner && OWNED_KINDS.has(kindOf(r)))
+      .sort((a, b) => a.tabId - b.tabId);
+    const closed = [];
+    const kept = [];
+    let why = "";
+    // One tab that cannot be closed right now does not keep the others open; the cleanup
+    // still fails (the agent retries), and the kept tab's record stays for that retry.
+    for (const rec of mine) {
+      try {
+        if (await closeRecorded(rec)) closed.push(rec.tabId);
+      } catch (e) {
+        kept.push(rec.tabId);
+        why ||= String(e?.message ?? e);
+      }
+    }
+    await session.remove(pendingKey(owner));
+    if (kept.length) {
+      throw new CommandError(
+        "failed",
+        `cleanup of ${owner} closed [${closed.join(",")}] but tabs [${kept.join(",")}] are still open and recorded (${why}); retry`,
+      );
+    }
+    return { closed };
+  }
+
+  Object.assign(ctx, { open, adopt, bind, release, closeRecorded, closeOwned, cleanup });
+}
