@@ -332,7 +332,9 @@ func (d *demo) seeAdoption(ctx context.Context) error {
 	s := &twv1.BrowserSession{}
 	if err := d.waitFor(ctx, "the session to count the spawn", func() (bool, error) {
 		err := d.k8s.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: SessionName}, s)
-		return err == nil && s.Status.Windows.Unacknowledged == 1, err
+		// Both pages live and the spawn counted: the session's status is
+		// coalesced, so its counts can arrive in two writes.
+		return err == nil && s.Status.Windows.Unacknowledged == 1 && s.Status.Windows.Live == 2, err
 	}); err != nil {
 		return err
 	}
