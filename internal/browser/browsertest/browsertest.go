@@ -522,7 +522,7 @@ func testBindRelease(t *testing.T, e *env) {
 }
 
 // Act refuses (ErrNotOwned) pages not recorded under its owner: the user's tabs
-// and another key's pages; it acts on a page recorded under the owner.
+// and another key's pages; it does not refuse the owner.
 func testActNotOwned(t *testing.T, e *env) {
 	_, user := e.userWindow(1)
 	mine := e.open(browser.OpenRequest{Key: "mine", NewWindow: true})
@@ -539,10 +539,10 @@ func testActNotOwned(t *testing.T, e *env) {
 		_, err := e.b.Act(e.ctx(), c.req)
 		wantErr(t, "act on "+c.what, err, browser.ErrNotOwned)
 	}
-	r, err := e.b.Act(e.ctx(), browser.ActRequest{Key: "act", Owner: "mine", Page: mine.ID, Step: observe})
-	noErr(t, "act on an owned page", err)
-	if r.Observation == nil {
-		t.Fatal("observe returned no observation")
+	// The owner is not refused (which steps a driver runs is not the seam's
+	// ownership promise; the act tests of each driver prove them).
+	if _, err := e.b.Act(e.ctx(), browser.ActRequest{Key: "act", Owner: "mine", Page: mine.ID, Step: observe}); errors.Is(err, browser.ErrNotOwned) || errors.Is(err, browser.ErrNotFound) {
+		t.Fatalf("act on an owned page: %v", err)
 	}
 }
 
