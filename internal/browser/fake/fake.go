@@ -41,6 +41,7 @@ type Browser struct {
 	winOrder  []string
 	tabs      map[string]*tab
 	closes    map[string]int // tab id → Close calls that closed it
+	opens     map[string]int // key → pages Open created for it
 	connected bool
 	epoch     int64
 	events    chan browser.Event
@@ -67,6 +68,7 @@ func New() *Browser {
 		windows:    map[string]*window{},
 		tabs:       map[string]*tab{},
 		closes:     map[string]int{},
+		opens:      map[string]int{},
 		connected:  true,
 		epoch:      1,
 		events:     make(chan browser.Event, 4096),
@@ -174,6 +176,11 @@ func (b *Browser) Open(_ context.Context, req browser.OpenRequest) (browser.Page
 		}
 	}
 	var t *tab
+	defer func() {
+		if t != nil {
+			b.opens[req.Key]++
+		}
+	}()
 	switch {
 	case req.NewWindow:
 		t = b.newWindowLocked(req.URL, "", false)
@@ -401,6 +408,27 @@ func (b *Browser) CloseCount(id string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.closes[id]
+}
+
+// OpenCount says how many pages Open created for a key (0 or 1 when correct:
+// opening again under a key whose page is open returns that page).
+func (b *Browser) OpenCount(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.opens[key]
+}
+
+// Pages returns every open page.
+func (b *Browser) Pages() []browser.Page {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []browser.Page
+	for _, wid := range b.winOrder {
+		for _, tid := range b.windows[wid].tabs {
+			out = append(out, b.page(b.tabs[tid]))
+		}
+	}
+	return out
 }
 
 // WindowTabs returns the tab ids of a window, or nil when it does not exist.
