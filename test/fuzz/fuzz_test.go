@@ -3,6 +3,7 @@ package fuzz
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,21 @@ func TestModelFuzz(t *testing.T) {
 	if budget == 0 {
 		budget = 3 * time.Minute
 	}
+	if *flagReplay != "" {
+		ops, err := parseOps(*flagReplay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err, trace := episode("replay", ops)
+		t.Logf("trace:\n  %s", strings.Join(trace, "\n  "))
+		if err != nil {
+			t.Fatalf("the sequence fails: %v", err)
+		}
+		return
+	}
+	if *flagOnly >= 0 {
+		episodes = max(episodes, *flagOnly+1)
+	}
 	start := time.Now()
 	ran := 0
 	for e := range episodes {
@@ -62,7 +78,7 @@ func TestModelFuzz(t *testing.T) {
 		}
 		t.Errorf("episode %d (seed %d) fails: %v\ntrace:\n  %s", e, seed, err, strings.Join(trace, "\n  "))
 		min := minimize(t, fmt.Sprintf("%d-%d", seed, e), ops, budget)
-		t.Errorf("minimized to %d operations (replay: go test ./test/fuzz -run TestModelFuzz -args -seed %d -episode %d -episode-ops %d):\n  %v",
+		t.Errorf("minimized to %d operations; replay the episode: go test ./test/fuzz -run TestModelFuzz -args -seed %d -episode %d -episode-ops %d\nor the minimized sequence: go test ./test/fuzz -run TestModelFuzz -args -replay '%v'",
 			len(min), *flagSeed, e, per, min)
 		return
 	}
@@ -103,4 +119,20 @@ func minimize(t *testing.T, name string, ops []op, budget time.Duration) []op {
 	}
 	t.Logf("minimization: %d replays", tries)
 	return ops
+}
+
+// parseOps reads a sequence as op.String prints it: "[session(1,2) open(3,4)]".
+func parseOps(s string) ([]op, error) {
+	var ops []op
+	for _, f := range strings.Fields(strings.Trim(s, "[] ")) {
+		name, args, ok := strings.Cut(strings.TrimSuffix(f, ")"), "(")
+		k := slices.Index(kindNames[:], name)
+		var o op
+		if _, err := fmt.Sscanf(args, "%d,%d", &o.A, &o.B); !ok || k < 0 || err != nil {
+			return nil, fmt.Errorf("operation %q: want kind(A,B) with kind one of %v", f, kindNames)
+		}
+		o.K = kind(k)
+		ops = append(ops, o)
+	}
+	return ops, nil
 }

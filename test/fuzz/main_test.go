@@ -43,6 +43,7 @@ var (
 	flagSeed     = flag.Int64("seed", 1, "seed of the first episode; episode i uses seed+i")
 	flagOnly     = flag.Int("episode", -1, "run only this episode (replay)")
 	flagMinimize = flag.Duration("minimize", 0, "time budget to minimize a failing episode (0: the test's default)")
+	flagReplay   = flag.String("replay", "", "run exactly this sequence, as a failing run prints it: \"[session(1,2) open(3,4) ...]\"")
 )
 
 // userGroup is the group the fuzz's user is in: RBAC lets it write every
