@@ -634,6 +634,7 @@ func (w *world) quiesce() error {
 	deadline := time.Now().Add(quiesceTimeout)
 	var last error
 	for time.Now().Before(deadline) {
+		w.collectGarbage()
 		if err := w.agt.dead(); err != nil {
 			return fmt.Errorf("the agent %w", err)
 		}
@@ -646,6 +647,29 @@ func (w *world) quiesce() error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("not converged within %v: %w", quiesceTimeout, last)
+}
+
+// collectGarbage does what a cluster's garbage collector would (envtest runs
+// none): it deletes windows whose owner session is gone. A window created just
+// before its session's deletion can miss the controller's cleanup, which lists
+// windows from a cache; in a cluster the owner reference takes it.
+func (w *world) collectGarbage() {
+	sessions := map[types.UID]bool{}
+	var l twv1.BrowserSessionList
+	if err := k8s.List(w.ctx, &l, client.InNamespace(w.ns)); err != nil {
+		return
+	}
+	for _, s := range l.Items {
+		sessions[s.UID] = true
+	}
+	for _, x := range w.apiWindows() {
+		for _, ref := range x.OwnerReferences {
+			if ref.Kind == "BrowserSession" && !sessions[ref.UID] && x.DeletionTimestamp.IsZero() {
+				stats["garbage-collected"]++
+				_ = k8s.Delete(w.ctx, &x, client.Preconditions{UID: &x.UID})
+			}
+		}
+	}
 }
 
 // converged reports what has not converged yet.
