@@ -267,6 +267,16 @@ func (r *rig) inject(f fault, back time.Duration) {
 	}
 }
 
+func (r *rig) faultCounts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range r.faults {
+		out[k] = v
+	}
+	return out
+}
+
 func (r *rig) checkAlive() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -373,9 +383,12 @@ func TestChaos(t *testing.T) {
 			problems = append(problems, fmt.Sprintf("after lifecycle %d: %v", i, err))
 			t.Errorf("after lifecycle %d: %v", i, err)
 		}
+		if i%10 == 9 {
+			t.Logf("%d lifecycles, %v, faults %v, %d problems", i+1, time.Since(start).Round(time.Second), r.faultCounts(), len(problems))
+		}
 	}
 	total := 0
-	for _, c := range r.faults {
+	for _, c := range r.faultCounts() {
 		total += c
 	}
 	t.Logf("%d lifecycles in %v, %d faults injected %v, %d problems; logs: %s, %s",
