@@ -322,7 +322,7 @@ func testOpen(t *testing.T, e *env) {
 	if again.ID != p.ID {
 		t.Fatalf("open again under the same key: page %s, first %s", again.ID, p.ID)
 	}
-	tab := e.open(browser.OpenRequest{Key: "k2", WindowID: win, Anchors: nil})
+	tab := e.open(browser.OpenRequest{Key: "k2", WindowID: win})
 	if tab.ID == p.ID {
 		t.Fatal("two keys share a page")
 	}

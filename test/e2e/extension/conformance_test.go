@@ -191,6 +191,26 @@ func (w *extWorld) Spawn(t testing.TB, opener string, popup bool) string {
 	return id
 }
 
+// Visible: Chrome's document.visibilityState of the page, read through DevTools.
+func (w *extWorld) Visible(t testing.TB, id string) bool {
+	t.Helper()
+	target, ok := w.target(t, id)
+	if !ok {
+		t.Fatalf("no target for page %s", id)
+	}
+	ctx := context.Background()
+	sess, err := devtools.attach(ctx, target)
+	if err != nil {
+		t.Fatalf("attach %s: %v", target, err)
+	}
+	defer devtools.detach(ctx, sess)
+	var state string
+	if err := devtools.eval(ctx, sess, "document.visibilityState", &state); err != nil {
+		t.Fatalf("visibility of %s: %v", id, err)
+	}
+	return state == "visible"
+}
+
 func (w *extWorld) Disconnect(t testing.TB) { t.Fatal("the extension's link cannot be cut (Caps.NoLinkCut)") }
 func (w *extWorld) Reconnect(t testing.TB)  { t.Fatal("the extension's link cannot be cut (Caps.NoLinkCut)") }
 
