@@ -85,7 +85,9 @@ func (b *Browser) id(prefix string) string {
 }
 
 func (b *Browser) page(t *tab) browser.Page {
-	return browser.Page{ID: t.id, WindowID: t.window, OpenerID: t.opener, URL: t.url, Title: t.title, Popup: b.windows[t.window].popup}
+	// Attribution is part of the page, in snapshots too (as the cdp driver reports
+	// it): an agent restarted before it adopted the page still sees it.
+	return browser.Page{ID: t.id, WindowID: t.window, OpenerID: t.opener, URL: t.url, Title: t.title, Popup: b.windows[t.window].popup, Attributed: b.attributed[t.id]}
 }
 
 func (b *Browser) emit(typ browser.EventType, p browser.Page) {
@@ -114,10 +116,6 @@ func (b *Browser) newTabLocked(windowID, url, opener string) *tab {
 	w.tabs = append(w.tabs, t.id)
 	if opener == "" && b.actKey != "" {
 		b.attributed[t.id] = b.actKey
-		p := b.page(t)
-		p.Attributed = b.actKey
-		b.emit(browser.PageCreated, p)
-		return t
 	}
 	b.emit(browser.PageCreated, b.page(t))
 	return t
