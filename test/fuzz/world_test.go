@@ -201,11 +201,12 @@ type world struct {
 	userOrder []string
 	spawns    []mspawn
 	keepPages map[string]bool
+	userGone  map[string]bool // pages of tabwarden's the user closed
 	seenPages map[string]bool // every page tabwarden had: closed at most once
 }
 
 func newWorld(ctx context.Context, attempt string) (*world, error) {
-	w := &world{ctx: ctx, profile: "fuzz-" + attempt, b: fake.New(), userTabs: map[string]bool{}, keepPages: map[string]bool{}, seenPages: map[string]bool{}}
+	w := &world{ctx: ctx, profile: "fuzz-" + attempt, b: fake.New(), userTabs: map[string]bool{}, keepPages: map[string]bool{}, userGone: map[string]bool{}, seenPages: map[string]bool{}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fuzz-"}}
 	if err := k8s.Create(ctx, ns); err != nil {
 		return nil, err
@@ -438,6 +439,7 @@ func (w *world) apply(o op) error {
 			return nil
 		}
 		w.b.UserCloseTab(x.Status.TabID)
+		w.userGone[x.Status.TabID] = true
 		w.logf("%s: the user closes %s's page %s", o, x.Name, x.Status.TabID)
 	case kBind:
 		s, ok := pick(w.active(), o.A)
@@ -474,7 +476,7 @@ func (w *world) apply(o op) error {
 			w.logf("%s: ack %s: %v", o, x.Name, err)
 			return nil
 		}
-		if d == twv1.DispositionKeep && x.Spec.Spawn != nil {
+		if d == twv1.DispositionKeep && x.Spec.Spawn != nil && w.b.HasPage(x.Spec.Spawn.TabID) {
 			w.keepPages[x.Spec.Spawn.TabID] = true
 		}
 		w.logf("%s: ack %s %s", o, x.Name, d)
@@ -518,7 +520,7 @@ func (w *world) apply(o op) error {
 		if !ok {
 			return nil
 		}
-		if x.Spec.Disposition == twv1.DispositionKeep && x.Status.TabID != "" {
+		if x.Spec.Disposition == twv1.DispositionKeep && x.Status.TabID != "" && w.b.HasPage(x.Status.TabID) {
 			// A Keep page whose window is deleted is released, not closed.
 			w.keepPages[x.Status.TabID] = true
 		}
@@ -725,7 +727,7 @@ func (w *world) converged() error {
 	// Every spawn of a session still running is adopted into it.
 	for _, sp := range w.spawns {
 		s := w.sessionNamed(sp.session)
-		if s.ended || !w.b.HasPage(sp.page) {
+		if s.ended || !w.b.HasPage(sp.page) || w.keepPages[sp.page] {
 			continue
 		}
 		if got, ok := spawned[sp.page]; !ok || got != sp.session {
@@ -775,6 +777,11 @@ func (w *world) check() error {
 		}
 		if open && !w.b.HasPage(id) {
 			errs = append(errs, fmt.Errorf("the user's tab %s is gone", id))
+		}
+	}
+	for id := range w.keepPages {
+		if !w.userGone[id] && !w.b.HasPage(id) {
+			errs = append(errs, fmt.Errorf("the Keep page %s was closed", id))
 		}
 	}
 	for id := range w.seenPages {
