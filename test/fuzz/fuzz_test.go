@@ -98,6 +98,10 @@ func minimize(t *testing.T, name string, ops []op, budget time.Duration) []op {
 		err, _ := episode(fmt.Sprintf("%s-min%d", name, tries), c)
 		return err != nil
 	}
+	if !fails(ops) {
+		t.Logf("the episode did not fail again on replay: a timing race; the sequence is printed as it ran")
+		return ops
+	}
 	n := 2
 	for len(ops) >= 2 && time.Now().Before(deadline) {
 		chunk := (len(ops) + n - 1) / n
