@@ -6,13 +6,26 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # starts its own kube-apiserver or Chromium.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
 
-.PHONY: image image-chromium image-check all build generate manifests verify vet test test-go test-node run bench bench-short bench-deps envtest chromium clean fuzz chaos
+.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node run bench bench-short bench-deps envtest chromium clean fuzz chaos
 
 all: build
 
 ## build: the tabwarden binary into bin/.
 build:
 	$(GO) build -o bin/tabwarden ./cmd/tabwarden
+
+## plugin: kubectl-tabwarden into bin/, then next to kubectl when that directory is writable (else how).
+plugin:
+	$(GO) build -o bin/kubectl-tabwarden ./cmd/kubectl-tabwarden
+	@kubectl=$$(command -v kubectl || true); dir=$$(dirname "$${kubectl:-/nonexistent/kubectl}"); \
+	if [ -n "$$kubectl" ] && [ -w "$$dir" ]; then \
+		install -m 0755 bin/kubectl-tabwarden "$$dir/kubectl-tabwarden" && \
+		echo "installed $$dir/kubectl-tabwarden: try kubectl tabwarden --help"; \
+	else \
+		echo "built bin/kubectl-tabwarden; put it on your PATH, for example:"; \
+		echo "  sudo install -m 0755 bin/kubectl-tabwarden $${kubectl:+$$dir}$${kubectl:-/usr/local/bin}/"; \
+		echo "then: kubectl tabwarden --help   (kubectl plugin list shows it)"; \
+	fi
 
 ## image: the tabwarden image (Dockerfile; needs docker): make image IMAGE=<registry>/tabwarden TAG=<tag>
 IMAGE ?= tabwarden
@@ -44,7 +57,7 @@ manifests:
 
 ## verify: fail when generated files are stale or the code is not formatted.
 verify: generate manifests
-	@test -z "$$(gofmt -l api controllers cmd internal hack 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l api controllers cmd internal hack; exit 1; }
+	@test -z "$$(gofmt -l api controllers cmd internal hack test extension 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l api controllers cmd internal hack test extension; exit 1; }
 	@git diff --exit-code -- api/v1alpha1/zz_generated.deepcopy.go crds config/rbac/controller_role.yaml config/rbac/agent_role.yaml || { echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; }
 
 ## vet: go vet.
@@ -98,7 +111,7 @@ bench-short: envtest chromium bench-deps
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) run ./test/bench -short
 
 bench-deps:
-	cd test/bench/node && npm ci --no-audit --no-fund --silent
+	cd test/bench/node && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --silent; }
 
 clean:
 	rm -rf bin .tabwarden

@@ -10,28 +10,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/index"
 )
 
 // WindowSessionIndex indexes BrowserWindows by spec.sessionRef.name.
-const WindowSessionIndex = twv1.SessionRefIndex
+const WindowSessionIndex = index.SessionRef
 
 // SessionProfileIndex indexes BrowserSessions by status.profileName (their
 // placement): the controller counts a profile's sessions from its own cache.
-const SessionProfileIndex = "status.profileName"
+const SessionProfileIndex = index.SessionProfile
 
 // SetupIndexes registers the field indexes the controllers list by.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, WindowSessionIndex, func(o client.Object) []string {
-		return []string{o.(*twv1.BrowserWindow).Spec.SessionRef.Name}
-	}); err != nil {
-		return err
-	}
-	return mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserSession{}, SessionProfileIndex, func(o client.Object) []string {
-		if p := o.(*twv1.BrowserSession).Status.ProfileName; p != "" {
-			return []string{p}
-		}
-		return nil
-	})
+	return index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowSessionRef, index.ActionSessionRef, index.SessionProfileName, index.SessionUnplaced)
 }
 
 // sessionWindows lists the windows that name the session.

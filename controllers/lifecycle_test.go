@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/controllers"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 )
 
@@ -379,4 +380,40 @@ func TestTabPlacementPinnedCondition(t *testing.T) {
 	openedTabs(t, g, third)
 	g.Expect(third.Status.WindowID).To(Equal(pin), "the pin never follows where a page landed")
 	g.Expect(placed(third).Status).To(Equal(metav1.ConditionTrue))
+}
+
+// TestRegistrationStoresThePageFinalizer: the controller's registration write
+// hands a window to its profile's agent with the page finalizer already on it
+// (the agent opens the page with no write of its own first). A window no agent
+// took, of a session whose profile is gone, does not hold the session's
+// deletion: the controller lets it go.
+func TestRegistrationStoresThePageFinalizer(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	startController(t)
+	// A profile with no agent: the session is placed on it (pinned), nothing takes its windows.
+	createProfile(t, "no-agent", twv1.BrowserProfileSpec{Namespaces: []string{ns}})
+	s := session(ns, "waits", "no-agent")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	w := openWindow(ns, "w", "waits", "https://example.com/")
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		get(t, w)
+		g.Expect(w.Labels).To(HaveKeyWithValue(twv1.ProfileLabel, "no-agent"))
+		g.Expect(w.Finalizers).To(ContainElement(twv1.PageFinalizer), "stored with the label, in the same write")
+		g.Expect(metav1.GetControllerOf(w)).NotTo(BeNil())
+	}).Should(Succeed())
+	g.Expect(controllers.AgentTook(w)).To(BeFalse(), "no agent wrote its status")
+
+	// The profile goes, then the session: the window nobody took is let go.
+	g.Expect(k8s.Delete(ctx, &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "no-agent"}})).To(Succeed())
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(w), &twv1.BrowserWindow{}))
+	}).Should(BeTrue(), "the untaken window is released and deleted")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), &twv1.BrowserSession{}))
+	}).Should(BeTrue(), "the session goes")
 }

@@ -113,10 +113,7 @@ func (r *ProfileLivenessReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	before := p.DeepCopy()
 	msg := AgentLostMessage(p.Name, r.LeaseNamespace, now.Sub(last.at).Round(time.Second))
-	apimeta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
-		Type: twv1.ConnectedCondition, Status: metav1.ConditionUnknown, Reason: twv1.ReasonAgentLost,
-		Message: msg, ObservedGeneration: p.Generation,
-	})
+	setCondition(p, twv1.ConnectedCondition, metav1.ConditionUnknown, twv1.ReasonAgentLost, msg)
 	// Locked: an agent that returns meanwhile wins, and the next reconcile sees its renewal.
 	if err := r.Status().Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, err

@@ -36,3 +36,5 @@ package controllers
 // the agents' heartbeat Leases, tabwarden-profile-<profile>.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=tabwarden-system,roleName=tabwarden-leader-election,resources=leases,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",namespace=tabwarden-system,roleName=tabwarden-leader-election,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions/status,verbs=get;update;patch

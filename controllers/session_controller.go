@@ -29,7 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/handlers"
+	"github.com/tabwarden/tabwarden/internal/hint"
+	"github.com/tabwarden/tabwarden/internal/index"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -70,7 +71,7 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Window changes come in bursts (a page opens, then its url, title and
 		// counts move); coalesce them into one session reconcile and status write.
 		// Gating does not wait on this: the agent decides from its own cache.
-		Watches(&twv1.BrowserWindow{}, handlers.Coalescing(sessionDelay, windowToSession)).
+		Watches(&twv1.BrowserWindow{}, windowEvents()).
 		// A profile's connection, capacity or tenancy changes where sessions may be placed.
 		Watches(&twv1.BrowserProfile{}, r.profileHandler()).
 		// A namespace's labels change which profiles' selectors admit it.
@@ -82,6 +83,53 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // sessionDelay is how long window events wait before their session is
 // reconciled, so that a burst of them becomes one status write.
 const sessionDelay = 200 * time.Millisecond
+
+// untakenDelay is how long the events of a window that no agent has taken yet
+// (just created, or registered) wait: its agent's first status write follows
+// within the agent's settle budget (1s at most by default), and the session's
+// counts and conditions are then written once for the create, the registration
+// and the page. Gating does not wait on this (the agent decides from its own
+// cache), and neither does cleanup: a window being deleted, or gone, reconciles
+// its session at once.
+const untakenDelay = 1500 * time.Millisecond
+
+// windowEvents maps window events to their session: at once when the window
+// goes (the session's finalizer may be the last thing left), after
+// untakenDelay while no agent has taken it, else after sessionDelay.
+func windowEvents() handler.EventHandler {
+	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		w, ok := o.(*twv1.BrowserWindow)
+		if !ok {
+			return
+		}
+		req := windowToSession(context.Background(), w)[0]
+		switch {
+		case !w.DeletionTimestamp.IsZero():
+			q.Add(req)
+		case !AgentTook(w):
+			q.AddAfter(req, untakenDelay)
+		default:
+			q.AddAfter(req, sessionDelay)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// controller-runtime hands over the last known object, tombstones unwrapped.
+			if w, ok := e.Object.(*twv1.BrowserWindow); ok {
+				q.Add(windowToSession(context.Background(), w)[0])
+			}
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+	}
+}
 
 // Reconcile dispatches: get, patch helper, deferred status patch, deletion,
 // finalizer, then the ordered sub-reconcilers.
@@ -178,7 +226,7 @@ func (r *SessionReconciler) reconcilePlacement(ctx context.Context, s *twv1.Brow
 	if profile == "" {
 		if len(notAdmitting) > 0 {
 			r.refuse(s, twv1.ReasonProfileNotAllowed, SelectorNotAllowedMessage(s, notAdmitting),
-				fmt.Sprintf("No profile matching spec.profileSelector admits namespace %q; admit it: %s", s.Namespace, AdmitHint(notAdmitting[0], s.Namespace)))
+				fmt.Sprintf("No profile matching spec.profileSelector admits namespace %q; admit it: %s", s.Namespace, hint.Admit(notAdmitting[0], s.Namespace)))
 			return ctrl.Result{}, nil
 		}
 		setCondition(s, twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonNoProfile,
@@ -236,14 +284,13 @@ func (r *SessionReconciler) reconcileReachable(ctx context.Context, s *twv1.Brow
 }
 
 // movable reports whether a session may leave its profile: none of its windows
-// may have a page there. A window the agent took (its page finalizer, stored
-// before any page is opened), one with a tab, a spawned or a bound one ties the
+// may have a page there. A window the agent took (AgentTook: its status, written
+// in the reconcile that opens the page), a spawned or a bound one ties the
 // session to that browser.
 func movable(windows []twv1.BrowserWindow) bool {
 	for i := range windows {
 		w := &windows[i]
-		if w.Spec.Source != twv1.SourceOpen || w.Status.TabID != "" || w.Live() ||
-			controllerutil.ContainsFinalizer(w, twv1.PageFinalizer) {
+		if w.Spec.Source != twv1.SourceOpen || AgentTook(w) {
 			return false
 		}
 	}
@@ -276,7 +323,7 @@ func (r *SessionReconciler) reserve(s *twv1.BrowserSession, profile string) {
 // leaving out the session self. Callers hold placeMu.
 func (r *SessionReconciler) load(ctx context.Context, profile string, self types.NamespacedName) (int32, error) {
 	var list twv1.BrowserSessionList
-	if err := r.List(ctx, &list, client.MatchingFields{SessionProfileIndex: profile}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{SessionProfileIndex: profile}, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	counted := map[types.NamespacedName]bool{}
@@ -340,7 +387,7 @@ func (r *SessionReconciler) refuseNotAllowed(ctx context.Context, s *twv1.Browse
 	msg := NotAllowedMessage(s, p, r.admittingProfiles(ctx, s.Namespace), admitErr)
 	setCondition(s, twv1.AdmittedCondition, metav1.ConditionFalse, twv1.ReasonProfileNotAllowed, msg)
 	r.refuse(s, twv1.ReasonProfileNotAllowed, msg,
-		fmt.Sprintf("BrowserProfile %q does not admit namespace %q; the session is not placed. Admit it: %s", p.Name, s.Namespace, AdmitHint(p, s.Namespace)))
+		fmt.Sprintf("BrowserProfile %q does not admit namespace %q; the session is not placed. Admit it: %s", p.Name, s.Namespace, hint.Admit(p, s.Namespace)))
 }
 
 // reconcileStillAdmitted re-evaluates a placed session's admission after its
@@ -454,16 +501,6 @@ func (r *SessionReconciler) schedule(ctx context.Context, s *twv1.BrowserSession
 	return best, notAdmitting, nil
 }
 
-// AdmitHint is the admin's command that makes profile p admit namespace ns, on
-// top of the namespaces it already lists (a merge patch replaces the list).
-func AdmitHint(p *twv1.BrowserProfile, ns string) string {
-	list := append(slices.Clone(p.Spec.Namespaces), ns)
-	slices.Sort(list)
-	list = slices.Compact(list)
-	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"namespaces": list}})
-	return fmt.Sprintf("kubectl patch browserprofile %s --type=merge -p '%s'", p.Name, b)
-}
-
 // NotAllowedMessage teaches why a session pinned to profile p is refused and the
 // two ways out: the admin admits the namespace, or the session pins another profile.
 func NotAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitting []string, admitErr error) string {
@@ -473,7 +510,7 @@ func NotAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitting
 	if admitErr != nil {
 		fmt.Fprintf(&b, " The selector is invalid: %v.", admitErr)
 	}
-	fmt.Fprintf(&b, " An admin of the profile admits the namespace with: %s ; or create the session again pinned to another profile (spec.profileName is immutable)", AdmitHint(p, s.Namespace))
+	fmt.Fprintf(&b, " An admin of the profile admits the namespace with: %s ; or create the session again pinned to another profile (spec.profileName is immutable)", hint.Admit(p, s.Namespace))
 	if len(admitting) > 0 {
 		fmt.Fprintf(&b, ", one that admits %q: %s.", s.Namespace, strings.Join(admitting, ", "))
 	} else {
@@ -486,7 +523,7 @@ func NotAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitting
 // its namespace, that it is not evicted, and how to end it or admit it again.
 func NoLongerAllowedMessage(s *twv1.BrowserSession, p *twv1.BrowserProfile, admitErr error) string {
 	msg := fmt.Sprintf("BrowserProfile %q no longer admits namespace %q (spec.namespaces: %s; spec.namespaceSelector: %s). The session keeps its placement until it ends: a placed session is not evicted, so its pages stay owned and are cleaned up; new sessions in %q are refused. End it: kubectl delete browsersession %s -n %s. Or admit the namespace again: %s",
-		p.Name, s.Namespace, listOrNone(p.Spec.Namespaces), selectorString(p.Spec.NamespaceSelector), s.Namespace, s.Name, s.Namespace, AdmitHint(p, s.Namespace))
+		p.Name, s.Namespace, listOrNone(p.Spec.Namespaces), selectorString(p.Spec.NamespaceSelector), s.Namespace, s.Name, s.Namespace, hint.Admit(p, s.Namespace))
 	if admitErr != nil {
 		msg += fmt.Sprintf(" (the selector is invalid: %v)", admitErr)
 	}
@@ -509,7 +546,7 @@ func SelectorNotAllowedMessage(s *twv1.BrowserSession, notAdmitting []*twv1.Brow
 		names = append(names, p.Name)
 	}
 	return fmt.Sprintf("Connected BrowserProfiles with free capacity match spec.profileSelector (%s) but none admits namespace %q, so session %q is not placed and none of its pages opens. An admin admits it: %s",
-		strings.Join(names, ", "), s.Namespace, s.Name, AdmitHint(notAdmitting[0], s.Namespace))
+		strings.Join(names, ", "), s.Namespace, s.Name, hint.Admit(notAdmitting[0], s.Namespace))
 }
 
 func listOrNone(l []string) string {
@@ -545,7 +582,7 @@ func (r *SessionReconciler) reconcileSpawns(_ context.Context, s *twv1.BrowserSe
 		// Event notes are limited to 1 KiB: the commands for every window live in the condition.
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, twv1.ReasonUnacknowledgedSpawns, "Hold",
 			"%d spawned window(s) have no disposition; new Open windows are held. First: %s (or Keep). All: kubectl get browserwindow -n %s -l %s=%s,%s=spawned",
-			len(unacked), AckHint(s.Namespace, unacked[0].Name, twv1.DispositionClose), s.Namespace, twv1.SessionLabel, s.Name, twv1.SourceLabel)
+			len(unacked), hint.Ack(s.Namespace, unacked[0].Name, twv1.DispositionClose), s.Namespace, twv1.SessionLabel, s.Name, twv1.SourceLabel)
 	}
 	return ctrl.Result{}, nil
 }
@@ -645,6 +682,9 @@ func (r *SessionReconciler) cleanup(ctx context.Context, s *twv1.BrowserSession,
 	if err := kerrors.NewAggregate(errs); err != nil {
 		return 0, err
 	}
+	if err := r.releaseUntaken(ctx, s, windows); err != nil {
+		return 0, err
+	}
 	dirty := dirtyWindows(windows)
 	if len(dirty) == 0 {
 		setCondition(s, twv1.CleanCondition, metav1.ConditionTrue, twv1.ReasonClean, "The session owns no open page")
@@ -661,6 +701,45 @@ func (r *SessionReconciler) cleanup(ctx context.Context, s *twv1.BrowserSession,
 			len(dirty), s.Name, s.Namespace)
 	}
 	return len(windows), nil
+}
+
+// releaseUntaken removes the page finalizer, which the registration stored
+// with the profile label, from the deleted windows that no agent took (no
+// status from one) when no agent can take them any more: the session's profile
+// is gone or its agent is lost. Such a window has no page (an agent writes a
+// window's status in the reconcile that opens its page), so nothing is left to
+// close; a live agent removes the finalizer itself.
+func (r *SessionReconciler) releaseUntaken(ctx context.Context, s *twv1.BrowserSession, windows []twv1.BrowserWindow) error {
+	var untaken []*twv1.BrowserWindow
+	for i := range windows {
+		w := &windows[i]
+		if !w.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(w, twv1.PageFinalizer) && !AgentTook(w) {
+			untaken = append(untaken, w)
+		}
+	}
+	if len(untaken) == 0 {
+		return nil
+	}
+	if s.Status.ProfileName != "" {
+		p := &twv1.BrowserProfile{}
+		err := r.Get(ctx, client.ObjectKey{Name: s.Status.ProfileName}, p)
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err == nil && !ProfileLost(p) {
+			return nil
+		}
+	}
+	var errs []error
+	for _, w := range untaken {
+		before := w.DeepCopy()
+		controllerutil.RemoveFinalizer(w, twv1.PageFinalizer)
+		if err := r.Patch(ctx, w, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+		}
+	}
+	ctrl.LoggerFrom(ctx).Info("Released windows no agent took: their profile's agent is lost or gone", "windows", len(untaken))
+	return kerrors.NewAggregate(errs)
 }
 
 func addDeliverable(s *twv1.BrowserSession, w *twv1.BrowserWindow) {
@@ -696,6 +775,16 @@ func (r *SessionReconciler) profileHandler() handler.EventHandler {
 			// The agent lost or back: the sessions placed on it say so (and may move).
 			liveness := !equality.Semantic.DeepEqual(apimeta.FindStatusCondition(o.Status.Conditions, twv1.ConnectedCondition),
 				apimeta.FindStatusCondition(n.Status.Conditions, twv1.ConnectedCondition))
+			// Where an unplaced session may go: the profile's spec (capacity,
+			// tenancy), labels (selectors), connection, and its load as its
+			// agent counts it (a session ended elsewhere frees room). A status
+			// write that changes none of these (its tab count, version, epoch)
+			// concerns no session and costs no lookup.
+			placement := tenancy || liveness || o.Generation != n.Generation ||
+				!equality.Semantic.DeepEqual(o.Labels, n.Labels) || o.Status.Sessions != n.Status.Sessions
+			if !placement {
+				return
+			}
 			enqueue(ctx, n, tenancy || liveness, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -708,19 +797,26 @@ func (r *SessionReconciler) profileHandler() handler.EventHandler {
 
 // profileToSessions lists the sessions a change of profile p may concern: those
 // still waiting for placement (by selector, or pinned to p) and, with placed,
-// the running sessions placed on p.
+// the running sessions placed on p. Each comes from an index of the cache, read
+// without copies: a profile event costs the sessions it concerns, not all of them.
 func (r *SessionReconciler) profileToSessions(ctx context.Context, p *twv1.BrowserProfile, placed bool) []reconcile.Request {
-	var sessions twv1.BrowserSessionList
-	if err := r.List(ctx, &sessions); err != nil {
-		return nil
-	}
 	var reqs []reconcile.Request
-	for i := range sessions.Items {
-		s := &sessions.Items[i]
-		pending := s.Status.ProfileName == "" && (s.Spec.ProfileSelector != nil || s.Spec.ProfileName == p.Name)
-		if pending || (placed && s.Status.ProfileName == p.Name && !s.Ended()) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+	add := func(field, value string, keep func(*twv1.BrowserSession) bool) {
+		var sessions twv1.BrowserSessionList
+		if err := r.List(ctx, &sessions, client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
+			return
 		}
+		for i := range sessions.Items {
+			if s := &sessions.Items[i]; keep(s) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+			}
+		}
+	}
+	all := func(*twv1.BrowserSession) bool { return true }
+	add(index.Unplaced, index.UnplacedSelector, all)
+	add(index.Unplaced, index.UnplacedPinned(p.Name), all)
+	if placed {
+		add(SessionProfileIndex, p.Name, func(s *twv1.BrowserSession) bool { return !s.Ended() })
 	}
 	return reqs
 }
@@ -728,7 +824,7 @@ func (r *SessionReconciler) profileToSessions(ctx context.Context, p *twv1.Brows
 // namespaceToSessions maps a namespace whose labels changed to its running sessions.
 func (r *SessionReconciler) namespaceToSessions(ctx context.Context, o client.Object) []reconcile.Request {
 	var sessions twv1.BrowserSessionList
-	if err := r.List(ctx, &sessions, client.InNamespace(o.GetName())); err != nil {
+	if err := r.List(ctx, &sessions, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request

@@ -7,32 +7,20 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/conditions"
+	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
-type conditioned interface {
-	client.Object
-	GetConditions() []metav1.Condition
-	SetConditions([]metav1.Condition)
-}
+type conditioned = conditions.Object
 
 // setCondition sets a condition with the object's generation as observedGeneration.
 func setCondition(o conditioned, typ string, status metav1.ConditionStatus, reason, msg string) {
-	conds := o.GetConditions()
-	apimeta.SetStatusCondition(&conds, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: o.GetGeneration(),
-	})
-	o.SetConditions(conds)
+	conditions.Set(o, typ, status, reason, msg)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
+func truncate(s string, n int) string { return conditions.Truncate(s, n) }
 
 // countWindows counts a session's windows by source and state.
 func countWindows(windows []twv1.BrowserWindow) twv1.WindowCounts {
@@ -79,15 +67,10 @@ func UnacknowledgedMessage(namespace string, unacked []*twv1.BrowserWindow) stri
 		if url == "" && w.Spec.Spawn != nil {
 			url = w.Spec.Spawn.URL
 		}
-		fmt.Fprintf(&b, " %s (%s): %s", w.Name, orDash(url), AckHint(namespace, w.Name, twv1.DispositionClose))
+		fmt.Fprintf(&b, " %s (%s): %s", w.Name, orDash(url), hint.Ack(namespace, w.Name, twv1.DispositionClose))
 		fmt.Fprintf(&b, " or keep it with disposition Keep.")
 	}
 	return b.String()
-}
-
-// AckHint is the kubectl command that gives a window a disposition.
-func AckHint(namespace, name string, d twv1.Disposition) string {
-	return fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"%s"}}'`, name, namespace, d)
 }
 
 func orDash(s string) string {
@@ -117,8 +100,8 @@ func DirtyMessage(s *twv1.BrowserSession, dirty []*twv1.BrowserWindow) string {
 		names = append(names, w.Name)
 	}
 	sort.Strings(names)
-	return fmt.Sprintf("The session ended but still owns %d open page(s): %s. The agent of profile %q closes them; if that agent is gone for good, release them without closing: kubectl patch browserwindow %s -n %s --type=merge -p '{\"metadata\":{\"finalizers\":null}}'",
-		len(dirty), strings.Join(names, ", "), s.Status.ProfileName, names[0], s.Namespace)
+	return fmt.Sprintf("The session ended but still owns %d open page(s): %s. The agent of profile %q closes them; if that agent is gone for good, release them without closing: %s",
+		len(dirty), strings.Join(names, ", "), s.Status.ProfileName, hint.ReleaseFinalizer(s.Namespace, names[0]))
 }
 
 // lastActivity is the newest window creation or state change of the session.

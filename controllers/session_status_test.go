@@ -132,8 +132,14 @@ func TestUnacknowledgedMessageTeaches(t *testing.T) {
 // TestMovable: a session leaves a lost profile only when none of its windows
 // may have a page there.
 func TestMovable(t *testing.T) {
+	// The controller stores the page finalizer with the profile label: a
+	// registered window no agent wrote status for has no page.
+	registered := win("registered", twv1.SourceOpen, "", "")
+	registered.Finalizers = []string{twv1.PageFinalizer}
+	// The agent writes status.profileName in the reconcile that opens the page.
 	taken := win("taken", twv1.SourceOpen, "", twv1.WindowPending)
 	taken.Finalizers = []string{twv1.PageFinalizer}
+	taken.Status.ProfileName = "lost"
 	tabbed := win("tabbed", twv1.SourceOpen, "", twv1.WindowPending)
 	tabbed.Status.TabID = "t-1"
 	for _, tc := range []struct {
@@ -143,7 +149,8 @@ func TestMovable(t *testing.T) {
 	}{
 		{"no window", nil, true},
 		{"open windows no agent took", []twv1.BrowserWindow{win("a", twv1.SourceOpen, "", ""), win("b", twv1.SourceOpen, "", twv1.WindowPending)}, true},
-		{"a window the agent took (page finalizer)", []twv1.BrowserWindow{win("a", twv1.SourceOpen, "", ""), taken}, false},
+		{"a registered window (page finalizer, no agent status)", []twv1.BrowserWindow{registered}, true},
+		{"a window the agent took (its status)", []twv1.BrowserWindow{win("a", twv1.SourceOpen, "", ""), taken}, false},
 		{"a window with a tab recorded", []twv1.BrowserWindow{tabbed}, false},
 		{"an open page", []twv1.BrowserWindow{win("o", twv1.SourceOpen, "", twv1.WindowOpen)}, false},
 		{"an unreachable page", []twv1.BrowserWindow{win("u", twv1.SourceOpen, "", twv1.WindowUnknown)}, false},

@@ -104,16 +104,31 @@ func (r *WindowRegistrationReconciler) reconcileRegistration(ctx context.Context
 	}
 	w.Labels[twv1.SessionLabel] = s.Name
 	w.Labels[twv1.SourceLabel] = sourceLabel(w.Spec.Source)
-	if p := s.Status.ProfileName; p != "" && (w.Labels[twv1.ProfileLabel] == "" || !controllerutil.ContainsFinalizer(w, twv1.PageFinalizer)) {
+	if p := s.Status.ProfileName; p != "" && (w.Labels[twv1.ProfileLabel] == "" || !AgentTook(w)) {
 		// A window follows its session to another profile (moved off a lost
-		// one) only while no agent has taken it: one whose page finalizer is
-		// stored may have a page in the old browser, and stays that agent's.
+		// one) only while no agent has taken it: one whose status an agent
+		// wrote may have a page in the old browser, and stays that agent's.
 		w.Labels[twv1.ProfileLabel] = p
+		// The page finalizer goes with the label, in the same write: it is
+		// stored before any agent sees the window, so the agent opens the page
+		// without a write of its own first (registration and finalizer are one
+		// write; see docs/design.md, "Writes per operation").
+		controllerutil.AddFinalizer(w, twv1.PageFinalizer)
 	}
 	if err := controllerutil.SetControllerReference(s, w, r.Scheme()); err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// AgentTook reports whether an agent has taken the window: it wrote the
+// window's status (status.profileName, a tab, a live phase). An agent writes
+// that status in the reconcile that opens the page, so a window it has not
+// taken has no page unless the agent stopped between the browser's create and
+// the write (see docs/design.md, "Known gaps").
+func AgentTook(w *twv1.BrowserWindow) bool {
+	return w.Status.ProfileName != "" || w.Status.TabID != "" || w.Live() ||
+		w.Status.Phase == twv1.WindowClosed || w.Status.Phase == twv1.WindowGone
 }
 
 // clearUnregistered replaces the session_unregistered refusal of a window whose

@@ -23,6 +23,11 @@
 //
 // The module is also importable from node (tests): createWorker() takes the chrome API and the
 // platform functions as parameters; the auto-start at the bottom only runs inside Chrome.
+//
+// The `act` command (one curated step with real input, through chrome.debugger) lives in
+// act.js; this file checks ownership and attributes the tabs an act makes appear.
+
+import { ActRefusal, createActor, validateStep } from "./act.js";
 
 export const DEFAULT_PORT = 47321;
 export const PING_INTERVAL_MS = 20_000;
@@ -55,13 +60,15 @@ const HIDDEN_URL_PREFIXES = [
 const WINDOW_TYPES = new Set(["normal", "popup", "app", "panel"]);
 
 // Storage layout. storage.session: rec:<tabId>, pending:<owner>, born:<windowId>,
-// opener:<tabId>, conn, sessions. storage.local: key (the pairing key, base64url), port, and
+// opener:<tabId>, attr:<tabId> (the act key an opener-less tab is attributed to), act:<key>
+// (act.js: an act's window of attribution), conn, sessions. storage.local: key (the pairing key, base64url), port, and
 // pairedAt, so the popup never reads the key. (An older build stored the raw token as `token`;
 // it is turned into the key and dropped on the next connect.)
 const recKey = (tabId) => `rec:${tabId}`;
 const pendingKey = (owner) => `pending:${owner}`;
 const bornKey = (windowId) => `born:${windowId}`;
 const openerKey = (tabId) => `opener:${tabId}`;
+const attrKey = (tabId) => `attr:${tabId}`;
 
 // Record kinds (docs/extension-protocol.md "Ownership"): opened and spawned tabs are owned
 // (closeable by their owner); a bound tab is only used, never closed.
@@ -159,8 +166,8 @@ function clip(s, n) {
   return s.length > n ? s.slice(0, n) : s;
 }
 
-/** Tab = {id, windowId, openerTabId?, url, title, active, index} */
-export function tabShape(tab) {
+/** Tab = {id, windowId, openerTabId?, url, title, active, index, attributed?} */
+export function tabShape(tab, attributed) {
   const out = {
     id: tab.id,
     windowId: tab.windowId,
@@ -170,6 +177,7 @@ export function tabShape(tab) {
     index: tab.index ?? 0,
   };
   if (Number.isInteger(tab.openerTabId)) out.openerTabId = tab.openerTabId;
+  if (typeof attributed === "string" && attributed !== "") out.attributed = attributed;
   return out;
 }
 
@@ -276,6 +284,16 @@ export function createWorker(chrome, deps = {}) {
 
   const session = chrome.storage.session;
   const local = chrome.storage.local;
+  const actor = createActor({
+    chrome,
+    session,
+    now,
+    setTimeout: setTimer,
+    clearTimeout: clearTimer,
+    log,
+    // The bundled page functions: the extension's own page.js, never anything from the host.
+    loadPageSource: deps.loadPageSource ?? (async () => (await fetchImpl(chrome.runtime.getURL("page.js"))).text()),
+  });
 
   // Process handles only; see the header comment.
   let ws = null; // the live WebSocket, if any
@@ -287,6 +305,9 @@ export function createWorker(chrome, deps = {}) {
   let hsChain = Promise.resolve(); // frames of the current socket, handled in order
   let queue = Promise.resolve(); // tail of the ownership queue
   let connChain = Promise.resolve(); // orders writes of the "conn" status record
+  // Tabs this worker created itself outside open (the last-tab rule's about:blank): never
+  // attributed to an act.
+  const ownTabs = new Set();
 
   // ---- the ownership queue -------------------------------------------------------------------
 
@@ -614,8 +635,12 @@ export function createWorker(chrome, deps = {}) {
       const result = await dispatch(cmd?.op, cmd?.args ?? {});
       return { type: "result", id, ok: true, result };
     } catch (e) {
-      if (e instanceof CommandError) {
-        return { type: "result", id, ok: false, error: { reason: e.reason, message: e.message } };
+      if (e instanceof CommandError || e instanceof ActRefusal) {
+        const error = { reason: e.reason, message: e.message };
+        if (Array.isArray(e.candidates)) error.candidates = e.candidates;
+        if (typeof e.document === "string") error.document = e.document;
+        if (Number.isSafeInteger(e.epoch)) error.epoch = e.epoch;
+        return { type: "result", id, ok: false, error };
       }
       log.warn(`tabwarden: ${cmd?.op} failed:`, e?.message);
       return { type: "result", id, ok: false, error: { reason: "failed", message: String(e?.message ?? e) } };
@@ -648,6 +673,16 @@ export function createWorker(chrome, deps = {}) {
         return serial(records); // a snapshot between, not during, ownership changes
       case "sessions":
         return storeSessions(args);
+      case "act": {
+        // Refuse malformed calls before anything runs; the ownership check runs inside the
+        // tab's act queue, right before the step.
+        const owner = requireOwner(args);
+        const tabId = requireId(args.tabId, "tabId");
+        const key = args.key ?? "";
+        if (typeof key !== "string" || key.length > 256) throw new CommandError("invalid_args", "key must be a string (the action's key)");
+        const step = validateStep(args.step);
+        return actor.run({ key, tabId, step, mayAct: () => mayAct(owner, tabId) });
+      }
       default:
         return Promise.reject(new CommandError("unknown_op", `unknown op ${JSON.stringify(op)}`));
     }
@@ -655,14 +690,38 @@ export function createWorker(chrome, deps = {}) {
 
   async function observe() {
     const wins = await chrome.windows.getAll({ populate: true });
+    const attributed = {};
+    const openers = {};
+    for (const [k, v] of Object.entries(await session.get(null))) {
+      if (k.startsWith("attr:")) attributed[k.slice(5)] = v;
+      if (k.startsWith("opener:")) openers[k.slice(7)] = v;
+    }
     const windows = [];
     const tabs = [];
     for (const w of wins) {
       if (!isReportableWindow(w)) continue;
       windows.push(windowShape(w));
-      for (const t of w.tabs ?? []) if (isReportableTab(t)) tabs.push(tabShape(t));
+      for (const t of w.tabs ?? []) {
+        if (!isReportableTab(t)) continue;
+        const a = attributed[t.id];
+        const opener = a ? undefined : Number.isInteger(openers[t.id]) ? openers[t.id] : t.openerTabId;
+        tabs.push(tabShape({ ...t, openerTabId: opener }, a));
+      }
     }
     return { windows, tabs };
+  }
+
+  /** act's ownership check: the tab is recorded under owner (opened, spawned or bound). */
+  async function mayAct(owner, tabId) {
+    const rec = await getOne(session, recKey(tabId));
+    const tab = await tryGetTab(tabId);
+    if (!tab || !isReportableTab(tab)) {
+      throw new CommandError(rec?.owner === owner ? "not_found" : "not_owned", `tab ${tabId} not found${rec?.owner === owner ? "" : ` under owner ${owner}`}`);
+    }
+    if (!rec || rec.owner !== owner) {
+      throw new CommandError("not_owned", `tab ${tabId} is not recorded under owner ${owner}; tabwarden acts only on tabs it opened, saw spawned, or was bound to`);
+    }
+    return tab;
   }
 
   async function tryGetTab(tabId) {
@@ -786,14 +845,16 @@ export function createWorker(chrome, deps = {}) {
     if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
     // Chrome may stop reporting openerTabId later (e.g. after the opener navigates or closes):
     // the opener seen at tabs.onCreated wins.
-    const opener = await openerOf(tab);
+    // Or, for a tab without an opener, the act it appeared during is parent's (attr:<tabId>).
+    const attributed = await getOne(session, attrKey(tabId));
+    const opener = attributed ? undefined : await openerOf(tab);
     const openerRec = Number.isInteger(opener) ? await getOne(session, recKey(opener)) : undefined;
-    if (!openerRec || openerRec.owner !== parent) {
+    if (Number.isInteger(opener) ? !openerRec || openerRec.owner !== parent : attributed !== parent) {
       throw new CommandError(
         "not_observed",
         Number.isInteger(opener)
           ? `tab ${tabId} was opened by tab ${opener}, which is not recorded under ${parent}`
-          : `tab ${tabId} has no opener this extension saw; it was not spawned by ${parent}`,
+          : `tab ${tabId} has no opener and did not appear during an action of ${parent}; it was not spawned by ${parent}`,
       );
     }
     // A spawn that came with its own window (a compose popup, a window.open with features)
@@ -821,13 +882,17 @@ export function createWorker(chrome, deps = {}) {
     }
     // A spawn of a recorded page belongs to that session's adoption. Between its creation and
     // the adopt, it is unrecorded: another namespace must not bind it in that window.
-    const opener = await openerOf(tab);
+    const attributed = await getOne(session, attrKey(tabId));
+    const opener = attributed ? undefined : await openerOf(tab);
     const openerRec = Number.isInteger(opener) ? await getOne(session, recKey(opener)) : undefined;
     if (openerRec) {
       throw new CommandError(
         "in_use",
         `tab ${tabId} was spawned by tab ${opener} of session ${openerRec.owner}'s page; it belongs to that session's adoption`,
       );
+    }
+    if (attributed) {
+      throw new CommandError("in_use", `tab ${tabId} appeared during action ${attributed}, whose session adopts it`);
     }
     const other = await liveRecordOf(owner, tabId);
     if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
@@ -864,7 +929,8 @@ export function createWorker(chrome, deps = {}) {
       const siblings = await chrome.tabs.query({ windowId: tab.windowId });
       if (siblings.length <= 1) {
         // Removing the last tab would close the user's window (and maybe the browser).
-        await chrome.tabs.create({ windowId: tab.windowId, url: "about:blank", active: false });
+        const blank = await chrome.tabs.create({ windowId: tab.windowId, url: "about:blank", active: false });
+        if (Number.isInteger(blank?.id)) ownTabs.add(blank.id);
       }
     }
     let closed = true;
@@ -965,21 +1031,46 @@ export function createWorker(chrome, deps = {}) {
   }
 
   function onTabCreated(tab) {
+    const seenAt = now(); // when Chrome reported it, not when the queue gets to it
     serial(async () => {
-      // The opener as Chrome reports it now, at creation: adopt trusts this one, since Chrome
-      // may drop openerTabId from later reports of the tab.
-      if (Number.isInteger(tab?.openerTabId)) await session.set({ [openerKey(tab.id)]: tab.openerTabId });
-      if (!isReportableTab(tab)) return;
+      if (!Number.isInteger(tab?.id)) return;
+      const own = ownTabs.delete(tab.id); // the last-tab rule's blank tab
       let owner = (await getOne(session, recKey(tab.id)))?.owner;
+      // A tab an acted-on page announced (Page.windowOpen): its true opener is that page,
+      // whatever tab Chrome names (the window's active one); opened noopener, it is the act's.
+      const announced = !owner && !own ? actor.claimOpen(seenAt, normalizeUrl(tab.pendingUrl || tab.url || "")) : undefined;
+      let opener = tab.openerTabId;
+      let attributed;
+      if (announced) {
+        opener = announced.noopener ? undefined : announced.sourceTabId;
+        if (announced.noopener) attributed = announced.key;
+      }
+      // The opener as seen now, at creation: adopt trusts this one, since Chrome may drop
+      // openerTabId from later reports of the tab.
+      if (Number.isInteger(opener)) await session.set({ [openerKey(tab.id)]: opener });
+      if (!isReportableTab(tab)) return;
       if (!owner) owner = await claimFromPending(tab);
-      sendEvent("tabCreated", owner ? { tab: tabShape(tab), owner } : { tab: tabShape(tab) });
+      // A tab without an opener that appears while an act runs (or just after) is that act's
+      // doing (a rel=noopener link, a download viewer): attributed to its key, which may adopt
+      // it. Not tabs this worker made itself (open's are recorded by now).
+      if (!owner && !own && !attributed && !Number.isInteger(opener)) attributed = await actor.attributionAt(seenAt, tab.windowId);
+      if (!owner && attributed) await session.set({ [attrKey(tab.id)]: attributed });
+      const shape = tabShape({ ...tab, openerTabId: attributed ? undefined : opener }, owner ? undefined : attributed);
+      sendEvent("tabCreated", owner ? { tab: shape, owner } : { tab: shape });
     }).catch((e) => log.warn("tabwarden: tabCreated:", e?.message));
+  }
+
+  /** A tab as reported: the opener seen at creation and the act attribution win over Chrome's later view. */
+  async function reportedShape(tab) {
+    const [remembered, attributed] = await Promise.all([getOne(session, openerKey(tab.id)), getOne(session, attrKey(tab.id))]);
+    const opener = attributed ? undefined : Number.isInteger(remembered) ? remembered : tab.openerTabId;
+    return tabShape({ ...tab, openerTabId: opener }, attributed);
   }
 
   function onTabUpdated(tabId, changeInfo, tab) {
     if (!("url" in changeInfo || "title" in changeInfo || "status" in changeInfo)) return;
     serial(async () => {
-      if (isReportableTab(tab)) sendEvent("tabUpdated", { tab: tabShape(tab) });
+      if (isReportableTab(tab)) sendEvent("tabUpdated", { tab: await reportedShape(tab) });
     }).catch((e) => log.warn("tabwarden: tabUpdated:", e?.message));
   }
 
@@ -987,7 +1078,8 @@ export function createWorker(chrome, deps = {}) {
     // The record is kept on purpose: a later close/cleanup answers closed:false and drops it,
     // instead of not_owned, which would read as a refusal. Tab ids are never reused.
     serial(async () => {
-      await session.remove(openerKey(tabId));
+      actor.forgetTab(tabId);
+      await session.remove([openerKey(tabId), attrKey(tabId)]);
       sendEvent("tabRemoved", { tabId, windowId: removeInfo?.windowId });
     }).catch((e) => log.warn("tabwarden: tabRemoved:", e?.message));
   }
@@ -1132,6 +1224,7 @@ export function createWorker(chrome, deps = {}) {
     chrome.windows.onCreated.addListener(onWindowCreated);
     chrome.windows.onRemoved.addListener(onWindowRemoved);
     chrome.runtime.onMessage.addListener(onMessage);
+    chrome.debugger?.onEvent?.addListener(actor.onDebuggerEvent);
     chrome.runtime.onStartup.addListener(() => start());
     chrome.runtime.onInstalled.addListener(() => start());
     chrome.alarms.onAlarm.addListener((alarm) => {
@@ -1150,6 +1243,7 @@ export function createWorker(chrome, deps = {}) {
       const t = now();
       const stale = (await allWithPrefix("pending:")).filter((m) => !(t - m.at < PENDING_TTL_MS));
       if (stale.length) await session.remove(stale.map((m) => pendingKey(m.owner)));
+      await actor.expireMarkers();
     } catch (e) {
       log.warn("tabwarden: start:", e?.message);
     }

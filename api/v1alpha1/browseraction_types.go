@@ -73,6 +73,7 @@ type ActionTarget struct {
 	// page, e.g. o3.e12. A ref from another document (the page navigated or
 	// re-loaded) is refused (stale_ref), never retargeted.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^o[0-9]+\.e[0-9]+$`
 	Ref string `json:"ref,omitempty"`
@@ -96,6 +97,7 @@ type ActionTarget struct {
 	// refused (stale_coordinates) once the page scrolled, navigated or re-rendered
 	// since.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^o[0-9]+$`
 	Observation string `json:"observation,omitempty"`
@@ -111,9 +113,10 @@ type ActionTarget struct {
 type ActionStep struct {
 	// type is Observe, Navigate, Click, Type, Press, Scroll or Wait.
 	// +required
-	Type StepType `json:"type"`
+	Type StepType `json:"type,omitempty"`
 	// url to load (Navigate): http, https or about:blank.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://') || self == 'about:blank'",message="url must be http(s) or about:blank, for example https://example.com/form"
 	URL string `json:"url,omitempty"`
@@ -123,11 +126,13 @@ type ActionStep struct {
 	Target *ActionTarget `json:"target,omitempty"`
 	// text to type (Type) or to wait for (Wait).
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	Text string `json:"text,omitempty"`
 	// key to press (Press): a key name such as Enter, Tab, Escape, Backspace,
 	// ArrowDown, or one character.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	Key string `json:"key,omitempty"`
 	// deltaX scrolls right by this many CSS pixels (negative: left).
@@ -152,7 +157,7 @@ type ActionWindowReference struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 }
 
 // BrowserActionSpec is one call of one or more steps against a window of a session.
@@ -160,18 +165,20 @@ type ActionWindowReference struct {
 type BrowserActionSpec struct {
 	// sessionRef names the BrowserSession, in the action's namespace.
 	// +required
-	SessionRef SessionReference `json:"sessionRef"`
+	SessionRef SessionReference `json:"sessionRef,omitzero"`
 	// thread is who calls: it must be the session's spec.thread
 	// (session_owned_by_another_thread otherwise).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Thread string `json:"thread"`
+	Thread string `json:"thread,omitempty"`
 	// windowRef names the BrowserWindow of the session whose page the steps drive.
 	// +required
-	WindowRef ActionWindowReference `json:"windowRef"`
-	// profileName, when set, must be the session's profile (profile_mismatch otherwise).
+	WindowRef ActionWindowReference `json:"windowRef,omitzero"`
+	// profileName is optional; when set, it must be the session's profile
+	// (profile_mismatch otherwise).
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	ProfileName string `json:"profileName,omitempty"`
 	// steps run in order in one call; the first refused or failed step ends it.
@@ -179,10 +186,10 @@ type BrowserActionSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	Steps []ActionStep `json:"steps"`
+	Steps []ActionStep `json:"steps,omitempty"`
 	// ttlSecondsAfterFinished removes the action this long after it finished.
 	// +optional
-	// +kubebuilder:default=600
+	// +default=600
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=604800
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
@@ -191,8 +198,10 @@ type BrowserActionSpec struct {
 // ObservedElement is one visible interactive element of an observation.
 type ObservedElement struct {
 	// ref targets the element in a later Click or Type step of the same session, e.g. o3.e12.
+	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	Ref string `json:"ref"`
+	Ref string `json:"ref,omitempty"`
 	// role is the element's role: link, button, textbox, checkbox, combobox...
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
@@ -201,13 +210,16 @@ type ObservedElement struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Name string `json:"name,omitempty"`
-	// x, y, width and height: the element's box in viewport CSS pixels.
+	// x is the left of the element's box in viewport CSS pixels.
 	// +optional
 	X int32 `json:"x"`
+	// y is the top of the element's box in viewport CSS pixels.
 	// +optional
 	Y int32 `json:"y"`
+	// width of the element's box in CSS pixels.
 	// +optional
 	Width int32 `json:"width"`
+	// height of the element's box in CSS pixels.
 	// +optional
 	Height int32 `json:"height"`
 }
@@ -215,8 +227,10 @@ type ObservedElement struct {
 // Observation is what an Observe step saw.
 type Observation struct {
 	// id names the observation (e.g. o3): point targets cite it, refs start with it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
-	ID string `json:"id"`
+	ID string `json:"id,omitempty"`
 	// url of the page.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -225,9 +239,10 @@ type Observation struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Title string `json:"title,omitempty"`
-	// scrollX and scrollY: the page's scroll offset in CSS pixels.
+	// scrollX is the page's horizontal scroll offset in CSS pixels.
 	// +optional
 	ScrollX int32 `json:"scrollX"`
+	// scrollY is the page's vertical scroll offset in CSS pixels.
 	// +optional
 	ScrollY int32 `json:"scrollY"`
 	// elements are the visible interactive elements, in document order.
@@ -243,11 +258,15 @@ type Observation struct {
 // StepResult is what one step did.
 type StepResult struct {
 	// index of the step in spec.steps.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Index int32 `json:"index"`
 	// type of the step.
-	Type StepType `json:"type"`
+	// +required
+	Type StepType `json:"type,omitempty"`
 	// phase is Succeeded, Refused or Failed.
-	Phase ActionPhase `json:"phase"`
+	// +required
+	Phase ActionPhase `json:"phase,omitempty"`
 	// reason is the guard reason when Refused, or why it Failed.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
@@ -269,8 +288,10 @@ type StepResult struct {
 // SpawnedWindow is a window a page spawned while the action ran.
 type SpawnedWindow struct {
 	// name of the BrowserWindow the agent created for the spawned page.
+	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 	// url the page was spawned with, when the browser said.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -340,12 +361,14 @@ type BrowserActionStatus struct {
 // +kubebuilder:printcolumn:name="Hint",type=string,JSONPath=`.status.hint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BrowserAction struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the call.
 	// +required
-	Spec BrowserActionSpec `json:"spec"`
+	Spec BrowserActionSpec `json:"spec,omitzero"`
 	// status is what the agent did.
 	// +optional
 	Status BrowserActionStatus `json:"status,omitempty"`

@@ -25,7 +25,7 @@ const (
 type BrowserProfileSpec struct {
 	// driver is how the agent talks to this profile's browser.
 	// +optional
-	// +kubebuilder:default=cdp
+	// +default=cdp
 	Driver DriverType `json:"driver,omitempty"`
 
 	// pool marks a shared remote Chrome: each session gets its own browser context,
@@ -87,12 +87,14 @@ func (p *BrowserProfile) Admits(ns string, nsLabels map[string]string) (bool, er
 
 // BrowserProfileStatus is what the agent observes of its browser.
 type BrowserProfileStatus struct {
-	// conditions: Connected and Ready.
+	// conditions are Connected and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
 	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
 	// agent is the identity of the agent serving this profile.
 	// +optional
@@ -133,7 +135,9 @@ type BrowserProfileStatus struct {
 // +kubebuilder:printcolumn:name="Namespace-Selector",type=string,JSONPath=`.spec.namespaceSelector`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BrowserProfile struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is what the operator asks of this profile.

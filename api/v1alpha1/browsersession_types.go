@@ -50,16 +50,19 @@ type BrowserSessionSpec struct {
 	// thread identifies who drives the session: the agent's conversation or thread id.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MinLength=1
 	Thread string `json:"thread,omitempty"`
 
 	// purpose says, for the user reading `kubectl get`, what the session is for.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:MinLength=1
 	Purpose string `json:"purpose,omitempty"`
 
 	// profileName pins the session to one BrowserProfile.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MinLength=1
 	ProfileName string `json:"profileName,omitempty"`
 
 	// profileSelector lets the controller place the session on a connected profile
@@ -70,19 +73,20 @@ type BrowserSessionSpec struct {
 	// placement is where Open windows go: Window (owned windows) or Tab (background
 	// tabs in one existing window, pinned at start).
 	// +optional
-	// +kubebuilder:default=Window
+	// +default=Window
 	Placement Placement `json:"placement,omitempty"`
 
 	// pinnedWindowId is the browser window Tab placement uses. Empty: the window
 	// that is current when the session's first page opens, recorded in status.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:MinLength=1
 	PinnedWindowID string `json:"pinnedWindowId,omitempty"`
 
 	// state is Active, WaitingForUser (automated writes refused) or Finished
 	// (temporary pages close, Keep pages are released, bound tabs detached).
 	// +optional
-	// +kubebuilder:default=Active
+	// +default=Active
 	State SessionState `json:"state,omitempty"`
 
 	// idleTimeout finishes the session (as state Finished would) after this long
@@ -94,14 +98,15 @@ type BrowserSessionSpec struct {
 	// keepalive keeps the browser's connection busy while the session is active,
 	// on hosts that end idle connections (BrowserProfile spec.hostIdleTimeout).
 	// +optional
-	Keepalive *KeepalivePolicy `json:"keepalive,omitempty"`
+	// +kubebuilder:validation:MinProperties=1
+	Keepalive KeepalivePolicy `json:"keepalive,omitzero"`
 }
 
 // KeepalivePolicy says how the agent keeps a session's browser connection alive.
 type KeepalivePolicy struct {
 	// interval between keepalive pings of the session's pages; below the host's idle timeout.
-	// +required
-	Interval metav1.Duration `json:"interval"`
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
 }
 
 // WindowCounts counts a session's windows.
@@ -126,8 +131,10 @@ type WindowCounts struct {
 // Deliverable is a Keep page released when its session ended.
 type Deliverable struct {
 	// window is the BrowserWindow's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Window string `json:"window"`
+	Window string `json:"window,omitempty"`
 	// url of the page.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -151,6 +158,7 @@ type BrowserSessionStatus struct {
 	// profileName is the profile the session is bound to.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MinLength=1
 	ProfileName string `json:"profileName,omitempty"`
 
 	// windows counts the session's windows.
@@ -172,12 +180,14 @@ type BrowserSessionStatus struct {
 	// +optional
 	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`
 
-	// conditions: Registered, SpawnsAcknowledged, Clean and Ready.
+	// conditions are Registered, SpawnsAcknowledged, Clean and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
 	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
 // BrowserSession is who drives a browser profile, from which thread, and why.
@@ -193,7 +203,9 @@ type BrowserSessionStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="has(self.spec)",message="session_unregistered: a BrowserSession needs a spec with thread and purpose, for example: spec: {thread: \"thread-42\", purpose: \"file the 2026 tax return form\"}"
 type BrowserSession struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec says who drives and why.

@@ -12,8 +12,9 @@ type BindableTab struct {
 	// id is the browser's tab id (a CDP target id or a Chrome tab id): the value
 	// of a Bind window's spec.bindTabId.
 	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	ID string `json:"id"`
+	ID string `json:"id,omitempty"`
 	// windowId is the browser window holding the tab.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
@@ -42,14 +43,16 @@ type BindableTab struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.profileName",message="a BrowserTabList is named after its profile: metadata.name and profileName are the same BrowserProfile's name"
 type BrowserTabList struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// profileName is the BrowserProfile whose tabs these are; the object's name too.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	ProfileName string `json:"profileName"`
+	ProfileName string `json:"profileName,omitempty"`
 
 	// tabCount is how many tabs this namespace may bind; tabs lists the first 500
 	// by id.

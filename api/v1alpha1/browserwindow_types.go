@@ -52,7 +52,7 @@ type SessionReference struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 }
 
 // SpawnInfo says how a Spawned window came to be.
@@ -62,24 +62,28 @@ type SpawnInfo struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	TabID string `json:"tabId"`
+	TabID string `json:"tabId,omitempty"`
 	// openerTabId is the browser id of the page that spawned this one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:MinLength=1
 	OpenerTabID string `json:"openerTabId,omitempty"`
 	// spawnedBy is the BrowserWindow whose page spawned this one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MinLength=1
 	SpawnedBy string `json:"spawnedBy,omitempty"`
 	// reason says how the spawn was attributed: opener (the browser named the
 	// opener) or during_action (no opener; it appeared while the session acted).
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:MinLength=1
 	Reason string `json:"reason,omitempty"`
 	// url is the first url the browser reported for the page; often empty, since
 	// browsers report a spawned page before its url (status.url follows it).
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MinLength=1
 	URL string `json:"url,omitempty"`
 }
 
@@ -95,17 +99,18 @@ type SpawnInfo struct {
 type BrowserWindowSpec struct {
 	// sessionRef names the session this page belongs to.
 	// +required
-	SessionRef SessionReference `json:"sessionRef"`
+	SessionRef SessionReference `json:"sessionRef,omitzero"`
 
 	// source is Open (tabwarden opens url), Spawned (adopted by the agent) or Bind
 	// (an existing user tab, used but never closed).
 	// +required
-	Source WindowSource `json:"source"`
+	Source WindowSource `json:"source,omitempty"`
 
 	// url to open (Open). For Spawned and Bind windows the browser's url is in status.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://') || self == 'about:blank'",message="spec.url must be an http(s) url or about:blank"
+	// +kubebuilder:validation:MinLength=1
 	URL string `json:"url,omitempty"`
 
 	// placement overrides the session's placement for this window.
@@ -121,7 +126,7 @@ type BrowserWindowSpec struct {
 
 	// spawn says how a Spawned window came to be (written by the agent).
 	// +optional
-	Spawn *SpawnInfo `json:"spawn,omitempty"`
+	Spawn *SpawnInfo `json:"spawn,omitzero"`
 
 	// disposition is Temporary (closed with the session), Keep (a deliverable that
 	// outlives the session) or Close (close now). A spawned window starts with none,
@@ -163,6 +168,7 @@ type BrowserWindowStatus struct {
 	// url is the page's current url.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MinLength=1
 	URL string `json:"url,omitempty"`
 	// title is the page's current title.
 	// +optional
@@ -177,12 +183,14 @@ type BrowserWindowStatus struct {
 	// closedTime is when the page closed.
 	// +optional
 	ClosedTime *metav1.Time `json:"closedTime,omitempty"`
-	// conditions: Registered, Opened (or Bound), Placed (Tab placement) and Ready.
+	// conditions are Registered, Opened (or Bound), Placed (Tab placement) and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
 	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
 // BrowserWindow is one page a session owns or uses.
@@ -197,12 +205,14 @@ type BrowserWindowStatus struct {
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BrowserWindow struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is what the session wants of the page.
 	// +required
-	Spec BrowserWindowSpec `json:"spec"`
+	Spec BrowserWindowSpec `json:"spec,omitzero"`
 	// status is what the agent observes.
 	// +optional
 	Status BrowserWindowStatus `json:"status,omitempty"`

@@ -14,7 +14,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "tabwarden.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the kinds of this package with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion} //nolint:staticcheck // the types register with controller-runtime's builder, as every kubebuilder API does
 
 	// AddToScheme adds the kinds of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

@@ -9,14 +9,17 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tabwarden/tabwarden/internal/cli"
 )
 
 // version is set at build time: -ldflags "-X main.version=v0.1.0".
@@ -35,6 +38,16 @@ Commands:
   pair        print a code to pair the tabwarden Chrome extension with a running agent
   unpair      make a running agent forget its pairing with the Chrome extension
   version     print the version
+
+Using sessions (also a kubectl plugin: kubectl tabwarden <command>; kubectl's
+--kubeconfig, --context, -n and -o):
+  owned       list what a session owns: opened, spawned and bound windows
+  ack         give windows a disposition (keep, close, temporary)
+  finish      finish a session: its temporary pages close
+  cleanup     close every page a session owns now (with --yes)
+  profiles    list browser profiles: connected, sessions, tabs, admitted namespaces
+  act         drive a window of a session: observe, click, type... and print the result
+  mcp         serve these to an AI agent over MCP (stdio)
 
 Run 'tabwarden <command> -h' for a command's flags.
 `
@@ -67,6 +80,15 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "-version", "--version":
 		name = "version"
+	}
+	if slices.Contains(cli.Verbs, name) {
+		// The client logs nothing a user needs; errors come back as errors.
+		ctrl.SetLogger(logr.Discard())
+		return cli.Main(&cli.Env{
+			Streams: genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr},
+			Name:    "tabwarden",
+			Version: fullVersion(),
+		}, args)
 	}
 	cmd, ok := commands[name]
 	if !ok {
@@ -116,37 +138,35 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// logFlags are the logging flags every long-running command takes.
+// logFlags are the logging flags every long-running command takes:
+// controller-runtime's zap flags (--zap-devel, --zap-encoder, --zap-log-level,
+// --zap-stacktrace-level, --zap-time-encoding) and --log-level, the older name
+// of --zap-log-level, kept working.
 type logFlags struct {
-	devel bool
+	opts  crzap.Options
 	level string
 }
 
 func (l *logFlags) bind(fs *flag.FlagSet, devel bool) {
-	fs.BoolVar(&l.devel, "zap-devel", devel, "development logging: human-readable console lines instead of JSON")
-	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, error, or a number (higher is more verbose)")
+	// Info unless asked: --zap-devel alone would turn on debug logging.
+	l.opts = crzap.Options{Development: devel, Level: zapcore.InfoLevel}
+	if devel {
+		l.opts.TimeEncoder = zapcore.TimeEncoderOfLayout("15:04:05.000")
+	}
+	l.opts.BindFlags(fs)
+	fs.StringVar(&l.level, "log-level", "", "the older name of --zap-log-level: debug, info, error, or a number (higher is more verbose)")
 }
 
 // setup builds the logger and installs it as controller-runtime's.
 func (l *logFlags) setup(stderr io.Writer) (logr.Logger, error) {
-	lvl, err := parseLevel(l.level)
-	if err != nil {
-		return logr.Discard(), err
+	if l.level != "" {
+		lvl, err := parseLevel(l.level)
+		if err != nil {
+			return logr.Discard(), err
+		}
+		l.opts.Level = lvl
 	}
-	var enc zapcore.Encoder
-	if l.devel {
-		ec := zap.NewDevelopmentEncoderConfig()
-		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
-		enc = zapcore.NewConsoleEncoder(ec)
-	} else {
-		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	}
-	core := zapcore.NewCore(enc, zapcore.AddSync(stderr), lvl)
-	opts := []zap.Option{zap.ErrorOutput(zapcore.AddSync(stderr))}
-	if l.devel {
-		opts = append(opts, zap.AddCaller(), zap.Development())
-	}
-	log := zapr.NewLogger(zap.New(core, opts...))
+	log := crzap.New(crzap.UseFlagOptions(&l.opts), crzap.WriteTo(stderr))
 	ctrl.SetLogger(log)
 	return log, nil
 }

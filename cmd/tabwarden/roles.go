@@ -46,6 +46,7 @@ func runController(name string, args []string, _, stderr io.Writer) error {
 		"namespace of the leader election Lease (default: the pod's namespace in a cluster; required outside one when --leader-elect)")
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", "tabwarden-system", "namespace of the agents' heartbeat Leases (the agents' --lease-namespace)")
 	fs.DurationVar(&o.AgentGrace, "agent-grace-period", 40*time.Second, "how long a profile's heartbeat Lease may go unrenewed before its agent is lost (Connected=Unknown)")
+	fs.IntVar(&o.Workers, "workers", 1, "objects each of the controller's reconcilers works on at once (placement stays serialized)")
 	lf.bind(fs, false)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -105,6 +106,10 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", up.Namespace, `namespace of the profile's heartbeat Lease; "" disables the heartbeat`)
 	fs.StringVar(&o.Identity, "identity", "", "name of this agent in the profile's status (default agent-<profile>)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 10*time.Second, "how often the Lease is renewed and the profile published")
+	fs.IntVar(&o.WindowWorkers, "window-workers", 16, "BrowserWindows the agent reconciles at once")
+	fs.DurationVar(&o.OpenSettle, "open-settle", 150*time.Millisecond, "how long an opened page's first status write waits for its title, so that open, url and title are one write (negative: at once)")
+	fs.DurationVar(&o.SpawnStatusSettle, "spawn-status-settle", time.Second, "the same for an adopted page, whose create already announced it (negative: at once)")
+	fs.DurationVar(&o.ObserveInterval, "observe-interval", time.Second, "least time between two status writes of a window that change only its page's url, title or window (negative: every change)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint; "0" disables it`)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables them`)
 	lf.bind(fs, false)

@@ -50,6 +50,12 @@ func TestUp(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	// The kubectl plugin, found by kubectl on PATH as `kubectl tabwarden`.
+	pluginDir := filepath.Join(work, "plugins")
+	build = exec.Command("go", "build", "-o", filepath.Join(pluginDir, "kubectl-tabwarden"), "../kubectl-tabwarden")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build kubectl-tabwarden: %v\n%s", err, out)
+	}
 
 	site := fixture.Serve()
 	defer site.Close()
@@ -232,7 +238,7 @@ func TestUp(t *testing.T) {
 	}
 	t.Logf("window example Open as tab %s", tabID)
 
-	// A second window, closed through the acknowledgement script (disposition Close).
+	// A second window, closed with `kubectl tabwarden ack` (disposition Close).
 	secondURL := site.Path("/landing")
 	second := strings.Replace(strings.Replace(window, "https://example.com/", secondURL, 1), "name: example", "name: second", 1)
 	must(second, "apply", "-f", "-")
@@ -243,10 +249,22 @@ func TestUp(t *testing.T) {
 		secondTab = id
 		return err == nil && phase == "Open" && id != "", out
 	})
-	ack := exec.Command("bash", filepath.Join(repo, "config", "samples", "ack.sh"), "second", "Close", "default")
-	ack.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	if out, err := ack.CombinedOutput(); err != nil {
-		t.Fatalf("config/samples/ack.sh: %v\n%s", err, out)
+	// kubectl takes no flags before a plugin's name: the kubeconfig comes from KUBECONFIG.
+	plugin := func(args ...string) string {
+		t.Helper()
+		c := exec.Command(kubectlBin, append([]string{"tabwarden"}, args...)...)
+		c.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl tabwarden %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if out := plugin("owned", "tax-form"); !strings.Contains(out, "second") || !strings.Contains(out, "example") {
+		t.Fatalf("kubectl tabwarden owned tax-form does not list windows example and second:\n%s", out)
+	}
+	if out := plugin("ack", "second", "close"); strings.TrimSpace(out) != "browserwindow/second acknowledged: Close" {
+		t.Fatalf("kubectl tabwarden ack second close: %q", out)
 	}
 	eventually(t, 2*time.Minute, "window second Closed and its page gone", func() (bool, string) {
 		out, _ := kubectl("", "get", "browserwindow", "second", "-o", "jsonpath={.status.phase}")
@@ -325,6 +343,13 @@ func TestCommands(t *testing.T) {
 		{[]string{"pair", "--state-dir", t.TempDir()}, 1, "no tabwarden agent is running"},
 		{[]string{"controller", "--log-level", "loud"}, 1, "--log-level"},
 		{[]string{"up", "--nope"}, 2, "flag provided but not defined"},
+		{[]string{"controller", "--zap-log-level", "loud"}, 2, "zap-log-level"},
+		{[]string{"help"}, 0, "owned       list what a session owns"},
+		{[]string{"owned"}, 2, "usage: tabwarden owned SESSION"},
+		{[]string{"ack", "w", "later"}, 2, `disposition "later": want keep`},
+		{[]string{"cleanup", "s", "--nope"}, 2, "unknown flag: --nope"},
+		{[]string{"act", "s", "--window", "w", "--thread", "t"}, 2, "no steps"},
+		{[]string{"owned", "s", "--kubeconfig", "/nonexistent/kubeconfig"}, 1, "/nonexistent/kubeconfig"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

@@ -113,7 +113,22 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     runtimeInstalled: new FakeEvent(),
     alarm: new FakeEvent(),
     storageChanged: new FakeEvent(),
+    debuggerDetach: new FakeEvent(),
+    debuggerEvent: new FakeEvent(),
   };
+  const attached = new Set(); // tab ids with the worker's debugger attached
+  const busy = new Set(); // tab ids where "DevTools" holds the debugger
+  let pageHandler = async (tabId, method) => {
+    throw new Error(`no page scripted for ${method} on tab ${tabId}`);
+  };
+
+  function navigateTab(tabId, url) {
+    const t = tabs.get(tabId);
+    t.pendingUrl = url;
+    t.status = "loading";
+    events.tabsUpdated.dispatch(tabId, { status: "loading" }, tabView(t));
+    scheduleCommit(tabId);
+  }
 
   // ---- browser model (synchronous, "browser side") ----
 
@@ -274,6 +289,14 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
           const id = addTab(windowId, { url: props.url ?? "chrome://newtab/", active: props.active !== false, openerTabId: props.openerTabId });
           return tabView(tabs.get(id));
         }),
+      update: (tabId, props = {}) =>
+        api("tabs.update", { tabId, ...props }, () => {
+          const t = tabs.get(tabId);
+          if (!t) throw new Error(`No tab with id: ${tabId}.`);
+          if (props.active) activate(tabId);
+          if (props.url !== undefined) navigateTab(tabId, props.url);
+          return tabView(t);
+        }),
       remove: (ids) =>
         api("tabs.remove", { ids }, () => {
           for (const id of Array.isArray(ids) ? ids : [ids]) removeTab(id);
@@ -295,6 +318,33 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
           const { windowId } = addWindow({ url, type: props.type ?? "normal", focused: props.focused !== false, incognito: !!props.incognito });
           return windowView(windows.get(windowId), true);
         }),
+    },
+    // chrome.debugger: attach/sendCommand/detach against a scripted page (_browser.setPage).
+    debugger: {
+      onDetach: events.debuggerDetach,
+      onEvent: events.debuggerEvent,
+      attach: (target, version) =>
+        api("debugger.attach", { target, version }, () => {
+          const t = tabs.get(target.tabId);
+          if (!t) throw new Error(`No tab with given id ${target.tabId}.`);
+          if (attached.has(target.tabId)) throw new Error(`Another debugger is already attached to the tab with id: ${target.tabId}.`);
+          if (busy.has(target.tabId)) throw new Error(`Another debugger is already attached to the tab with id: ${target.tabId}.`);
+          attached.add(target.tabId);
+        }),
+      detach: (target) =>
+        api("debugger.detach", { target }, () => {
+          if (!attached.delete(target.tabId)) throw new Error(`Debugger is not attached to the tab with id: ${target.tabId}.`);
+        }),
+      sendCommand: (target, method, params) => {
+        calls.push({ api: "debugger.sendCommand", args: clone({ target, method, params }) });
+        return (async () => {
+          await tick();
+          if (!attached.has(target.tabId)) throw new Error(`Debugger is not attached to the tab with id: ${target.tabId}.`);
+          const result = await pageHandler(target.tabId, method, clone(params));
+          await tick();
+          return clone(result);
+        })();
+      },
     },
     storage: {
       onChanged: events.storageChanged,
@@ -359,13 +409,18 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     /** The user closes a tab. */
     closeTab: (tabId) => removeTab(tabId),
     /** The user navigates a tab; commits on a later turn. */
-    navigate(tabId, url) {
-      const t = tabs.get(tabId);
-      t.pendingUrl = url;
-      t.status = "loading";
-      events.tabsUpdated.dispatch(tabId, { status: "loading" }, tabView(t));
-      scheduleCommit(tabId);
+    navigate: (tabId, url) => navigateTab(tabId, url),
+    /**
+     * Scripts the page side of chrome.debugger: handler(tabId, method, params) answers every
+     * sendCommand (or throws, as Chrome does).
+     */
+    setPage(handler) {
+      pageHandler = handler;
     },
+    /** Tabs the worker's debugger is attached to now. */
+    attachedTabs: () => [...attached].sort((a, b) => a - b),
+    /** DevTools is open on the tab: the worker's attach fails. */
+    holdDebugger: (tabId) => busy.add(tabId),
     tab: (id) => (tabs.has(id) ? tabView(tabs.get(id)) : undefined),
     tabIds: () => [...tabs.keys()].sort((a, b) => a - b),
     tabsIn: (windowId) => (windows.has(windowId) ? windows.get(windowId).tabIds.map((id) => tabView(tabs.get(id))) : []),

@@ -176,6 +176,10 @@ export function createFakeHost() {
   return host;
 }
 
+// What the tests' worker loads as page.js: the fake page (setPage) answers in its place, so
+// the source only has to be recognizable in the expression the worker evaluates.
+export const PAGE_SOURCE = "// page.js header\n(function tabwardenPage(op, args) {\n  return { test: true };\n})";
+
 export const TOKEN = "tok_Zx9-SECRET-do-not-log_4f2a";
 
 // The protocol's derivations, written independently of background.js (docs/extension-protocol.md).
@@ -214,6 +218,7 @@ export async function setup({ paired = true, connect = true, fetch } = {}) {
       clearTimeout: clock.clearTimeout,
       now: clock.now,
       console: out.console,
+      loadPageSource: async () => PAGE_SOURCE,
     });
     w.register();
     return w;

@@ -18,6 +18,8 @@ type adopter struct {
 	agent *Agent
 	// retry is set when an adoption failed; a snapshot soon retries it.
 	retry bool
+	// resyncSoon is set when the browser (re)connected: take a snapshot now.
+	resyncSoon bool
 }
 
 // NeedLeaderElection: every agent serves its own browser.
@@ -43,34 +45,57 @@ func (ad *adopter) Start(ctx context.Context) error {
 				resync.Reset(time.Second)
 			}
 		case ev := <-events:
-			switch ev.Type {
-			case browser.Connected:
-				log.Info("Browser connected", "epoch", ev.Epoch)
-				resync.Reset(0)
-			case browser.Disconnected:
-				log.Info("Browser disconnected; pages are Unknown until it is back", "epoch", ev.Epoch)
-				a.model.disconnect()
-				a.markProfileDirty()
-				a.wakeAll(ctx)
-			case browser.PageCreated:
-				a.model.put(ev.Page)
-				ad.maybeAdopt(ctx, ev.Page)
-				a.markProfileDirty()
-			case browser.PageUpdated:
-				a.model.put(ev.Page)
-				a.wakePage(ctx, ev.Page.ID)
-				a.markProfileDirty()
-			case browser.PageRemoved:
-				// Wake before forgetting: the owner record goes with the page.
-				a.wakePage(ctx, ev.Page.ID)
-				a.model.remove(ev.Page.ID)
-				a.markProfileDirty()
+			ad.handle(ctx, ev)
+		case done := <-a.barrier:
+			// Everything the driver reported before the barrier is handled
+			// before it is released: a spawn a step caused is adopted by then.
+			for drained := false; !drained; {
+				select {
+				case ev := <-events:
+					ad.handle(ctx, ev)
+				default:
+					drained = true
+				}
 			}
+			close(done)
+		}
+		if ad.resyncSoon {
+			ad.resyncSoon = false
+			resync.Reset(0)
 		}
 		if ad.retry {
 			ad.retry = false
 			resync.Reset(2 * time.Second)
 		}
+	}
+}
+
+// handle applies one browser event.
+func (ad *adopter) handle(ctx context.Context, ev browser.Event) {
+	a := ad.agent
+	log := ctrl.LoggerFrom(ctx)
+	switch ev.Type {
+	case browser.Connected:
+		log.Info("Browser connected", "epoch", ev.Epoch)
+		ad.resyncSoon = true
+	case browser.Disconnected:
+		log.Info("Browser disconnected; pages are Unknown until it is back", "epoch", ev.Epoch)
+		a.model.disconnect()
+		a.markProfileDirty()
+		a.wakeAll(ctx)
+	case browser.PageCreated:
+		a.model.put(ev.Page)
+		ad.maybeAdopt(ctx, ev.Page)
+		a.markProfileDirty()
+	case browser.PageUpdated:
+		a.model.put(ev.Page)
+		a.wakePage(ctx, ev.Page.ID)
+		a.markProfileDirty()
+	case browser.PageRemoved:
+		// Wake before forgetting: the owner record goes with the page.
+		a.wakePage(ctx, ev.Page.ID)
+		a.model.remove(ev.Page.ID)
+		a.markProfileDirty()
 	}
 }
 

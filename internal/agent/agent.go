@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -26,12 +25,11 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/index"
 )
 
-// WindowUIDIndex indexes BrowserWindows by uid: the driver's records name a
-// window by the uid it was created with, so a record never follows a name that
-// was deleted and made again.
-const WindowUIDIndex = "metadata.uid"
+// WindowUIDIndex indexes BrowserWindows by uid (index.UID).
+const WindowUIDIndex = index.UID
 
 // Options configure an agent.
 type Options struct {
@@ -47,6 +45,26 @@ type Options struct {
 	LeaseNamespace string
 	// Heartbeat is how often the Lease is renewed and the profile looked at (default 10s).
 	Heartbeat time.Duration
+	// SpawnSettle is how long an action waits after a step that may spawn a page
+	// (click, type, press, navigate) for the browser to report it, before the
+	// next mutating step's guards or the action's result (default 150ms).
+	SpawnSettle time.Duration
+	// OpenSettle is how long the first status write of an Open window waits
+	// for its page's title, so that the open, the url and the title are one
+	// write (default 150ms; negative: write at once).
+	OpenSettle time.Duration
+	// SpawnStatusSettle is the same for a Spawned window, whose adoption the
+	// create already announced (default 1s; negative: write at once).
+	SpawnStatusSettle time.Duration
+	// ObserveInterval is the least time between two status writes of a window
+	// that only change its page's url, title or browser window (default 1s;
+	// negative: write every change).
+	ObserveInterval time.Duration
+	// WindowWorkers is how many windows are reconciled at once (default 16).
+	WindowWorkers int
+	// KeepaliveWarnAfter is how long a session may be driven on a host that ends
+	// idle connections before actions warn no_keepalive (default 10m).
+	KeepaliveWarnAfter time.Duration
 }
 
 // Agent wires the agent role into a manager.
@@ -64,12 +82,22 @@ type Agent struct {
 	// profileRead is set once the profile was read: until then whether pages
 	// must be isolated per session (pool) is not known, and nothing opens.
 	profileRead atomic.Bool
+	// barrier asks the adopter to handle every event received so far.
+	barrier chan chan struct{}
+	// observations binds refs to the session, page and document they came from.
+	observations *observations
+	// spawnWatch collects the windows adopted for a session while one of its
+	// actions runs.
+	spawnWatch spawnWatch
+	// holds are the window statuses held back to fold a page's stages into one write.
+	holds statusHolds
 }
 
 // CacheOptions restricts a manager's cache of BrowserWindows to this profile's.
 func CacheOptions(profile string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&twv1.BrowserWindow{}: {Label: labels.SelectorFromSet(labels.Set{twv1.ProfileLabel: profile})},
+		&twv1.BrowserAction{}: {Transform: index.SlimAction},
 	}}
 }
 
@@ -82,6 +110,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	if opts.Heartbeat == 0 {
 		opts.Heartbeat = 10 * time.Second
 	}
+	if opts.SpawnSettle == 0 {
+		opts.SpawnSettle = 150 * time.Millisecond
+	}
+	if opts.OpenSettle == 0 {
+		opts.OpenSettle = 150 * time.Millisecond
+	}
+	if opts.SpawnStatusSettle == 0 {
+		opts.SpawnStatusSettle = time.Second
+	}
+	if opts.ObserveInterval == 0 {
+		opts.ObserveInterval = time.Second
+	}
+	if opts.WindowWorkers <= 0 {
+		opts.WindowWorkers = 16
+	}
+	if opts.KeepaliveWarnAfter == 0 {
+		opts.KeepaliveWarnAfter = 10 * time.Minute
+	}
 	if opts.Identity == "" {
 		opts.Identity = "agent-" + opts.Profile
 	}
@@ -93,18 +139,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 		model:        newModel(),
 		wake:         make(chan event.GenericEvent, 1024),
 		profileDirty: make(chan struct{}, 1),
+		barrier:      make(chan chan struct{}),
+		observations: newObservations(),
+		spawnWatch:   spawnWatch{m: map[string]*[]twv1.SpawnedWindow{}},
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, WindowUIDIndex, func(o client.Object) []string {
-		return []string{string(o.GetUID())}
-	}); err != nil {
-		return nil, err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &twv1.BrowserWindow{}, twv1.SessionRefIndex, func(o client.Object) []string {
-		return []string{o.(*twv1.BrowserWindow).Spec.SessionRef.Name}
-	}); err != nil {
+	if err := index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowUID, index.WindowSessionRef, index.ActionSessionRef, index.SessionProfileName); err != nil {
 		return nil, err
 	}
 	if err := (&WindowReconciler{agent: a}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&ActionReconciler{agent: a}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&keepalive{agent: a}); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(&adopter{agent: a}); err != nil {
@@ -283,10 +331,13 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reas
 		// says so in its conditions; the page is never touched meanwhile.
 		log.Error(err, "Recording the adopted page in the driver failed", "page", p.ID, "window", w.Name)
 	}
+	a.spawnWatch.note(o.Namespace, o.Session, twv1.SpawnedWindow{Name: w.Name, URL: truncate(p.URL, 4096)})
+	// No Event per spawn: the Spawned BrowserWindow is the durable record of the
+	// adoption (spec.spawn: opener, window, reason, url), and the session's
+	// SpawnsAcknowledged=False (with the controller's Warning Event when a hold
+	// begins) tells the user to acknowledge it. An Event here would double the
+	// API writes of every spawn.
 	log.Info("Adopted spawned page", "session", o.Session, "window", w.Name, "page", p.ID, "opener", p.OpenerID, "reason", reason)
-	a.recorder.Eventf(s, w, corev1.EventTypeNormal, twv1.EventSpawnAdopted, "Adopt",
-		"Page %s spawned by %s adopted as BrowserWindow %s; acknowledge it: %s", p.ID, o.Window, w.Name,
-		fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"Close"}}'`, w.Name, w.Namespace))
 	a.wakeWindow(w.Namespace, w.Name)
 	return nil
 }

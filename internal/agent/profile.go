@@ -21,6 +21,8 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/conditions"
+	"github.com/tabwarden/tabwarden/internal/index"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -71,8 +73,9 @@ func (pl *profileLoop) Start(ctx context.Context) error {
 	}
 	tick := time.NewTicker(a.opts.Heartbeat)
 	defer tick.Stop()
+	full := true
 	for {
-		if err := pl.publish(ctx); err != nil && ctx.Err() == nil {
+		if err := pl.publish(ctx, full); err != nil && ctx.Err() == nil {
 			log.Error(err, "Publishing profile status failed; retrying")
 		}
 		if err := pl.heartbeat(ctx); err != nil && ctx.Err() == nil {
@@ -85,7 +88,9 @@ func (pl *profileLoop) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			full = true
 		case <-a.profileDirty:
+			full = false
 			// Coalesce bursts of page events into one status write.
 			select {
 			case <-ctx.Done():
@@ -96,8 +101,12 @@ func (pl *profileLoop) Start(ctx context.Context) error {
 	}
 }
 
-// publish creates the profile when missing and writes what changed of its status.
-func (pl *profileLoop) publish(ctx context.Context) error {
+// publish creates the profile when missing and writes what changed of its
+// status. The tab count, informational (kubectl get browserprofiles -o wide),
+// is refreshed only on a full publish (start, every heartbeat) or when the
+// connection changes, so that a page opening or closing costs no profile write;
+// the tab lists, which users bind from, follow every change.
+func (pl *profileLoop) publish(ctx context.Context, full bool) error {
 	a := pl.agent
 	p := &twv1.BrowserProfile{}
 	err := a.reader.Get(ctx, client.ObjectKey{Name: a.opts.Profile}, p)
@@ -108,7 +117,7 @@ func (pl *profileLoop) publish(ctx context.Context) error {
 			return err
 		}
 		ctrl.LoggerFrom(ctx).Info("Registered browser profile")
-		return pl.publish(ctx)
+		return pl.publish(ctx, true)
 	}
 	if err != nil {
 		return err
@@ -124,14 +133,17 @@ func (pl *profileLoop) publish(ctx context.Context) error {
 	var pages []bindablePage
 	if ready {
 		pages = bindablePages(ctx, a)
+		if full || p.Status.Epoch != epoch || !apimeta.IsStatusConditionTrue(p.Status.Conditions, twv1.ConnectedCondition) {
+			p.Status.TabCount = int32(len(pages))
+		}
 		p.Status.BrowserVersion, p.Status.Epoch = version, epoch
 		setProfileCondition(p, twv1.ConnectedCondition, metav1.ConditionTrue, twv1.ReasonAgentConnected, "The agent reaches the browser")
-		p.Status.TabCount = int32(len(pages))
 	} else {
 		setProfileCondition(p, twv1.ConnectedCondition, metav1.ConditionFalse, twv1.ReasonAgentDisconnected, "The agent does not reach the browser; its pages are Unknown, not closed")
 	}
+	// Read-only, from the cache's status.profileName index: no copy of every session.
 	var sessions twv1.BrowserSessionList
-	if err := a.client.List(ctx, &sessions); err != nil {
+	if err := a.client.List(ctx, &sessions, client.MatchingFields{index.SessionProfile: a.opts.Profile}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var n int32
@@ -283,9 +295,7 @@ func (pl *profileLoop) writeTabList(ctx context.Context, ns string, c tabListCon
 }
 
 func setProfileCondition(p *twv1.BrowserProfile, typ string, status metav1.ConditionStatus, reason, msg string) {
-	conds := p.Status.Conditions
-	setConds(&conds, typ, status, reason, msg, p.Generation)
-	p.Status.Conditions = conds
+	conditions.Set(p, typ, status, reason, msg)
 }
 
 // bindablePage is a page a session may bind, with the namespace of the session

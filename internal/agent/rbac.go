@@ -40,3 +40,5 @@ package agent
 // reader: no list or watch), in the lease namespace only; the admission policy
 // keeps each agent to its own Lease.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=tabwarden-system,roleName=tabwarden-agent-lease,resources=leases,verbs=get;create;update;patch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions/status,verbs=get;update;patch

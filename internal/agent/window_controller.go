@@ -22,6 +22,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/handlers"
+	"github.com/tabwarden/tabwarden/internal/hint"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -41,7 +42,7 @@ func (r *WindowReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&twv1.BrowserSession{}, handler.EnqueueRequestsFromMapFunc(r.sessionToWindows)).
 		Watches(&twv1.BrowserWindow{}, handler.EnqueueRequestsFromMapFunc(r.heldSiblings)).
 		WatchesRawSource(source.Channel(r.agent.wake, handlers.Coalescing(observeDelay, handlers.Self))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 16, NeedLeaderElection: ptrTo(false)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.agent.opts.WindowWorkers, NeedLeaderElection: ptrTo(false)}).
 		Named("browserwindow-agent").
 		Complete(r)
 }
@@ -66,6 +67,10 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		return ctrl.Result{}, nil
 	}
 	helper := patch.NewHelper(w, a.client)
+	before := w.DeepCopy()
+	// A first Open status held back last time (see settle.go) is what this
+	// reconcile starts from: the cache cannot show it.
+	a.holds.restore(w)
 	defer func() {
 		summarizeWindow(w, retErr)
 		if retErr == nil {
@@ -75,8 +80,23 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 			// Removing the finalizer lets the object go; a status write after it
 			// would only meet a 404.
 			helper.SkipStatus()
+			a.holds.forget(w.UID)
+		}
+		now := time.Now()
+		_, statusChanged := helper.Changes(w)
+		if statusChanged && retErr == nil {
+			if wait := a.hold(before, w, now); wait > 0 {
+				helper.SkipStatus()
+				statusChanged = false
+				if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+					result.RequeueAfter = wait
+				}
+			}
 		}
 		err := helper.Patch(ctx, w)
+		if err == nil && statusChanged && !helper.Skipped() {
+			a.wrote(w, now)
+		}
 		switch {
 		case err == nil:
 		case apierrors.IsNotFound(err) && !w.DeletionTimestamp.IsZero():
@@ -217,6 +237,10 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	if w.Spec.Source != twv1.SourceOpen || w.Status.TabID != "" || ended(w) || s.Ended() {
 		return ctrl.Result{}, nil
 	}
+	if _, ok := a.pageOf(w); ok {
+		// Opened already (its status not written yet): observed, never opened twice.
+		return ctrl.Result{}, nil
+	}
 	w.Status.Phase = twv1.WindowPending
 	if revoked(s) {
 		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonProfileNotAllowed, revokedMessage(s, a.opts.Profile))
@@ -224,13 +248,14 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	}
 	if s.Spec.State == twv1.SessionWaitingForUser {
 		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonWaitingForUser,
-			fmt.Sprintf("Held: session %q waits for the user. Resume it: kubectl patch browsersession %s -n %s --type=merge -p '{\"spec\":{\"state\":\"Active\"}}'", s.Name, s.Name, s.Namespace))
+			fmt.Sprintf("Held: session %q waits for the user. When the user is done, they resume it: %s", s.Name, hint.Resume(s.Namespace, s.Name)))
 		return ctrl.Result{}, nil
 	}
 	siblings, err := r.sessionWindows(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	siblings = a.withHeld(siblings)
 	if unacked := unacknowledgedOf(siblings); len(unacked) > 0 {
 		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonUnacknowledgedSpawns,
 			heldMessage(s, unacked))
@@ -437,7 +462,11 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 			return ctrl.Result{}, err
 		}
 		if live {
-			r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", rec.Page, w.Status.URL, w.Name)
+			// One Event per page closed on its own; a session's cleanup is told
+			// once, by the controller's SessionCleaned Event, not once per page.
+			if s == nil || (s.DeletionTimestamp.IsZero() && !s.Ended()) {
+				r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", rec.Page, w.Status.URL, w.Name)
+			}
 			w.Status.Phase = twv1.WindowClosed
 		}
 	}

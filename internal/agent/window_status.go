@@ -10,20 +10,15 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/conditions"
+	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
 func setWindowCondition(w *twv1.BrowserWindow, typ string, status metav1.ConditionStatus, reason, msg string) {
-	apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: w.Generation,
-	})
+	conditions.Set(w, typ, status, reason, msg)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
+func truncate(s string, n int) string { return conditions.Truncate(s, n) }
 
 // summarizeWindow sets Ready: True while the page is open (or bound), False with
 // the reason of whatever holds or ended it.
@@ -60,12 +55,8 @@ func unacknowledgedOf(windows []twv1.BrowserWindow) []string {
 
 // heldMessage says why an Open window is held and how to release it.
 func heldMessage(s *twv1.BrowserSession, unacked []string) string {
-	cmds := make([]string, 0, len(unacked))
-	for _, n := range unacked {
-		cmds = append(cmds, fmt.Sprintf(`kubectl patch browserwindow %s -n %s --type=merge -p '{"spec":{"disposition":"Close"}}'`, n, s.Namespace))
-	}
 	return fmt.Sprintf("Held: session %q has %d spawned window(s) with no disposition (%s). Say keep or close for each, e.g.: %s (or \"Keep\")",
-		s.Name, len(unacked), strings.Join(unacked, ", "), strings.Join(cmds, "; "))
+		s.Name, len(unacked), strings.Join(unacked, ", "), hint.AckAll(s.Namespace, unacked, twv1.DispositionClose))
 }
 
 // pinnedWindow is the browser window Tab placement opens into, never the one
@@ -129,8 +120,4 @@ func setPlaced(w *twv1.BrowserWindow, requested string, page browser.Page) {
 	}
 	setWindowCondition(w, twv1.PlacedCondition, metav1.ConditionFalse, twv1.ReasonPlacementNotPinned,
 		fmt.Sprintf("Asked for the session's pinned window %s, opened in window %s instead: %s", requested, page.WindowID, why))
-}
-
-func setConds(conds *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {
-	apimeta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
 }

@@ -196,8 +196,8 @@ type CloseRequest struct {
 // text) and real input events.
 type ActRequest struct {
 	// Key is the operation's key; pages that appear without an opener while it runs
-	// (and for a short while after: a noopener link's page is reported late) are
-	// attributed to it.
+	// (and for about a second after a navigate, click, type or press returned: a
+	// noopener link's page is reported late) are attributed to it.
 	Key string
 	// Owner is the key the page is recorded under (opened, spawned or bound); the
 	// driver refuses (ErrNotOwned) to act on any other page.
@@ -304,6 +304,10 @@ type ActError struct {
 	Reason     string
 	Message    string
 	Candidates []Element
+	// Document and Epoch are the page's current document and render epoch when
+	// Candidates are listed, so that the candidates' ids can be used as refs.
+	Document string
+	Epoch    int64
 }
 
 func (e *ActError) Error() string { return e.Reason + ": " + e.Message }

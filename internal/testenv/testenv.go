@@ -15,11 +15,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/up/access"
 )
@@ -209,4 +211,29 @@ func newClient(t testing.TB, cfg *rest.Config) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// UserClient is a client under the identity of a user who may edit namespace
+// ns (the shipped tabwarden-edit role, bound there): a person with kubectl, or
+// an AI agent going through the API server.
+func UserClient(t testing.TB, admin *rest.Config, ns, user string) client.Client {
+	t.Helper()
+	adm := newClient(t, admin)
+	if err := access.AllowUser(context.Background(), adm, ns, user); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, MustConfig(t)(UserConfig(admin, user)))
+	// RBAC takes effect a moment after the binding is made.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var l twv1.BrowserSessionList
+		err := c.List(context.Background(), &l, client.InNamespace(ns))
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("user %s may not use namespace %s: %v", user, ns, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

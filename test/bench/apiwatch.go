@@ -18,13 +18,14 @@ type apiEvent struct {
 	Type watch.EventType
 	Win  *twv1.BrowserWindow
 	Sess *twv1.BrowserSession
+	Act  *twv1.BrowserAction
 	At   time.Time
 }
 
-// watchAPI streams BrowserWindow and BrowserSession events of a namespace ("" =
+// watchAPI streams BrowserWindow, BrowserSession and BrowserAction events of a namespace ("" =
 // all) into h until ctx ends, re-establishing the watch when the server ends it.
 func watchAPI(ctx context.Context, cw client.WithWatch, ns string, h *hub[apiEvent]) {
-	for _, list := range []client.ObjectList{&twv1.BrowserWindowList{}, &twv1.BrowserSessionList{}} {
+	for _, list := range []client.ObjectList{&twv1.BrowserWindowList{}, &twv1.BrowserSessionList{}, &twv1.BrowserActionList{}} {
 		go func() {
 			rv := ""
 			for ctx.Err() == nil {
@@ -52,6 +53,11 @@ func watchAPI(ctx context.Context, cw client.WithWatch, ns string, h *hub[apiEve
 						rv = o.ResourceVersion
 						if ev.Type != watch.Bookmark {
 							h.publish(apiEvent{Type: ev.Type, Sess: o, At: at})
+						}
+					case *twv1.BrowserAction:
+						rv = o.ResourceVersion
+						if ev.Type != watch.Bookmark {
+							h.publish(apiEvent{Type: ev.Type, Act: o, At: at})
 						}
 					case *metav1.Status:
 						rv = ""

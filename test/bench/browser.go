@@ -272,6 +272,11 @@ func browserSections(ctx context.Context, cfg config, restCfg *rest.Config, rep 
 			return fmt.Errorf("cleanup: %w", err)
 		}
 	}
+	if cfg.sections["action"] {
+		if err := actionSection(ctx, l, rep); err != nil {
+			return fmt.Errorf("action: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -304,10 +309,10 @@ func spawnSection(ctx context.Context, l *lab, rep *report) error {
 		lg := newLegs(c.name, "click → targetCreated (Chromium)", "targetCreated → agent sends CREATE (driver, adopter)", "CREATE browserwindows (API server)", "CREATE reply → watch ADDED at a client")
 		var spawnCost, closeCost costWindow
 		costN := 0
-		total := l.cfg.spawnReps + 3
+		total := l.cfg.spawnReps + l.cfg.warmReps
 		logf("%s: %d repetitions", c.name, l.cfg.spawnReps)
 		for i := 0; i < total; i++ {
-			measured := i >= 3
+			measured := i >= l.cfg.warmReps
 			costRep := measured && costN < l.cfg.costReps
 			rawSub := l.raw.events.expect(func(e cdpEvent) bool {
 				return e.Method == "Target.targetCreated" && e.OpenerID == opener.Status.TabID
@@ -396,12 +401,12 @@ func openSection(ctx context.Context, l *lab, rep *report) error {
 		}
 		url := l.site.Path("/landing")
 		var tw, raw sample
-		lg := newLegs(pl.name, "create → controller sends registration PATCH (watch, queue)", "registration PATCH (labels, owner)", "→ agent sends finalizer PATCH (watch, queue)", "finalizer PATCH", "→ agent sends status PATCH (Target.createTarget, …)", "status PATCH", "status reply → watch MODIFIED at a client")
+		lg := newLegs(pl.name, "create → controller sends registration PATCH (watch, queue)", "registration PATCH (labels, owner, page finalizer)", "→ agent sends status PATCH (watch, queue, Target.createTarget, wait for the title)", "status PATCH", "status reply → watch MODIFIED at a client")
 		var openCost, delCost costWindow
 		costN := 0
 		logf("%s: %d repetitions", pl.name, l.cfg.openReps)
-		for i := 0; i < l.cfg.openReps+3; i++ {
-			measured := i >= 3
+		for i := 0; i < l.cfg.openReps+l.cfg.warmReps; i++ {
+			measured := i >= l.cfg.warmReps
 			costRep := measured && costN < l.cfg.costReps
 			var before costWindow
 			if costRep {
@@ -412,7 +417,6 @@ func openSection(ctx context.Context, l *lab, rep *report) error {
 			reg := l.reqs.expect(func(r reqEvent) bool {
 				return r.role == "controller" && r.key == "PATCH browserwindows" && r.name == wname
 			})
-			fin := l.reqs.expect(func(r reqEvent) bool { return r.role == "agent" && r.key == "PATCH browserwindows" && r.name == wname })
 			st := l.reqs.expect(func(r reqEvent) bool {
 				return r.role == "agent" && r.key == "PATCH browserwindows/status" && r.name == wname
 			})
@@ -424,17 +428,15 @@ func openSection(ctx context.Context, l *lab, rep *report) error {
 			if measured {
 				tw = append(tw, ms(d))
 				r1, e1 := reg.wait(time.Second)
-				r2, e2 := fin.wait(time.Second)
 				r3, e3 := st.wait(time.Second)
-				if e1 == nil && e2 == nil && e3 == nil {
-					seg := []time.Time{t0, r1.start, r1.end, r2.start, r2.end, r3.start, r3.end, t0.Add(d)}
+				if e1 == nil && e3 == nil {
+					seg := []time.Time{t0, r1.start, r1.end, r3.start, r3.end, t0.Add(d)}
 					for j, n := range lg.names {
 						lg.add(n, seg[j+1].Sub(seg[j]))
 					}
 				}
 			} else {
 				reg.cancel()
-				fin.cancel()
 				st.cancel()
 			}
 			if costRep {

@@ -206,7 +206,7 @@ func (l *lab) rawClose(ctx context.Context, ids []string, concurrent bool) (floa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := l.raw.call(ctx, "", "Target.closeTarget", map[string]any{"targetId": id}); err != nil {
+			if err := l.raw.closeTarget(ctx, id); err != nil {
 				errs <- err
 			}
 		}()

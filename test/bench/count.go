@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"maps"
 	"net/http"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -30,6 +33,12 @@ type countingRT struct {
 func (t countingRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	k := classify(req)
 	t.c.add(k)
+	if os.Getenv("TABWARDEN_BENCH_DUMP_WRITES") != "" && isWrite(k) && req.GetBody != nil {
+		if b, err := req.GetBody(); err == nil {
+			body, _ := io.ReadAll(b)
+			fmt.Fprintf(os.Stderr, "write %s %s %s %s\n", time.Now().Format("15:04:05.000"), k, req.URL.Path, body)
+		}
+	}
 	if t.c.trace == nil {
 		return t.rt.RoundTrip(req)
 	}

@@ -1,12 +1,15 @@
 // Command bench measures tabwarden against the browser's and the API server's
-// own floors on this machine: spawn adoption, open, cleanup, API cost per
-// operation, and scale. It starts the embedded control plane (kube-apiserver and
+// own floors on this machine: spawn adoption, open, cleanup, actions, API cost
+// per operation, and scale. It starts the embedded control plane (kube-apiserver and
 // etcd from hack/envtest.sh), the controller and a CDP agent on headless
 // Chromium, serves the fixture site on 127.0.0.1, prints a Markdown table and
 // writes it with the machine's description to bench/results/<date>.md.
 //
 //	go run ./test/bench            # the full run (make bench)
 //	go run ./test/bench -short     # a quick look, under two minutes (make bench-short)
+//
+// TABWARDEN_BENCH_DUMP_WRITES=1 prints every write of the in-process roles, with
+// its body, to stderr: where each write per operation comes from.
 //
 // The scale case runs the controller and the agent (fake driver) as child
 // processes of this binary (-role), so that their RSS and CPU are their own.
@@ -37,6 +40,7 @@ type config struct {
 	spawnReps  int
 	openReps   int
 	costReps   int
+	warmReps   int // unmeasured repetitions before each spawn and open case
 	cleanReps  map[int]int
 	cleanNs    []int
 	scaleS     []int
@@ -57,8 +61,8 @@ func main() {
 	var (
 		short    = flag.Bool("short", false, "a quick look: few repetitions, small N and S (under two minutes)")
 		out      = flag.String("out", "", "results file (default bench/results/<date>.md; \"-\" prints only)")
-		sections = flag.String("sections", "spawn,open,cleanup,scale", "sections to run")
-		scale    = flag.String("scale", "", "comma-separated session counts for the scale case (default 500,1000,2000; -short 20,50; e.g. 1000,2000,5000,10000 for the long run)")
+		sections = flag.String("sections", "spawn,open,cleanup,action,scale", "sections to run")
+		scale    = flag.String("scale", "", "comma-separated session counts for the scale case (default 500,1000,2000; -short 10,20; e.g. 1000,2000,5000,10000 for the long run)")
 		reps     = flag.Int("reps", 0, "repetitions for spawn and open (default 200; -short 20)")
 		qps      = flag.Float64("role-qps", 2000, "client QPS of the controller and agent in the scale case (run.Common.QPS; 0 = the shipped default 200/400)")
 		workers  = flag.Int("ctl-workers", 0, "experiment: run the scale case's controller with this many workers per reconciler (0: as shipped)")
@@ -73,14 +77,16 @@ func main() {
 	cfg.roleBurst = int(2 * cfg.roleQPS)
 	cfg.ctlWorkers = *workers
 	if cfg.short {
-		cfg.spawnReps, cfg.openReps, cfg.costReps = 10, 10, 1
+		// Under two minutes on 2 cores: each spawn and open case costs a cost
+		// repetition (three waits for quiet) and about a second per repetition.
+		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 5, 5, 1, 1
 		// N=50 opens 50 windows four times (tabwarden, two raw baselines,
 		// Playwright): over a minute on 2 cores, so only the full run has it.
 		cfg.cleanNs = []int{1, 10}
-		cfg.cleanReps = map[int]int{1: 3, 10: 2}
-		cfg.scaleS = []int{20, 50}
+		cfg.cleanReps = map[int]int{1: 2, 10: 1}
+		cfg.scaleS = []int{10, 20}
 	} else {
-		cfg.spawnReps, cfg.openReps, cfg.costReps = 200, 200, 10
+		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 200, 200, 10, 3
 		cfg.cleanNs = []int{1, 10, 50}
 		cfg.cleanReps = map[int]int{1: 200, 10: 30, 50: 10}
 		cfg.scaleS = []int{500, 1000, 2000}
@@ -154,7 +160,7 @@ func benchMain(ctx context.Context, cfg config) error {
 	}
 	defer func() { _ = env.Stop() }()
 	rep := &report{cfg: cfg, machine: describeMachine(ctx, env.BinaryAssetsDirectory)}
-	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] {
+	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] || cfg.sections["action"] {
 		if err := browserSections(ctx, cfg, restCfg, rep); err != nil {
 			return err
 		}

@@ -17,11 +17,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/controllers"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 	"github.com/tabwarden/tabwarden/internal/run"
@@ -85,7 +82,7 @@ func roleMain(args []string) int {
 	profile := fs.String("profile", "scale", "agent profile")
 	cpuprofile := fs.String("cpuprofile", "", "CPU profile file")
 	heapprofile := fs.String("heapprofile", "", "heap profile file (written on SIGUSR1)")
-	workers := fs.Int("workers", 0, "experiment: the controller's reconcilers run this many workers (0: as shipped)")
+	workers := fs.Int("workers", 0, "the controller's reconcilers run this many workers (run.ControllerOptions.Workers; 0: as shipped)")
 	_ = fs.Parse(args[1:])
 	zl := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(os.Stderr), zapcore.ErrorLevel))
 	ctrl.SetLogger(zapr.NewLogger(zl))
@@ -152,11 +149,7 @@ func roleMain(args []string) int {
 	}()
 	switch role {
 	case "controller":
-		if *workers > 0 {
-			err = controllerWithWorkers(ctx, cfg, common, *workers)
-		} else {
-			err = run.Controller(ctx, cfg, run.ControllerOptions{Common: common})
-		}
+		err = run.Controller(ctx, cfg, run.ControllerOptions{Common: common, Workers: *workers})
 	case "agent":
 		err = run.Agent(ctx, cfg, run.AgentOptions{Common: common, Options: agent.Options{
 			Profile: *profile, Driver: twv1.DriverFake, Browser: b, Identity: "bench-scale-agent", Heartbeat: 10 * time.Second,
@@ -170,34 +163,4 @@ func roleMain(args []string) int {
 		return 1
 	}
 	return 0
-}
-
-// controllerWithWorkers is run.Controller with one change, to measure a proposed
-// fix without editing the controllers: every reconciler of the manager runs
-// workers reconciles at once (controller-runtime's default, which
-// SessionReconciler and WindowRegistrationReconciler keep, is 1).
-func controllerWithWorkers(ctx context.Context, cfg *rest.Config, c run.Common, workers int) error {
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 200, 400
-	if c.QPS > 0 {
-		cfg.QPS, cfg.Burst = c.QPS, c.Burst
-	}
-	skip := true
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: run.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: ctrlconfig.Controller{SkipNameValidation: &skip, MaxConcurrentReconciles: workers},
-	})
-	if err != nil {
-		return err
-	}
-	if err := controllers.SetupIndexes(ctx, mgr); err != nil {
-		return err
-	}
-	if err := (&controllers.SessionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := (&controllers.WindowRegistrationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/chromium"
 	"github.com/tabwarden/tabwarden/internal/fixture"
 )
@@ -304,15 +305,17 @@ func evaluate(t *testing.T, b *Browser, id, expr string) any {
 		t.Fatalf("attach %s: %v", id, err)
 	}
 	defer detach()
-	var r struct {
-		Result struct {
-			Value any `json:"value"`
-		} `json:"result"`
-	}
-	if err := call(ctx, c, sess, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r); err != nil {
+	r, err := call(ctx, c, sess, wire.Evaluate{Expression: expr, ReturnByValue: true})
+	if err != nil {
 		t.Fatalf("evaluate: %v", err)
 	}
-	return r.Result.Value
+	var v any
+	if len(r.Result.Value) > 0 {
+		if err := json.Unmarshal(r.Result.Value, &v); err != nil {
+			t.Fatalf("evaluate: %v", err)
+		}
+	}
+	return v
 }
 
 // proxy is a TCP proxy between a driver and Chromium whose links can be cut.

@@ -214,6 +214,9 @@ func TestAdoptAttributedSpawn(t *testing.T) {
 	noErr(t, "open during the act", err)
 	t.Cleanup(func() { userCloses(t, during.ID) })
 	wg.Wait()
+	// The act's key stays registered for attributionLinger after it returned (a
+	// noopener page is reported late); a page opened later is nobody's spawn.
+	time.Sleep(attributionLinger + 500*time.Millisecond)
 	after, err := hand.Open(ctx, browser.OpenRequest{Key: "after", URL: "about:blank#after-act"})
 	noErr(t, "open after the act", err)
 	t.Cleanup(func() { userCloses(t, after.ID) })

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
 
 // Window choice for a background tab (OpenRequest.WindowID without NewWindow).
@@ -75,7 +76,7 @@ func (b *Browser) anchorsIn(keys []string, w, ctxName string) []string {
 // openInWindow opens req.URL as a background tab in req.WindowID from a page of
 // one of req.Anchors in that window, and records it under req.Key. It returns
 // "" and why when it could not (the caller falls back to createTarget).
-func (b *Browser) openInWindow(ctx context.Context, c *conn, req browser.OpenRequest) (string, string, error) {
+func (b *Browser) openInWindow(ctx context.Context, c *wire.Conn, req browser.OpenRequest) (string, string, error) {
 	anchors := b.anchorsIn(req.Anchors, req.WindowID, req.Context)
 	if len(anchors) == 0 {
 		return "", fmt.Sprintf("the session owns no page in window %s to open the tab from, and CDP cannot choose a new tab's window "+
@@ -108,7 +109,7 @@ func (b *Browser) openInWindow(ctx context.Context, c *conn, req browser.OpenReq
 
 // clickOpen opens an about:blank background tab from page anchor and checks it
 // is in window w; a tab that landed elsewhere is closed again.
-func (b *Browser) clickOpen(ctx context.Context, c *conn, anchor, w string) (string, error) {
+func (b *Browser) clickOpen(ctx context.Context, c *wire.Conn, anchor, w string) (string, error) {
 	b.phLock.Lock()
 	defer b.phLock.Unlock()
 	pid, err := b.openFrom(ctx, c, anchor)
@@ -131,7 +132,7 @@ func (b *Browser) clickOpen(ctx context.Context, c *conn, anchor, w string) (str
 // mouseMoved: the anchor is usually a background tab, whose hidden page never
 // acknowledges a mouseMoved (it waits for an animation frame). A script click
 // will not do: Chrome opens a tab from an untrusted event in the foreground.
-func (b *Browser) openFrom(ctx context.Context, c *conn, anchor string) (string, error) {
+func (b *Browser) openFrom(ctx context.Context, c *wire.Conn, anchor string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	sess, detach, err := attach(ctx, c, anchor)
@@ -139,22 +140,18 @@ func (b *Browser) openFrom(ctx context.Context, c *conn, anchor string) (string,
 		return "", err
 	}
 	defer detach()
-	var r struct {
-		Result struct {
-			Value bool `json:"value"`
-		} `json:"result"`
-		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
-	}
-	if err := call(ctx, c, sess, "Runtime.evaluate", map[string]any{"expression": anchorLinkJS, "returnByValue": true}, &r); err != nil {
+	r, err := call(ctx, c, sess, wire.Evaluate{Expression: anchorLinkJS, ReturnByValue: true})
+	if err != nil {
 		return "", err
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		_ = call(rctx, c, sess, "Runtime.evaluate", map[string]any{"expression": removeAnchorLinkJS, "returnByValue": true}, nil)
+		_, _ = call(rctx, c, sess, wire.Evaluate{Expression: removeAnchorLinkJS, ReturnByValue: true})
 	}()
-	if !r.Result.Value {
-		return "", fmt.Errorf("cannot inject the link: %s", r.ExceptionDetails)
+	if injected := false; json.Unmarshal(r.Result.Value, &injected) != nil || !injected {
+		exc, _ := json.Marshal(r.ExceptionDetails)
+		return "", fmt.Errorf("cannot inject the link: %s", exc)
 	}
 	ch := make(chan string, 1)
 	b.mu.Lock()
@@ -165,11 +162,11 @@ func (b *Browser) openFrom(ctx context.Context, c *conn, anchor string) (string,
 		b.phWaiters = slices.DeleteFunc(b.phWaiters, func(x chan string) bool { return x == ch })
 		b.mu.Unlock()
 	}()
-	for _, ev := range []map[string]any{
-		{"type": "mousePressed", "x": 12, "y": 12, "button": "middle", "buttons": 4, "clickCount": 1},
-		{"type": "mouseReleased", "x": 12, "y": 12, "button": "middle", "buttons": 0, "clickCount": 1},
+	for _, ev := range []wire.DispatchMouseEvent{
+		{Type: wire.MousePressed, X: 12, Y: 12, Button: wire.ButtonMiddle, Buttons: 4, ClickCount: 1},
+		{Type: wire.MouseReleased, X: 12, Y: 12, Button: wire.ButtonMiddle, Buttons: 0, ClickCount: 1},
 	} {
-		if err := call(ctx, c, sess, "Input.dispatchMouseEvent", ev, nil); err != nil {
+		if _, err := call(ctx, c, sess, ev); err != nil {
 			return "", err
 		}
 	}
@@ -178,13 +175,13 @@ func (b *Browser) openFrom(ctx context.Context, c *conn, anchor string) (string,
 		return pid, nil
 	case <-ctx.Done():
 		return "", fmt.Errorf("no tab appeared after the middle click on the injected link: %w", ctx.Err())
-	case <-c.closed:
+	case <-c.Done():
 		return "", browser.ErrNotConnected
 	}
 }
 
 // navigate loads url in page.
-func (b *Browser) navigate(ctx context.Context, c *conn, page, url string) error {
+func (b *Browser) navigate(ctx context.Context, c *wire.Conn, page, url string) error {
 	sess, detach, err := attach(ctx, c, page)
 	if err != nil {
 		return err
@@ -192,7 +189,8 @@ func (b *Browser) navigate(ctx context.Context, c *conn, page, url string) error
 	defer detach()
 	// A load error (net::ERR_…) still leaves the page at its url with an error
 	// page, as createTarget would: only a failed call is an error.
-	return call(ctx, c, sess, "Page.navigate", map[string]any{"url": url}, nil)
+	_, err = call(ctx, c, sess, wire.Navigate{URL: url})
+	return err
 }
 
 // noteMisplaced sets p.Misplaced when a tab asked for in req.WindowID is in

@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -303,6 +302,12 @@ func (h *Host) handleResult(s *session, f inFrame) {
 // ErrNotOwned, ErrInUse and ErrNotObserved.
 type CommandError struct {
 	Op, Reason, Message string
+	// Candidates are the matches of an ambiguous act target (at most maxCandidates);
+	// Document (the page's own id, without the connection prefix) and Epoch the page
+	// state their ids are refs of.
+	Candidates []browser.Element
+	Document   string
+	Epoch      int64
 }
 
 func (e *CommandError) Error() string {
@@ -395,6 +400,15 @@ func (h *Host) commandOn(ctx context.Context, op string, args, out any) (*sessio
 		ce := &CommandError{Op: op, Reason: "failed", Message: "no error given"}
 		if res.Error != nil {
 			ce.Reason, ce.Message = clip(res.Error.Reason, 64), clip(res.Error.Message, 512)
+			for i, c := range res.Error.Candidates {
+				if i == maxCandidates {
+					break
+				}
+				ce.Candidates = append(ce.Candidates, c.seam())
+			}
+			if len(ce.Candidates) > 0 {
+				ce.Document, ce.Epoch = clip(res.Error.Document, 128), res.Error.Epoch
+			}
 		}
 		return s, ce
 	}
@@ -408,5 +422,3 @@ func (h *Host) commandOn(ctx context.Context, op string, args, out any) (*sessio
 	}
 	return s, nil
 }
-
-var errActUnsupported = errors.New("act: not supported by the extension driver yet")

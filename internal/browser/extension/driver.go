@@ -50,6 +50,9 @@ func (m *model) page(t wireTab) browser.Page {
 	if t.OpenerTabID != nil {
 		p.OpenerID = id(*t.OpenerTabID)
 	}
+	if t.OpenerTabID == nil {
+		p.Attributed = t.Attributed
+	}
 	return p
 }
 
@@ -255,6 +258,9 @@ func (h *Host) upsertTabLocked(s *session, t wireTab) browser.Page {
 	old, known := m.tabs[t.ID]
 	if known && t.OpenerTabID == nil {
 		t.OpenerTabID = old.OpenerTabID // an update may omit the opener; keep it
+	}
+	if known && t.Attributed == "" {
+		t.Attributed = old.Attributed // only tabCreated and observe carry it
 	}
 	m.tabs[t.ID] = t
 	p := m.page(t)
@@ -561,12 +567,6 @@ func (d *Driver) Release(ctx context.Context, req browser.ReleaseRequest) error 
 	defer h.mu.Unlock()
 	h.recordLocked(s, dropRecord(req.Key, tid))
 	return nil
-}
-
-// Act implements browser.Browser. Curated clicks through the extension are future
-// work; the driver refuses instead of emulating.
-func (d *Driver) Act(context.Context, browser.ActRequest) (browser.ActResult, error) {
-	return browser.ActResult{}, fmt.Errorf("extension driver: %w", errActUnsupported)
 }
 
 // Events implements browser.Browser. The channel closes when the Host is closed.

@@ -41,6 +41,9 @@ type wireTab struct {
 	Title       string `json:"title"`
 	Active      bool   `json:"active"`
 	Index       int    `json:"index"`
+	// Attributed is the act key an opener-less tab is attributed to (it appeared while
+	// that act ran); tabCreated and observe carry it.
+	Attributed string `json:"attributed,omitempty"`
 }
 
 // wireWindow is the protocol's Window.
@@ -70,6 +73,11 @@ func (r Record) seam() browser.Record {
 type wireError struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+	// Candidates are the matches of an ambiguous act target; Document and Epoch the
+	// page state their ids are refs of.
+	Candidates []wireElement `json:"candidates,omitempty"`
+	Document   string        `json:"document,omitempty"`
+	Epoch      int64         `json:"epoch,omitempty"`
 }
 
 // inFrame is any frame from the extension. No frame carries a secret: hello has a
@@ -172,4 +180,61 @@ type SessionWindow struct {
 	TabID       string `json:"tabId"`
 	Source      string `json:"source"`
 	Disposition string `json:"disposition"`
+}
+
+// act: one curated step (docs/extension-protocol.md "act").
+
+type actArgs struct {
+	Key   string   `json:"key"`
+	Owner string   `json:"owner"`
+	TabID int64    `json:"tabId"`
+	Step  wireStep `json:"step"`
+}
+
+type wireStep struct {
+	Kind        string      `json:"kind"`
+	URL         string      `json:"url,omitempty"`
+	Target      *wireTarget `json:"target,omitempty"`
+	Text        string      `json:"text,omitempty"`
+	Key         string      `json:"key,omitempty"`
+	DeltaX      int         `json:"deltaX,omitempty"`
+	DeltaY      int         `json:"deltaY,omitempty"`
+	TimeoutMs   int64       `json:"timeoutMs,omitempty"`
+	MaxElements int         `json:"maxElements,omitempty"`
+}
+
+type wireTarget struct {
+	Ref      string  `json:"ref,omitempty"`
+	Document string  `json:"document,omitempty"`
+	Text     string  `json:"text,omitempty"`
+	Selector string  `json:"selector,omitempty"`
+	Point    bool    `json:"point,omitempty"`
+	X        float64 `json:"x,omitempty"`
+	Y        float64 `json:"y,omitempty"`
+	Epoch    int64   `json:"epoch,omitempty"`
+}
+
+type wireElement struct {
+	ID     string `json:"id"`
+	Role   string `json:"role"`
+	Name   string `json:"name"`
+	X      int    `json:"x"`
+	Y      int    `json:"y"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+type wireObservation struct {
+	Document  string        `json:"document"`
+	Epoch     int64         `json:"epoch"`
+	URL       string        `json:"url"`
+	Title     string        `json:"title"`
+	ScrollX   int           `json:"scrollX"`
+	ScrollY   int           `json:"scrollY"`
+	Elements  []wireElement `json:"elements"`
+	Truncated bool          `json:"truncated"`
+}
+
+type actResult struct {
+	Observation *wireObservation `json:"observation,omitempty"`
 }

@@ -202,7 +202,7 @@ func (b *Browser) locateLocked(t *tab, tg browser.Target) (int, error) {
 			i, _ := strconv.Atoi(exact[0].ID[1:])
 			return i - 1, nil
 		}
-		return 0, &browser.ActError{Reason: "ambiguous_target", Message: fmt.Sprintf("%d visible elements read %q", len(exact), tg.Text), Candidates: exact}
+		return 0, &browser.ActError{Reason: "ambiguous_target", Message: fmt.Sprintf("%d visible elements read %q", len(exact), tg.Text), Candidates: exact, Document: t.document(), Epoch: t.epoch}
 	}
 	return 0, &browser.ActError{Reason: "target_not_found", Message: "no target"}
 }

@@ -61,6 +61,24 @@ const (
 	fieldOwner = "tabwarden-access"
 )
 
+// The users' roles (config/rbac/user_roles.yaml).
+const (
+	UserEditRole = "tabwarden-edit"
+	UserViewRole = "tabwarden-view"
+)
+
+// AllowUser binds tabwarden-edit to user in namespace ns, as a namespace admin
+// would (or the built-in edit role, which aggregates it).
+func AllowUser(ctx context.Context, c client.Client, ns, user string) error {
+	rb := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: UserEditRole + "-" + strings.ReplaceAll(user, ":", "-"), Labels: map[string]string{"app.kubernetes.io/name": "tabwarden"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: UserEditRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	return createOrUpdate(ctx, c, rb)
+}
+
 // AgentUser is the user name of the agent of profile.
 func AgentUser(profile string) string { return AgentUserPrefix + profile }
 
@@ -68,6 +86,7 @@ func AgentUser(profile string) string { return AgentUserPrefix + profile }
 var Policies = []string{
 	"tabwarden-window-create", "tabwarden-window-update", "tabwarden-window-status",
 	"tabwarden-session-status", "tabwarden-profile", "tabwarden-agent-lease", "tabwarden-tablist",
+	"tabwarden-action-status",
 }
 
 // Manifests are the shipped access control objects.
@@ -75,6 +94,10 @@ type Manifests struct {
 	// ControllerRBAC and AgentRBAC are config/rbac/controller_role.yaml and
 	// agent_role.yaml: a ClusterRole and a namespaced lease Role each.
 	ControllerRBAC, AgentRBAC []*unstructured.Unstructured
+	// UserRBAC is config/rbac/user_roles.yaml: tabwarden-edit and tabwarden-view
+	// (aggregated into the built-in edit, admin and view roles) and
+	// tabwarden-profile-admin.
+	UserRBAC []*unstructured.Unstructured
 	// Admission is config/admission: the policies and their bindings.
 	Admission []*unstructured.Unstructured
 }
@@ -87,6 +110,9 @@ func Load(repo string) (*Manifests, error) {
 		return nil, err
 	}
 	if m.AgentRBAC, err = readFile(filepath.Join(repo, "config", "rbac", "agent_role.yaml")); err != nil {
+		return nil, err
+	}
+	if m.UserRBAC, err = readFile(filepath.Join(repo, "config", "rbac", "user_roles.yaml")); err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(repo, "config", "admission")
@@ -114,6 +140,7 @@ func Load(repo string) (*Manifests, error) {
 	}{
 		{m.ControllerRBAC, "ClusterRole", ControllerRole}, {m.ControllerRBAC, "Role", LeaderElectionRole},
 		{m.AgentRBAC, "ClusterRole", AgentRole}, {m.AgentRBAC, "Role", AgentLeaseRole},
+		{m.UserRBAC, "ClusterRole", UserEditRole}, {m.UserRBAC, "ClusterRole", UserViewRole},
 	} {
 		if find(want.objs, want.kind, want.name) == nil {
 			return nil, fmt.Errorf("config/rbac has no %s %s: run `make manifests`", want.kind, want.name)
@@ -176,7 +203,7 @@ func (m *Manifests) Install(ctx context.Context, c client.Client) error {
 		return fmt.Errorf("creating namespace %s: %w", SystemNamespace, err)
 	}
 	var objs []client.Object
-	for _, o := range append(append([]*unstructured.Unstructured{}, m.ControllerRBAC...), m.AgentRBAC...) {
+	for _, o := range append(append(append([]*unstructured.Unstructured{}, m.ControllerRBAC...), m.AgentRBAC...), m.UserRBAC...) {
 		objs = append(objs, o.DeepCopy())
 	}
 	objs = append(objs,
@@ -296,7 +323,12 @@ func WaitEnforced(ctx context.Context, admin *rest.Config, scheme *runtime.Schem
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-access-probe"},
 		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: sess.Name}, Source: twv1.SourceOpen, URL: "about:blank"},
 	}
-	for _, o := range []client.Object{sess, win} {
+	act := &twv1.BrowserAction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-access-probe"},
+		Spec: twv1.BrowserActionSpec{SessionRef: twv1.SessionReference{Name: sess.Name}, Thread: "tabwarden",
+			WindowRef: twv1.ActionWindowReference{Name: win.Name}, Steps: []twv1.ActionStep{{Type: twv1.StepObserve}}},
+	}
+	for _, o := range []client.Object{sess, win, act} {
 		if err := adm.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating a probe object: %w", err)
 		}
@@ -337,6 +369,10 @@ func WaitEnforced(ctx context.Context, admin *rest.Config, scheme *runtime.Schem
 				return fmt.Errorf("an agent may not yet create its own profile: %w", err)
 			}
 			return agt.Create(ctx, &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "tabwarden-probe-other"}}, dry)
+		}},
+		{"tabwarden-action-status", func() error {
+			p := client.RawPatch("application/merge-patch+json", []byte(`{"status":{"phase":"Succeeded"}}`))
+			return adm.Status().Patch(ctx, act.DeepCopy(), p, dry)
 		}},
 		{"tabwarden-tablist", func() error {
 			tl := &twv1.BrowserTabList{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-probe"}, ProfileName: "tabwarden-probe"}

@@ -2,11 +2,9 @@ package cdp_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,60 +13,16 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/ledger"
 )
-
-// rawCall sends one CDP command to Chromium over a raw connection of its own
-// (no driver, no ledger): the user's hand and the test's eye.
-func rawCall(t *testing.T, method string, params, out any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, chrome.WebSocketURL, nil)
-	if err != nil {
-		t.Fatalf("raw CDP connection: %v", err)
-	}
-	defer c.CloseNow()
-	req, _ := json.Marshal(map[string]any{"id": 1, "method": method, "params": params})
-	if err := c.Write(ctx, websocket.MessageText, req); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msg struct {
-			ID     int64           `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(data, &msg) != nil || msg.ID != 1 {
-			continue
-		}
-		if msg.Error != nil {
-			t.Fatalf("%s: %s", method, msg.Error.Message)
-		}
-		if out != nil {
-			if err := json.Unmarshal(msg.Result, out); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return
-	}
-}
 
 // browserContexts lists the browser contexts Chromium has.
 func browserContexts(t *testing.T) map[string]bool {
 	t.Helper()
-	var r struct {
-		IDs []string `json:"browserContextIds"`
-	}
-	rawCall(t, "Target.getBrowserContexts", map[string]any{}, &r)
+	r := raw(t, wire.GetBrowserContexts{})
 	out := map[string]bool{}
-	for _, id := range r.IDs {
+	for _, id := range r.BrowserContextIDs {
 		out[id] = true
 	}
 	return out
@@ -121,7 +75,7 @@ func TestPoolContextKeptForKeepPage(t *testing.T) {
 		g.Expect(pages(t, h)).To(HaveKey(tab))
 	}, "3s").Should(Succeed())
 
-	rawCall(t, "Target.closeTarget", map[string]any{"targetId": tab}, nil)
+	raw(t, wire.CloseTarget{TargetID: tab})
 	g.Eventually(func(g Gomega) {
 		g.Expect(browserContexts(t)).NotTo(HaveKey(ctxID))
 		_, ok := poolContext(t, "pool-keep", ns+"/carol")

@@ -7,97 +7,62 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
 
-// raw sends one command over its own browser-level DevTools connection: the
-// user's hand where the driver deliberately offers nothing (a window opened in
-// the foreground, as Ctrl+N does).
-func raw(t *testing.T, method string, params, out any) {
+// rawConn is a browser-level DevTools connection of the test's own (no
+// driver, no ledger): the user's hand where the driver deliberately offers
+// nothing (a window opened in the foreground, as Ctrl+N does), and the test's eye.
+func rawConn(t *testing.T) (context.Context, *wire.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, chrome.WebSocketURL, nil)
+	t.Cleanup(cancel)
+	c, err := wire.Dial(ctx, chrome.WebSocketURL, nil)
 	if err != nil {
 		t.Fatalf("raw CDP: %v", err)
 	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(64 << 20)
-	rawOn(ctx, t, ws, 1, "", method, params, out)
+	t.Cleanup(c.Close)
+	return ctx, c
+}
+
+// raw sends one browser-level command over a connection of its own.
+func raw[R any](t *testing.T, cmd wire.Command[R]) R {
+	t.Helper()
+	ctx, c := rawConn(t)
+	defer c.Close()
+	r, err := wire.Call(ctx, c, "", cmd)
+	if err != nil {
+		t.Fatalf("raw CDP: %v", err)
+	}
+	return r
 }
 
 // visibility is document.visibilityState of a page: "hidden" for a background tab.
 func visibility(t *testing.T, target string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, chrome.WebSocketURL, nil)
+	ctx, c := rawConn(t)
+	defer c.Close()
+	a, err := wire.Call(ctx, c, "", wire.AttachToTarget{TargetID: target, Flatten: true})
 	if err != nil {
 		t.Fatalf("raw CDP: %v", err)
 	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(64 << 20)
-	var a struct {
-		SessionID string `json:"sessionId"`
+	r, err := wire.Call(ctx, c, a.SessionID, wire.Evaluate{Expression: "document.visibilityState", ReturnByValue: true})
+	if err != nil {
+		t.Fatalf("raw CDP: %v", err)
 	}
-	rawOn(ctx, t, ws, 1, "", "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}, &a)
-	var r struct {
-		Result struct {
-			Value string `json:"value"`
-		} `json:"result"`
+	var v string
+	if err := json.Unmarshal(r.Result.Value, &v); err != nil {
+		t.Fatalf("raw CDP: document.visibilityState = %s: %v", r.Result.Value, err)
 	}
-	rawOn(ctx, t, ws, 2, a.SessionID, "Runtime.evaluate", map[string]any{"expression": "document.visibilityState", "returnByValue": true}, &r)
-	return r.Result.Value
-}
-
-func rawOn(ctx context.Context, t *testing.T, ws *websocket.Conn, id int, session, method string, params, out any) {
-	t.Helper()
-	msg := map[string]any{"id": id, "method": method, "params": params}
-	if session != "" {
-		msg["sessionId"] = session
-	}
-	req, _ := json.Marshal(msg)
-	if err := ws.Write(ctx, websocket.MessageText, req); err != nil {
-		t.Fatalf("raw CDP %s: %v", method, err)
-	}
-	for {
-		_, data, err := ws.Read(ctx)
-		if err != nil {
-			t.Fatalf("raw CDP %s: %v", method, err)
-		}
-		var r struct {
-			ID     int             `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal(data, &r) != nil || r.ID != id {
-			continue
-		}
-		if len(r.Error) > 0 {
-			t.Fatalf("raw CDP %s: %s", method, r.Error)
-		}
-		if out != nil {
-			if err := json.Unmarshal(r.Result, out); err != nil {
-				t.Fatalf("raw CDP %s: %v", method, err)
-			}
-		}
-		return
-	}
+	return v
 }
 
 // userNewWindow opens a window as the user does, in the foreground: it becomes
 // Chromium's last active window.
 func userNewWindow(t *testing.T, url string) browser.Page {
 	t.Helper()
-	var c struct {
-		TargetID string `json:"targetId"`
-	}
-	raw(t, "Target.createTarget", map[string]any{"url": url, "newWindow": true}, &c)
-	var w struct {
-		WindowID int64 `json:"windowId"`
-	}
-	raw(t, "Browser.getWindowForTarget", map[string]any{"targetId": c.TargetID}, &w)
+	c := raw(t, wire.CreateTarget{URL: url, NewWindow: true})
+	w := raw(t, wire.GetWindowForTarget{TargetID: c.TargetID})
 	return browser.Page{ID: c.TargetID, WindowID: strconv.FormatInt(w.WindowID, 10), URL: url}
 }

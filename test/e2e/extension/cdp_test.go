@@ -150,6 +150,9 @@ type targetInfo struct {
 	Title    string `json:"title"`
 	URL      string `json:"url"`
 	OpenerID string `json:"openerId"`
+	// Attached: some debugger client (this test's session, an extension's
+	// chrome.debugger) is attached to the target now.
+	Attached bool `json:"attached"`
 }
 
 func (c *cdpClient) targets(ctx context.Context) ([]targetInfo, error) {

@@ -51,9 +51,9 @@ var (
 	extID    string // the unpacked extension's id
 	// otherBuild: TABWARDEN_E2E_EXTENSION loaded another build than extension/.
 	otherBuild bool
-	host     *extension.Host
-	stateDir string
-	logger   logr.Logger
+	host       *extension.Host
+	stateDir   string
+	logger     logr.Logger
 )
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }

@@ -203,6 +203,15 @@ func openActionPopup(ctx context.Context) (string, error) {
 		return "", err
 	}
 	_ = devtools.call(ctx, sess, "Runtime.runIfWaitingForDebugger", nil, nil)
+	// Even then, a worker that is still starting (its module graph loading) may not
+	// have its bindings yet: wait for them.
+	if err := poll(ctx, 20*time.Second, func() (bool, error) {
+		var ready bool
+		err := devtools.eval(ctx, sess, `typeof chrome === "object" && !!chrome.action`, &ready)
+		return ready, err
+	}); err != nil {
+		return "", fmt.Errorf("the extension's worker never got its chrome.* bindings: %w", err)
+	}
 	var res string
 	if err := devtools.eval(ctx, sess, `chrome.action.openPopup().then(() => "ok", (e) => "error: " + e.message)`, &res); err != nil {
 		return "", err

@@ -1,0 +1,662 @@
+// tabwarden's `act` command: one curated step on a tab the host's owner has recorded.
+//
+// The host sends a step (observe, navigate, click, type, press, scroll, wait), never a method
+// name or an expression. The worker runs it with the `debugger` permission, the only way an
+// extension can produce trusted input (chrome.scripting's synthetic events are untrusted and
+// need host permissions, which tabwarden does not ask for):
+//
+//   chrome.debugger.attach({tabId}, "1.3")
+//   Page.getFrameTree + Page.createIsolatedWorld(worldName "tabwarden") on the main frame
+//   Runtime.evaluate of exactly `(${pageSource})(op, args)` in that world, where pageSource is
+//     the extension's own page.js (fetched once from the extension package) and op/args are
+//     JSON literals built here from the validated step
+//   Input.dispatchMouseEvent / Input.insertText / Input.dispatchKeyEvent for input
+//   chrome.debugger.detach, always, also after an error
+//
+// navigate uses chrome.tabs.update(tabId, {url}) and nothing else (never `active`). Nothing
+// here focuses a window or activates a tab. Acts on one tab run one at a time.
+//
+// Attribution: a tab the acted-on page opened during the act (Page.windowOpen, see claimOpen)
+// is reported with the acted-on tab as its opener, or, opened noopener, attributed to the
+// act's key. And while an act runs, and for ATTRIBUTION_GRACE_MS after it ends, a tab that
+// appears without an opener is attributed to the act's key (a rel=noopener link, a download
+// viewer): background.js asks attributionAt() when the tab is created and stores the answer
+// as attr:<tabId>, which `adopt` with that key as parent accepts. The act's window is stored in
+// chrome.storage.session (act:<key>), so a worker that restarts mid-act still attributes.
+
+export const ATTRIBUTION_GRACE_MS = 1000;
+// Steps after which a late tab may still be the act's doing (a noopener link's tab is reported
+// late); after observe, scroll and wait the window closes with the step.
+const MUTATING = new Set(["navigate", "click", "type", "press"]);
+// An act marker without an end older than this died with its worker.
+export const ACT_MARKER_TTL_MS = 5 * 60_000;
+export const DEFAULT_MAX_ELEMENTS = 200;
+export const MAX_ELEMENTS = 1000;
+export const MAX_TEXT_CHARS = 10_000;
+export const MAX_WAIT_MS = 120_000;
+export const DEFAULT_WAIT_MS = 10_000;
+export const NAVIGATE_TIMEOUT_MS = 30_000;
+const WAIT_POLL_MS = 200;
+// A step whose page stops answering (a JavaScript dialog the page opened between steps, a
+// script keeping the page busy) is abandoned after this long (plus a wait's own timeout): the
+// debugger detaches and the tab's next act can run.
+export const STEP_BOUND_MS = 25_000;
+const MAX_URL_CHARS = 8192;
+const MAX_NAME_CHARS = 512;
+const MAX_CANDIDATES = 20;
+export const WORLD_NAME = "tabwarden";
+export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait"]);
+// The reasons a page refusal may carry (browser.ActError); anything else from page.js is a bug.
+export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found"]);
+
+const actKey = (key) => `act:${key}`;
+
+/** A refusal carrying a reason, a message and (for ambiguous targets) the candidates. */
+export class ActRefusal extends Error {
+  constructor(reason, message, candidates, document, epoch) {
+    super(message);
+    this.reason = reason;
+    this.candidates = candidates;
+    // With candidates: the page's document and epoch they are refs of.
+    this.document = document;
+    this.epoch = epoch;
+  }
+}
+
+const invalid = (message) => new ActRefusal("invalid_args", message);
+
+function clip(s, n) {
+  s = typeof s === "string" ? s : "";
+  return s.length > n ? s.slice(0, n) : s;
+}
+
+function int(v, name, { min = -1e7, max = 1e7 } = {}) {
+  if (v === undefined || v === null) return 0;
+  if (!Number.isInteger(v) || v < min || v > max) throw invalid(`step.${name} must be an integer in [${min}, ${max}]`);
+  return v;
+}
+
+function num(v, name) {
+  if (v === undefined || v === null) return 0;
+  if (typeof v !== "number" || !Number.isFinite(v) || Math.abs(v) > 1e6) throw invalid(`step.${name} must be a finite number`);
+  return v;
+}
+
+function text(v, name, n = MAX_TEXT_CHARS) {
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "string") throw invalid(`step.${name} must be a string`);
+  if (v.length > n) throw invalid(`step.${name} is longer than ${n} characters`);
+  return v;
+}
+
+/** The navigate url: http(s) or about:blank; javascript:, data:, file: and internal urls never. */
+function navigateUrl(url) {
+  if (url === "about:blank") return url;
+  let u;
+  try {
+    u = new URL(url);
+  } catch {
+    throw invalid("step.url must be an absolute http(s) url or about:blank");
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    throw invalid(`step.url scheme ${u.protocol} is not allowed; use http(s) or about:blank`);
+  }
+  return u.href;
+}
+
+/** The target as page.js takes it: only known fields, typed and bounded. */
+function target(t) {
+  if (t === undefined || t === null) return null;
+  if (typeof t !== "object" || Array.isArray(t)) throw invalid("step.target must be an object");
+  const out = {
+    ref: text(t.ref, "target.ref", 64),
+    document: text(t.document, "target.document", 128),
+    text: text(t.text, "target.text", 1024),
+    selector: text(t.selector, "target.selector", 1024),
+    point: t.point === true,
+    x: num(t.x, "target.x"),
+    y: num(t.y, "target.y"),
+    epoch: int(t.epoch, "target.epoch", { min: 0, max: Number.MAX_SAFE_INTEGER }),
+  };
+  const kinds = [out.ref !== "", out.text !== "", out.selector !== "", out.point].filter(Boolean).length;
+  if (kinds === 0) return null;
+  if (kinds > 1) throw invalid("step.target names more than one of ref, text, selector and point; give exactly one");
+  if ((out.ref !== "" || out.point) && out.document === "") {
+    throw invalid("a ref or point target needs target.document from the observation it came from");
+  }
+  // page.js's shapes: {ref, document} | {text} | {selector} | {point, x, y, document, epoch}
+  if (out.ref) return { ref: out.ref, document: out.document };
+  if (out.text) return { text: out.text };
+  if (out.selector) return { selector: out.selector };
+  return { point: true, x: out.x, y: out.y, document: out.document, epoch: out.epoch };
+}
+
+/** Validates the host's step; returns a normalized copy with only known fields. */
+export function validateStep(step) {
+  if (!step || typeof step !== "object" || Array.isArray(step)) throw invalid("step must be an object");
+  const kind = step.kind;
+  if (!STEP_KINDS.has(kind)) throw invalid(`step.kind must be one of ${[...STEP_KINDS].join(", ")}`);
+  const s = { kind };
+  switch (kind) {
+    case "observe":
+      s.maxElements = int(step.maxElements, "maxElements", { min: 0, max: MAX_ELEMENTS }) || DEFAULT_MAX_ELEMENTS;
+      break;
+    case "navigate":
+      s.url = navigateUrl(text(step.url, "url", MAX_URL_CHARS));
+      break;
+    case "click":
+      s.target = target(step.target);
+      if (!s.target) throw invalid("click needs a target: a ref (with its document), a text, a selector, or a point");
+      break;
+    case "type":
+      s.target = target(step.target); // none: the focused element
+      s.text = text(step.text, "text");
+      if (s.text === "") throw invalid("type needs text");
+      break;
+    case "press":
+      s.key = parseKey(text(step.key, "key", 64));
+      break;
+    case "scroll":
+      s.dx = int(step.deltaX, "deltaX", { min: -100_000, max: 100_000 });
+      s.dy = int(step.deltaY, "deltaY", { min: -100_000, max: 100_000 });
+      if (s.dx === 0 && s.dy === 0) throw invalid("scroll needs deltaX or deltaY");
+      break;
+    case "wait":
+      s.text = text(step.text, "text", 1024);
+      s.timeoutMs = int(step.timeoutMs, "timeoutMs", { min: 0, max: MAX_WAIT_MS }) || (s.text ? DEFAULT_WAIT_MS : 0);
+      if (!s.text && s.timeoutMs === 0) throw invalid("wait needs text to wait for, or timeoutMs to sleep");
+      break;
+  }
+  return s;
+}
+
+// ---- keys ------------------------------------------------------------------------------------
+
+const NAMED_KEYS = {
+  Enter: { code: "Enter", keyCode: 13, text: "\r" },
+  Tab: { code: "Tab", keyCode: 9 },
+  Escape: { code: "Escape", keyCode: 27 },
+  Backspace: { code: "Backspace", keyCode: 8 },
+  Delete: { code: "Delete", keyCode: 46 },
+  ArrowUp: { code: "ArrowUp", keyCode: 38 },
+  ArrowDown: { code: "ArrowDown", keyCode: 40 },
+  ArrowLeft: { code: "ArrowLeft", keyCode: 37 },
+  ArrowRight: { code: "ArrowRight", keyCode: 39 },
+  Home: { code: "Home", keyCode: 36 },
+  End: { code: "End", keyCode: 35 },
+  PageUp: { code: "PageUp", keyCode: 33 },
+  PageDown: { code: "PageDown", keyCode: 34 },
+  Space: { key: " ", code: "Space", keyCode: 32, text: " " },
+};
+const MODIFIERS = { Alt: 1, Control: 2, Meta: 4, Shift: 8 };
+
+/** "Shift+Tab", "Control+a", "Enter", "x" → what Input.dispatchKeyEvent needs. */
+export function parseKey(spec) {
+  if (spec === "") throw invalid("press needs a key: a key name (Enter, Tab, Escape, …) or one character, e.g. \"Shift+Tab\"");
+  const parts = spec === "+" ? ["+"] : spec.split("+");
+  const name = parts.pop() || "+";
+  let modifiers = 0;
+  for (const m of parts) {
+    if (!(m in MODIFIERS)) throw invalid(`unknown modifier ${JSON.stringify(m)} in key ${JSON.stringify(spec)}; use Alt, Control, Meta or Shift`);
+    modifiers |= MODIFIERS[m];
+  }
+  if (name in NAMED_KEYS) {
+    const d = NAMED_KEYS[name];
+    return { key: d.key ?? name, code: d.code, keyCode: d.keyCode, text: modifiers & ~MODIFIERS.Shift ? undefined : d.text, modifiers };
+  }
+  if ([...name].length !== 1) {
+    throw invalid(`unknown key ${JSON.stringify(name)}; use ${Object.keys(NAMED_KEYS).join(", ")} or one character`);
+  }
+  const upper = name.toUpperCase();
+  const letter = /^[A-Za-z]$/.test(name);
+  const digit = /^[0-9]$/.test(name);
+  const key = letter && modifiers & MODIFIERS.Shift ? upper : name;
+  return {
+    key,
+    code: letter ? `Key${upper}` : digit ? `Digit${name}` : "",
+    keyCode: letter || digit ? upper.charCodeAt(0) : 0,
+    // A chord with Control, Alt or Meta types nothing (it is a shortcut).
+    text: modifiers & ~MODIFIERS.Shift ? undefined : key,
+    modifiers,
+  };
+}
+
+// ---- the actor -------------------------------------------------------------------------------
+
+/**
+ * deps: chrome, session (chrome.storage.session), now, setTimeout, loadPageSource() → string
+ * (the extension's page.js), log.
+ */
+export function createActor(deps) {
+  const { chrome, session, now, log } = deps;
+  const sleep = (ms) => new Promise((r) => deps.setTimeout(r, ms));
+  const nonceImpl =
+    deps.nonce ??
+    (() => {
+      const a = new Uint8Array(16);
+      globalThis.crypto.getRandomValues(a);
+      return Array.from(a, (b) => b.toString(16).padStart(2, "0")).join("");
+    });
+  let pageSource = null; // loaded once
+  const tails = new Map(); // tabId -> tail promise of that tab's acts
+  const nonces = new Map(); // tabId -> nonce of the tabwarden world this worker initialised there
+
+  async function source() {
+    if (pageSource === null) {
+      // One expression whose value is the page function (after its header comment).
+      const raw = await deps.loadPageSource();
+      const s = typeof raw === "string" ? raw.trim().replace(/;$/, "") : "";
+      if (!s.includes("function tabwardenPage(op, args)") || !/[})]$/.test(s)) throw new Error("page.js is missing or is not one function expression");
+      pageSource = s;
+    }
+    return pageSource;
+  }
+
+  /** Runs task after the earlier acts on tabId settled. */
+  function perTab(tabId, task) {
+    const run = (tails.get(tabId) ?? Promise.resolve()).then(task);
+    const tail = run.catch(() => {});
+    tails.set(tabId, tail);
+    tail.then(() => {
+      if (tails.get(tabId) === tail) tails.delete(tabId);
+    });
+    return run;
+  }
+
+  // ---- attribution ---------------------------------------------------------------------------
+
+  /**
+   * The key an opener-less tab created at time t in window windowId is attributed to: the act
+   * on a tab of that window that was running then (the latest started when several were), or
+   * a navigate, click, type or press that ended at most ATTRIBUTION_GRACE_MS before. (A page's
+   * opens are announced, see claimOpen; this is the fallback for tabs Chrome opens without an
+   * announcement, which land in the page's window.) Read from storage, so a restarted worker
+   * answers the same.
+   */
+  async function attributionAt(t, windowId) {
+    const all = await session.get(null);
+    let best = null;
+    for (const [k, m] of Object.entries(all)) {
+      if (!k.startsWith("act:") || typeof m?.key !== "string") continue;
+      if (m.windowId !== windowId) continue;
+      const running = m.until == null;
+      if (t < m.at) continue;
+      if (running ? t - m.at > ACT_MARKER_TTL_MS : t > m.until) continue;
+      if (!best || m.at > best.at) best = m;
+    }
+    return best?.key;
+  }
+
+  /** Drops act markers whose window has passed (called from start()). */
+  async function expireMarkers() {
+    const t = now();
+    const all = await session.get(null);
+    const stale = Object.entries(all)
+      .filter(([k, m]) => k.startsWith("act:") && (m?.until == null ? t - m?.at > ACT_MARKER_TTL_MS : t > m.until))
+      .map(([k]) => k);
+    if (stale.length) await session.remove(stale);
+  }
+
+  // ---- spawns the act's own tab announced ------------------------------------------------
+  //
+  // chrome.tabs reports a new tab's openerTabId as the tab strip sees it: the ACTIVE tab of
+  // the window when the new tab was inserted, not the page that opened it. An act drives a
+  // background tab, so a window.open from it would be reported as opened by the user's active
+  // tab. The debugger session tells the truth: Page.windowOpen fires on the acted-on tab just
+  // before Chrome creates the tab, with the features (noopener) it was opened with. Each such
+  // announcement claims the next tab created (background.js asks claimOpen at tabs.onCreated).
+
+  const acting = new Map(); // tabId -> key of the act running on it (this worker's debugger sessions)
+  const opens = []; // {key, sourceTabId, noopener, at}: announced, not yet claimed
+
+  const dialogs = new Map(); // tabId -> dialogs dismissed while its act ran
+
+  /**
+   * chrome.debugger.onEvent listener (registered at top level by background.js). A JavaScript
+   * dialog blocks the page and every later call until answered: one that opens while an act
+   * runs (or is open when the act attaches) is answered at once, beforeunload accepted (the
+   * step is leaving the page), alert, confirm and prompt dismissed (no answer on anyone's
+   * behalf), and the step fails naming it.
+   */
+  function onDebuggerEvent(source, method, params) {
+    const tabId = source?.tabId;
+    if (!acting.has(tabId)) return;
+    if (method === "Page.javascriptDialogOpening") {
+      const type = String(params?.type ?? "dialog");
+      if (!dialogs.has(tabId)) dialogs.set(tabId, []);
+      dialogs.get(tabId).push(`${clip(type, 16)} ${JSON.stringify(clip(String(params?.message ?? ""), 200))}`);
+      chrome.debugger
+        .sendCommand({ tabId }, "Page.handleJavaScriptDialog", { accept: type === "beforeunload" })
+        .catch((e) => log.warn?.(`tabwarden: answering a dialog on tab ${tabId}:`, e?.message));
+      return;
+    }
+    if (method !== "Page.windowOpen") return;
+    const features = Array.isArray(params?.windowFeatures) ? params.windowFeatures : [];
+    let url = typeof params?.url === "string" ? params.url : "";
+    try {
+      url = new URL(url).href;
+    } catch {
+      /* keep as given */
+    }
+    opens.push({ key: acting.get(tabId), sourceTabId: tabId, url, noopener: features.includes("noopener") || features.includes("noreferrer"), at: now() });
+    if (opens.length > 32) opens.shift();
+  }
+
+  /**
+   * The act announcement a tab created at time t with url answers, consumed; undefined if
+   * none. A window.open tab is created with no url yet; a tab with another url is not the
+   * announced one (a popup the blocker stopped leaves an announcement nobody answers).
+   */
+  function claimOpen(t, url) {
+    while (opens.length && t - opens[0].at > ATTRIBUTION_GRACE_MS) opens.shift();
+    if (!opens.length) return undefined;
+    if (url && url !== "about:blank" && url !== opens[0].url) return undefined;
+    return opens.shift();
+  }
+
+  async function begin(key, tabId, windowId) {
+    if (!key) return;
+    await session.set({ [actKey(key)]: { key, tabId, windowId, at: now(), until: null } });
+  }
+
+  async function end(key, tabId, kind) {
+    if (!key) return;
+    const cur = (await session.get(actKey(key)))[actKey(key)];
+    // Another act of the same key may have started meanwhile (on another tab): its marker wins.
+    if (cur && cur.tabId === tabId && cur.until == null) {
+      await session.set({ [actKey(key)]: { ...cur, until: now() + (MUTATING.has(kind) ? ATTRIBUTION_GRACE_MS : 0) } });
+    }
+  }
+
+  // ---- the debugger session ------------------------------------------------------------------
+
+  async function withDebugger(tabId, boundMs, fn) {
+    const target = { tabId };
+    try {
+      await chrome.debugger.attach(target, "1.3");
+    } catch (e) {
+      const msg = String(e?.message ?? e);
+      if (/no tab with/i.test(msg)) throw new ActRefusal("not_found", `tab ${tabId} not found`);
+      // "Another debugger is already attached" (DevTools open on the tab), or a page Chrome
+      // protects (the web store, chrome:// pages).
+      throw new ActRefusal("failed", `cannot attach to tab ${tabId} (${clip(msg, 300)}); close DevTools on that tab and retry`);
+    }
+    const send = (method, params) => chrome.debugger.sendCommand(target, method, params ?? {});
+    let timer = null;
+    const abandoned = new Promise((_, reject) => {
+      timer = deps.setTimeout(
+        () =>
+          reject(
+            new ActRefusal(
+              "timeout",
+              `tab ${tabId} did not answer within ${Math.round(boundMs / 1000)} s (a JavaScript dialog is open, or a script keeps the page busy): the step was abandoned; the page is left to the user`,
+            ),
+          ),
+        boundMs,
+      );
+    });
+    try {
+      const running = attachedSteps(tabId, send, fn);
+      running.catch(() => {}); // settles (rejected) once the debugger detaches
+      return await Promise.race([running, abandoned]);
+    } finally {
+      deps.clearTimeout?.(timer);
+      try {
+        await chrome.debugger.detach(target);
+      } catch (e) {
+        log.warn?.(`tabwarden: detach from tab ${tabId}:`, e?.message);
+      }
+    }
+  }
+
+  /** What every act does first on its debugger session, then fn. */
+  async function attachedSteps(tabId, send, fn) {
+    // Page events tell which tabs this tab opens (Page.windowOpen, see claimOpen) and of
+    // JavaScript dialogs (onDebuggerEvent).
+    await send("Page.enable");
+    // A dialog the page opened between steps may not be reported to a new session; answering
+    // "no dialog" tells. One that is showing is cancelled (the user left it; the step would
+    // act on a frozen page), and the step fails saying so.
+    try {
+      await send("Page.handleJavaScriptDialog", { accept: false });
+      if (!dialogs.has(tabId)) dialogs.set(tabId, []);
+      dialogs.get(tabId).push("a dialog (open before the step)");
+    } catch {
+      /* no dialog is showing: the usual case */
+    }
+    return fn(send);
+  }
+
+  /**
+   * The page functions of one debugger session: page(op, args) evaluates the bundled page.js
+   * in the tabwarden world of the main frame and returns its value. The world is made (or
+   * found again: Chrome keeps one world per name and document) and initialised with a fresh
+   * nonce on first use, and again once when the document changed under us (a navigation
+   * during a wait destroys the context: world_mismatch or "Cannot find context").
+   */
+  function pageOf(tabId, send) {
+    let world = null; // {contextId, nonce}
+    async function open() {
+      const src = await source();
+      const tree = await send("Page.getFrameTree");
+      const frameId = tree?.frameTree?.frame?.id;
+      if (typeof frameId !== "string") throw new Error("the tab has no main frame");
+      const w = await send("Page.createIsolatedWorld", { frameId, worldName: WORLD_NAME });
+      // Chrome hands back the same world for the same document across debugger sessions:
+      // the world this worker initialised for an earlier act keeps its document id and refs.
+      // init (a new document id, no refs) only for a world that does not know our nonce (a
+      // new document, or a world this worker never initialised).
+      const known = nonces.get(tabId);
+      if (known) {
+        const v = await evaluate(src, w.executionContextId, "info", { world: known });
+        if (v && !v.error) {
+          world = { contextId: w.executionContextId, nonce: known };
+          return;
+        }
+      }
+      const nonce = nonceImpl();
+      const v = await evaluate(src, w.executionContextId, "init", { world: nonce });
+      if (v?.error) throw new Error(`page.init: ${clip(String(v.error.message ?? v.error.reason), 300)}`);
+      nonces.set(tabId, nonce);
+      world = { contextId: w.executionContextId, nonce };
+    }
+    async function evaluate(src, contextId, op, args) {
+      const r = await send("Runtime.evaluate", {
+        expression: `(${src})(${JSON.stringify(op)}, ${JSON.stringify(args)})`,
+        contextId,
+        returnByValue: true,
+        awaitPromise: true,
+      });
+      if (r?.exceptionDetails) {
+        throw new Error(`page.${op} threw: ${clip(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text ?? "", 300)}`);
+      }
+      return r?.result?.value;
+    }
+    return async function page(op, args) {
+      let v;
+      for (let attempt = 0; ; attempt++) {
+        if (!world) await open();
+        try {
+          v = await evaluate(await source(), world.contextId, op, { ...args, world: world.nonce });
+        } catch (e) {
+          if (attempt === 0 && /context/i.test(String(e?.message ?? e))) {
+            world = null; // the document changed: a new world, once
+            continue;
+          }
+          throw e;
+        }
+        if (attempt === 0 && v?.error?.reason === "world_mismatch") {
+          world = null;
+          continue;
+        }
+        break;
+      }
+      if (v && typeof v === "object" && v.error) {
+        const e = v.error;
+        const reason = GUARD_REASONS.has(e.reason) ? e.reason : e.reason === "bad_request" ? "invalid_args" : "failed";
+        const candidates = Array.isArray(e.candidates) ? e.candidates.slice(0, MAX_CANDIDATES).map(element) : undefined;
+        const document = candidates && typeof e.document === "string" ? clip(e.document, 128) : undefined;
+        const epoch = candidates && Number.isSafeInteger(e.epoch) ? e.epoch : undefined;
+        throw new ActRefusal(reason, clip(String(e.message ?? reason), 512), candidates, document, epoch);
+      }
+      return v;
+    };
+  }
+
+  async function click(send, page, t) {
+    const at = await page("locate", { target: t });
+    const x = Number(at?.x);
+    const y = Number(at?.y);
+    if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
+    // Press and release only: a mouseMoved to a background tab is acknowledged only after
+    // Chrome's ~5 s input timeout (a hidden tab renders no frames).
+    await send("Input.dispatchMouseEvent", { type: "mousePressed", x, y, button: "left", buttons: 1, clickCount: 1 });
+    await send("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", buttons: 0, clickCount: 1 });
+  }
+
+  async function press(send, k) {
+    const base = { key: k.key, code: k.code, windowsVirtualKeyCode: k.keyCode, modifiers: k.modifiers };
+    if (k.text !== undefined) {
+      await send("Input.dispatchKeyEvent", { type: "keyDown", ...base, text: k.text, unmodifiedText: k.text });
+    } else {
+      await send("Input.dispatchKeyEvent", { type: "rawKeyDown", ...base });
+    }
+    await send("Input.dispatchKeyEvent", { type: "keyUp", ...base });
+  }
+
+  async function waitText(page, s) {
+    const deadline = now() + s.timeoutMs;
+    for (;;) {
+      const v = await page("hasText", { text: s.text });
+      if (v === true || v?.found === true) return;
+      if (now() >= deadline) throw new ActRefusal("timeout", `text ${JSON.stringify(clip(s.text, 100))} did not appear within ${s.timeoutMs} ms`);
+      await sleep(WAIT_POLL_MS);
+    }
+  }
+
+  /** Loads url in the tab (never activating it) and waits until it has loaded, bounded. */
+  async function navigate(tabId, url) {
+    let done;
+    const loaded = new Promise((r) => (done = r));
+    let sawLoading = false;
+    const listener = (id, change) => {
+      if (id !== tabId) return;
+      if (change.status === "loading") sawLoading = true;
+      if (change.status === "complete" && sawLoading) done();
+    };
+    chrome.tabs.onUpdated.addListener(listener);
+    try {
+      try {
+        await chrome.tabs.update(tabId, { url });
+      } catch (e) {
+        if (/no tab with/i.test(String(e?.message ?? e))) throw new ActRefusal("not_found", `tab ${tabId} not found`);
+        throw e;
+      }
+      await Promise.race([loaded, sleep(NAVIGATE_TIMEOUT_MS)]);
+    } finally {
+      chrome.tabs.onUpdated.removeListener(listener);
+    }
+  }
+
+  async function perform(tabId, s) {
+    if (s.kind === "navigate") {
+      await navigate(tabId, s.url);
+      return {};
+    }
+    if (s.kind === "wait" && !s.text) {
+      await sleep(s.timeoutMs);
+      return {};
+    }
+    const bound = STEP_BOUND_MS + (s.kind === "wait" ? s.timeoutMs : 0);
+    return withDebugger(tabId, bound, async (send) => {
+      const page = pageOf(tabId, send);
+      switch (s.kind) {
+        case "observe":
+          return { observation: observation(await page("observe", { max: s.maxElements })) };
+        case "click":
+          await click(send, page, s.target);
+          return {};
+        case "type":
+          if (s.target) await page("focus", { target: s.target });
+          await send("Input.insertText", { text: s.text });
+          return {};
+        case "press":
+          await press(send, s.key);
+          return {};
+        case "scroll":
+          await page("scroll", { dx: s.dx, dy: s.dy });
+          return {};
+        case "wait":
+          await waitText(page, s);
+          return {};
+      }
+      throw invalid(`unknown step kind ${s.kind}`);
+    });
+  }
+
+  /**
+   * Runs one validated step on tabId for key. The caller checked ownership. Acts on one tab
+   * are serialized; the act's window of attribution opens before anything runs.
+   */
+  function run({ key, tabId, step, mayAct }) {
+    return perTab(tabId, async () => {
+      const tab = await mayAct();
+      await begin(key, tabId, tab?.windowId);
+      acting.set(tabId, key);
+      dialogs.delete(tabId);
+      try {
+        const result = await perform(tabId, step);
+        const seen = dialogs.get(tabId);
+        if (seen?.length) {
+          throw new ActRefusal(
+            "failed",
+            `the page opened a dialog, which tabwarden answered (beforeunload: leave; others: cancel) so that it would not block the page: ${seen.join(", ")}; observe to see the page now`,
+          );
+        }
+        return result;
+      } finally {
+        acting.delete(tabId);
+        dialogs.delete(tabId);
+        await end(key, tabId, step.kind);
+      }
+    });
+  }
+
+  /** The tab is gone: forget its world. */
+  function forgetTab(tabId) {
+    nonces.delete(tabId);
+  }
+
+  return { run, attributionAt, expireMarkers, onDebuggerEvent, claimOpen, forgetTab };
+}
+
+// ---- result shapes (bounded) -----------------------------------------------------------------
+
+function element(e) {
+  const n = (v) => (Number.isFinite(v) ? Math.round(v) : 0);
+  return {
+    id: clip(String(e?.id ?? ""), 32),
+    role: clip(String(e?.role ?? ""), 64),
+    name: clip(String(e?.name ?? ""), MAX_NAME_CHARS),
+    x: n(e?.x),
+    y: n(e?.y),
+    width: n(e?.width),
+    height: n(e?.height),
+  };
+}
+
+function observation(o) {
+  if (!o || typeof o !== "object") throw new Error("page.observe returned nothing");
+  const els = Array.isArray(o.elements) ? o.elements : [];
+  const n = (v) => (Number.isFinite(v) ? Math.round(v) : 0);
+  return {
+    document: clip(String(o.document ?? ""), 128),
+    epoch: Number.isSafeInteger(o.epoch) ? o.epoch : 0,
+    url: clip(String(o.url ?? ""), MAX_URL_CHARS),
+    title: clip(String(o.title ?? ""), 1024),
+    scrollX: n(o.scrollX),
+    scrollY: n(o.scrollY),
+    elements: els.slice(0, MAX_ELEMENTS).map(element),
+    truncated: !!o.truncated || els.length > MAX_ELEMENTS,
+  };
+}

@@ -1,0 +1,457 @@
+// tabwarden's page script: ONE function expression, shared by both drivers.
+//
+// The cdp driver embeds this file (extension/pagescript.go) and the extension loads it
+// (fetch(chrome.runtime.getURL("page.js")), extension/act.js). Both run it ONLY in an isolated
+// world of the page's main frame (Page.createIsolatedWorld, worldName "tabwarden"; the
+// extension through chrome.debugger), never in the page's own world, and ONLY as
+//
+//     (<this file>)(<JSON op>, <JSON args>)
+//
+// No other expression is ever evaluated: this is our bundled function called with data, not
+// an eval of caller input. The file is one expression whose value is the function; it also
+// assigns it to the isolated world's globalThis.tabwardenPage, so that a driver that cannot
+// evaluate source (an MV3 extension: no eval) can inject the file as is
+// (chrome.scripting.executeScript({files: ["page.js"], world: "ISOLATED"})) and then call
+// globalThis.tabwardenPage(op, args) with executeScript({func, args}). The page's own world
+// never sees it. The page cannot see or patch the isolated world's globals or
+// prototypes; it can only change its DOM, which this script reads as untrusted data.
+//
+// State lives in the isolated world's globalThis, which is per document:
+//   * document: a random id, new for every document (a navigation, a reload, or a new
+//     isolated world after the driver reconnects makes a new one), so refs and points of
+//     an older document are refused (stale_ref, stale_coordinates);
+//   * epoch: the render epoch, bumped by scrolling (the window or any element), resizing and
+//     re-renders. A re-render is a DOM mutation that can move boxes: an element added or
+//     removed, or a change of an element's style, class, hidden or open attribute.
+//     Text-only changes (a text node's data, or children replaced by text only: a ticking
+//     clock, a counter, a live price) are NOT re-renders, so that a live page does not make
+//     every point stale forever; they rarely move the element under a point;
+//   * ids: e1, e2, … assigned once per element (a WeakMap element → id, a Map id → WeakRef),
+//     so a ref never names a replacement element, however alike.
+//
+// Ops (args in braces) and results; errors are returned as data, never thrown:
+//   init({world})            first call in a new world: a new document id, epoch 0, no refs;
+//                            remember the world nonce
+//   info()                   {document, epoch, url, title, readyState, scrollX, scrollY, mac}
+//   observe({max})           the visible interactive elements (links, buttons, inputs, selects,
+//                            textareas, summary, contenteditable, [onclick], ARIA widget roles)
+//                            in document order: {document, epoch, url, title, scrollX, scrollY,
+//                            elements: [{id, role, name, x, y, width, height}], truncated}
+//   locate({target})         {x, y}: the viewport centre of the target, scrolled into view
+//                            first (ref, text); target is {ref, document} | {text} |
+//                            {selector} | {point: true, x, y, document, epoch}
+//   focus({target})          focuses the target (for typing), caret at the end: {x, y}
+//   scroll({dx, dy})         scrolls the page (or the scrollable element under the viewport's
+//                            centre when the page itself cannot scroll): {scrollX, scrollY, epoch}
+//   hasText({text})          {found}: whether the page's visible text or title contains text
+// Every op but init takes {world}: the nonce given to init. A call without the nonce of this
+// world (a context id that now names another world) returns world_mismatch.
+// Errors: {error: {reason, message, candidates?, document?, epoch?}} (document and epoch,
+// with candidates, say which page state the candidates' ids are refs of), reason one of stale_ref,
+// stale_coordinates, ambiguous_target, target_not_found, bad_request, world_mismatch.
+globalThis.tabwardenPage = function tabwardenPage(op, args) {
+  "use strict";
+  args = args || {};
+  const KEY = "__tabwardenPageState";
+  const NAME_MAX = 100;
+  const MAX_ELEMENTS = 500;
+  const INTERACTIVE = [
+    "a[href]", "area[href]", "button", "input:not([type=hidden])", "select", "textarea", "summary",
+    "[contenteditable]:not([contenteditable=false])", "[onclick]",
+    "[role=button]", "[role=link]", "[role=checkbox]", "[role=radio]", "[role=switch]", "[role=tab]",
+    "[role=menuitem]", "[role=menuitemcheckbox]", "[role=menuitemradio]", "[role=option]",
+    "[role=combobox]", "[role=textbox]", "[role=searchbox]", "[role=slider]", "[role=spinbutton]",
+    "[role=treeitem]",
+  ].join(",");
+
+  function fail(reason, message, candidates) {
+    const e = { reason, message };
+    if (candidates) {
+      // The candidates' ids are refs of the page as it is now.
+      e.candidates = candidates;
+      e.document = S.document;
+      e.epoch = S.epoch;
+    }
+    return { error: e };
+  }
+
+  function randomID() {
+    const a = new Uint8Array(12);
+    crypto.getRandomValues(a);
+    return "d" + Array.from(a, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  // --- state ---
+
+  let S = globalThis[KEY];
+  if (op === "init") {
+    if (typeof args.world !== "string" || args.world === "") {
+      return fail("bad_request", "init needs a world nonce");
+    }
+    // A new world for the driver is a new document id, even when the browser hands
+    // back a world this script ran in before (another driver connection).
+    if (S) S.stop();
+    S = newState();
+    Object.defineProperty(globalThis, KEY, { value: S, configurable: true });
+    S.world = args.world;
+    return info();
+  }
+  if (!S || S.doc !== document || S.world !== args.world) {
+    return fail("world_mismatch", "this is not the world the driver initialised; create it again");
+  }
+
+  function newState() {
+    const st = {
+      doc: document,
+      document: randomID(),
+      epoch: 0,
+      world: "",
+      next: 1,
+      ids: new WeakMap(),
+      refs: new Map(),
+      view: viewState(),
+      mo: null,
+    };
+    const bump = () => { st.epoch++; };
+    st.mo = new MutationObserver((records) => { if (records.some(rerenders)) bump(); });
+    st.mo.observe(document, {
+      subtree: true, childList: true, attributes: true,
+      attributeFilter: ["style", "class", "hidden", "open"],
+    });
+    addEventListener("scroll", bump, { capture: true, passive: true });
+    addEventListener("resize", bump, { passive: true });
+    st.stop = () => {
+      st.mo.disconnect();
+      removeEventListener("scroll", bump, { capture: true });
+      removeEventListener("resize", bump);
+    };
+    return st;
+  }
+
+  function rerenders(r) {
+    if (r.type === "attributes") return true;
+    if (r.type !== "childList") return false;
+    for (const n of r.addedNodes) if (n.nodeType === Node.ELEMENT_NODE) return true;
+    for (const n of r.removedNodes) if (n.nodeType === Node.ELEMENT_NODE) return true;
+    return false;
+  }
+
+  function viewState() {
+    return [scrollX, scrollY, innerWidth, innerHeight].join(",");
+  }
+
+  // sync applies what happened since the last call but was not delivered yet: pending
+  // mutation records, and scrolls or resizes whose events have not fired (a background
+  // tab renders no frames, so its scroll events may never fire).
+  function sync() {
+    const pending = S.mo.takeRecords();
+    if (pending.some(rerenders)) S.epoch++;
+    const v = viewState();
+    if (v !== S.view) {
+      S.view = v;
+      S.epoch++;
+    }
+  }
+
+  // --- elements ---
+
+  function idOf(el) {
+    let id = S.ids.get(el);
+    if (!id) {
+      id = "e" + S.next++;
+      S.ids.set(el, id);
+      S.refs.set(id, new WeakRef(el));
+    }
+    return id;
+  }
+
+  function collapse(s) {
+    return String(s || "").replace(/\s+/g, " ").trim();
+  }
+
+  function truncate(s) {
+    return s.length > NAME_MAX ? s.slice(0, NAME_MAX - 1) + "…" : s;
+  }
+
+  function roleOf(el) {
+    const explicit = collapse(el.getAttribute("role")).split(" ")[0];
+    if (explicit) return explicit;
+    const tag = el.localName;
+    switch (tag) {
+      case "a": case "area": return "link";
+      case "button": case "summary": return "button";
+      case "select": return el.multiple || el.size > 1 ? "listbox" : "combobox";
+      case "textarea": return "textbox";
+      case "input": {
+        const t = (el.getAttribute("type") || "text").toLowerCase();
+        switch (t) {
+          case "checkbox": return "checkbox";
+          case "radio": return "radio";
+          case "button": case "submit": case "reset": case "image": return "button";
+          case "range": return "slider";
+          case "number": return "spinbutton";
+          case "search": return "searchbox";
+          default: return "textbox";
+        }
+      }
+    }
+    if (el.isContentEditable) return "textbox";
+    return "button"; // [onclick] on a generic element acts as one
+  }
+
+  function textOf(el) {
+    // innerText is the rendered text; for form controls it is empty.
+    return collapse(el.innerText !== undefined ? el.innerText : el.textContent);
+  }
+
+  function nameOf(el) {
+    const label = collapse(el.getAttribute("aria-label"));
+    if (label) return label;
+    const by = el.getAttribute("aria-labelledby");
+    if (by) {
+      const t = collapse(by.split(/\s+/).map((id) => {
+        const n = document.getElementById(id);
+        return n ? n.textContent : "";
+      }).join(" "));
+      if (t) return t;
+    }
+    const tag = el.localName;
+    if (tag === "input" || tag === "textarea" || tag === "select") {
+      const t = (el.getAttribute("type") || "").toLowerCase();
+      if (tag === "input" && (t === "submit" || t === "reset" || t === "button")) {
+        return collapse(el.value) || (t === "submit" ? "Submit" : t === "reset" ? "Reset" : "");
+      }
+      if (tag === "input" && t === "image") return collapse(el.alt || el.value);
+      if (el.labels && el.labels.length) {
+        const l = collapse(Array.from(el.labels, (n) => n.innerText).join(" "));
+        if (l) return l;
+      }
+      const p = collapse(el.getAttribute("placeholder") || el.title);
+      if (p) return p;
+      return "";
+    }
+    const t = textOf(el);
+    if (t) return t;
+    const img = el.querySelector("img[alt]");
+    if (img) return collapse(img.alt);
+    return collapse(el.title);
+  }
+
+  function rendered(el) {
+    if (el.matches(":disabled")) return false;
+    if (typeof el.checkVisibility === "function" &&
+        !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) return false;
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0;
+  }
+
+  function inViewport(r) {
+    return r.right > 0 && r.bottom > 0 && r.left < innerWidth && r.top < innerHeight;
+  }
+
+  function describe(el) {
+    const r = el.getBoundingClientRect();
+    return {
+      id: idOf(el), role: roleOf(el), name: truncate(nameOf(el)),
+      x: Math.round(r.left), y: Math.round(r.top), width: Math.round(r.width), height: Math.round(r.height),
+    };
+  }
+
+  function interactive() {
+    return Array.from(document.querySelectorAll(INTERACTIVE)).filter(rendered);
+  }
+
+  // --- targets ---
+
+  // centre returns the viewport point to click on el: the centre of its visible part,
+  // or another point of it when something else covers the centre.
+  function centre(el) {
+    const r = el.getBoundingClientRect();
+    const left = Math.max(r.left, 0), right = Math.min(r.right, innerWidth);
+    const top = Math.max(r.top, 0), bottom = Math.min(r.bottom, innerHeight);
+    if (right <= left || bottom <= top) return null;
+    const points = [
+      [(left + right) / 2, (top + bottom) / 2],
+      [left + (right - left) / 4, (top + bottom) / 2],
+      [left + 3 * (right - left) / 4, (top + bottom) / 2],
+      [(left + right) / 2, top + (bottom - top) / 4],
+      [(left + right) / 2, top + 3 * (bottom - top) / 4],
+    ];
+    for (const [x, y] of points) {
+      const hit = document.elementFromPoint(x, y);
+      if (hit && (hit === el || el.contains(hit) || hit.contains(el) && hit.localName === "label")) {
+        return { x, y };
+      }
+    }
+    return { covered: true, x: points[0][0], y: points[0][1] };
+  }
+
+  function reveal(el) {
+    const r = el.getBoundingClientRect();
+    if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
+      el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" });
+      sync();
+    }
+  }
+
+  function element(target) {
+    if (!target || typeof target !== "object") return fail("bad_request", "no target");
+    if (target.ref) {
+      if (target.document !== S.document) {
+        return fail("stale_ref", `ref ${target.ref} is from document ${target.document || "(none)"}; the page now shows document ${S.document} (it navigated or reloaded): observe again`);
+      }
+      const w = S.refs.get(target.ref);
+      const el = w && w.deref();
+      if (!el || !el.isConnected) {
+        return fail("stale_ref", `the element ${target.ref} named is gone from the page (removed or replaced): observe again`);
+      }
+      if (!rendered(el)) {
+        return fail("stale_ref", `the element ${target.ref} named is no longer visible: observe again`);
+      }
+      return { el };
+    }
+    if (typeof target.text === "string" && target.text !== "") {
+      const want = collapse(target.text);
+      const els = interactive();
+      let exact = els.filter((el) => nameOf(el) === want || textOf(el) === want);
+      if (exact.length === 0) {
+        exact = els.filter((el) => nameOf(el).includes(want) || textOf(el).includes(want));
+      }
+      // An element containing another match (a list item holding its button) is not a
+      // second match.
+      exact = exact.filter((el) => !exact.some((o) => o !== el && el.contains(o)));
+      if (exact.length === 0) {
+        return fail("target_not_found", `no visible interactive element reads ${JSON.stringify(want)}: observe to see what the page offers`);
+      }
+      if (exact.length > 1) {
+        return fail("ambiguous_target", `${exact.length} visible elements read ${JSON.stringify(want)}: target one of them by ref`,
+          exact.slice(0, 32).map(describe));
+      }
+      return { el: exact[0] };
+    }
+    if (typeof target.selector === "string" && target.selector !== "") {
+      let all;
+      try {
+        all = Array.from(document.querySelectorAll(target.selector));
+      } catch (e) {
+        return fail("bad_request", `invalid CSS selector ${JSON.stringify(target.selector)}: ${e.message}`);
+      }
+      const els = all.filter(rendered);
+      if (els.length === 0) {
+        return fail("target_not_found", `no visible element matches ${JSON.stringify(target.selector)} (${all.length} hidden)`);
+      }
+      if (els.length > 1) {
+        return fail("ambiguous_target", `${els.length} visible elements match ${JSON.stringify(target.selector)}`, els.slice(0, 32).map(describe));
+      }
+      return { el: els[0] };
+    }
+    return fail("bad_request", "a target is one of ref (with its document), text, selector or a point");
+  }
+
+  function locate(target) {
+    if (target && target.point) {
+      if (target.document !== S.document || target.epoch !== S.epoch) {
+        return fail("stale_coordinates", `the point (${target.x}, ${target.y}) was read in document ${target.document} at epoch ${target.epoch}; the page has since scrolled, navigated or re-rendered (now document ${S.document}, epoch ${S.epoch}): observe again`);
+      }
+      const x = Number(target.x), y = Number(target.y);
+      if (!(x >= 0 && y >= 0 && x < innerWidth && y < innerHeight) || !document.elementFromPoint(x, y)) {
+        return fail("target_not_found", `no element at (${x}, ${y}) in the ${innerWidth}x${innerHeight} viewport`);
+      }
+      return { x, y };
+    }
+    const found = element(target);
+    if (found.error) return found;
+    reveal(found.el);
+    const c = centre(found.el);
+    if (!c) return fail("target_not_found", "the element is outside the viewport and could not be scrolled into view");
+    if (c.covered) {
+      const hit = document.elementFromPoint(c.x, c.y);
+      return fail("target_not_found", `the element is covered by <${hit ? hit.localName : "?"}> (a dialog or overlay?): observe again`);
+    }
+    return { x: c.x, y: c.y, id: idOf(found.el) };
+  }
+
+  function focus(target) {
+    const loc = locate(target);
+    if (loc.error) return loc;
+    if (!loc.id) return loc;
+    const el = S.refs.get(loc.id).deref();
+    el.focus({ preventScroll: true });
+    if (document.activeElement !== el && !el.contains(document.activeElement)) {
+      return fail("target_not_found", `<${el.localName}> cannot take the keyboard focus: target a text field`);
+    }
+    try {
+      if (typeof el.value === "string" && typeof el.setSelectionRange === "function") {
+        el.setSelectionRange(el.value.length, el.value.length);
+      } else if (el.isContentEditable) {
+        const sel = getSelection();
+        sel.selectAllChildren(el);
+        sel.collapseToEnd();
+      }
+    } catch (e) {
+      // Inputs without a selection (email, number) keep the caret where it was.
+    }
+    return loc;
+  }
+
+  function scrollableAtCentre() {
+    let n = document.elementFromPoint(innerWidth / 2, innerHeight / 2);
+    for (; n && n !== document.documentElement && n !== document.body; n = n.parentElement) {
+      const s = getComputedStyle(n);
+      if ((/(auto|scroll)/.test(s.overflowY) && n.scrollHeight > n.clientHeight) ||
+          (/(auto|scroll)/.test(s.overflowX) && n.scrollWidth > n.clientWidth)) return n;
+    }
+    return null;
+  }
+
+  function scroll(dx, dy) {
+    dx = Number(dx) || 0;
+    dy = Number(dy) || 0;
+    const before = [scrollX, scrollY];
+    scrollBy({ left: dx, top: dy, behavior: "instant" });
+    if (scrollX === before[0] && scrollY === before[1]) {
+      const inner = scrollableAtCentre();
+      if (inner) inner.scrollBy({ left: dx, top: dy, behavior: "instant" });
+    }
+    S.epoch++;
+    S.view = viewState();
+    return { scrollX: Math.round(scrollX), scrollY: Math.round(scrollY), epoch: S.epoch };
+  }
+
+  function info() {
+    return {
+      document: S.document, epoch: S.epoch, url: location.href, title: document.title,
+      readyState: document.readyState, scrollX: Math.round(scrollX), scrollY: Math.round(scrollY),
+      mac: /Mac/.test(navigator.platform),
+    };
+  }
+
+  function observe(max) {
+    max = Math.min(Math.max(Number(max) || 200, 1), MAX_ELEMENTS);
+    const visible = interactive().filter((el) => inViewport(el.getBoundingClientRect()));
+    const o = info();
+    o.elements = visible.slice(0, max).map(describe);
+    o.truncated = visible.length > max;
+    return o;
+  }
+
+  try {
+    sync();
+    switch (op) {
+      case "info": return info();
+      case "observe": return observe(args.max);
+      case "locate": return locate(args.target);
+      case "focus": return focus(args.target);
+      case "scroll": return scroll(args.dx, args.dy);
+      case "hasText": {
+        const want = collapse(args.text);
+        if (!want) return fail("bad_request", "hasText needs text");
+        const body = document.body ? collapse(document.body.innerText) : "";
+        return { found: body.includes(want) || collapse(document.title).includes(want) };
+      }
+    }
+    return fail("bad_request", `unknown op ${JSON.stringify(op)}`);
+  } catch (e) {
+    return fail("bad_request", `page script: ${e && e.message ? e.message : String(e)}`);
+  }
+}

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+)
+
+func TestTitled(t *testing.T) {
+	for _, tc := range []struct {
+		url, title string
+		want       bool
+	}{
+		{"", "", false},
+		{"about:blank", "about:blank", false},
+		{"http://127.0.0.1:8080/landing", "", false},
+		{"http://127.0.0.1:8080/landing", "http://127.0.0.1:8080/landing", false},
+		{"http://127.0.0.1:8080/landing", "127.0.0.1:8080/landing", false}, // Chromium's placeholder
+		{"http://127.0.0.1:8080/landing", "Landing", true},
+		{"https://example.com/", "Example Domain", true},
+	} {
+		if got := titled(tc.url, tc.title); got != tc.want {
+			t.Errorf("titled(%q, %q) = %v, want %v", tc.url, tc.title, got, tc.want)
+		}
+	}
+}
+
+func openWindow(uid string, source twv1.WindowSource) *twv1.BrowserWindow {
+	w := &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: k8stypes.UID("uid-" + uid)}}
+	w.Spec.Source = source
+	return w
+}
+
+// TestHoldFoldsAPagesStagesIntoOneWrite: the first Open status waits for the
+// title within the budget, and is written at once when the title is there or
+// the budget is spent; later url/title-only changes wait for the interval;
+// phase changes never wait.
+func TestHoldFoldsAPagesStagesIntoOneWrite(t *testing.T) {
+	a := &Agent{opts: Options{OpenSettle: 300 * time.Millisecond, SpawnStatusSettle: time.Second, ObserveInterval: time.Second}}
+	t0 := time.Now()
+
+	before := openWindow("w", twv1.SourceSpawned)
+	w := before.DeepCopy()
+	w.Status.Phase, w.Status.TabID = twv1.WindowOpen, "T1" // spawned: no url yet
+	if d := a.hold(before, w, t0); d <= 0 || d > settlePoll {
+		t.Fatalf("first write of an untitled spawn: hold %v, want a poll ≤ %v", d, settlePoll)
+	}
+	// The next reconcile starts from the cache (nothing written) and gets the held status back.
+	again := before.DeepCopy()
+	a.holds.restore(again)
+	if again.Status.TabID != "T1" {
+		t.Fatalf("held status not restored: %+v", again.Status)
+	}
+	w.Status.URL, w.Status.Title = "http://x.test/a", "x.test/a"
+	if d := a.hold(before, w, t0.Add(500*time.Millisecond)); d <= 0 {
+		t.Fatalf("placeholder title within the spawn budget: want a hold, got %v", d)
+	}
+	if d := a.hold(before, w, t0.Add(1100*time.Millisecond)); d != 0 {
+		t.Fatalf("budget spent: want a write, got hold %v", d)
+	}
+	a.wrote(w, t0.Add(1100*time.Millisecond))
+	if p := a.holds.peek(w.UID); p != nil {
+		t.Fatalf("written status still held: %+v", p)
+	}
+
+	// After the first write: a title-only change waits for the interval.
+	written := w.DeepCopy()
+	w.Status.Title = "A"
+	if d := a.hold(written, w, t0.Add(1200*time.Millisecond)); d < 800*time.Millisecond || d > 900*time.Millisecond {
+		t.Fatalf("title-only change 100ms after a write: hold %v, want ≈900ms", d)
+	}
+	if d := a.hold(written, w, t0.Add(2200*time.Millisecond)); d != 0 {
+		t.Fatalf("title-only change after the interval: want a write, got %v", d)
+	}
+	// A phase change never waits.
+	w.Status.Phase = twv1.WindowClosed
+	if d := a.hold(written, w, t0.Add(1200*time.Millisecond)); d != 0 {
+		t.Fatalf("phase change: want a write, got hold %v", d)
+	}
+
+	// An Open window whose page has its title is written at once.
+	o := openWindow("o", twv1.SourceOpen)
+	ow := o.DeepCopy()
+	ow.Status.Phase, ow.Status.TabID, ow.Status.URL, ow.Status.Title = twv1.WindowOpen, "T2", "https://example.com/", "Example Domain"
+	if d := a.hold(o, ow, t0); d != 0 {
+		t.Fatalf("titled open: want a write, got hold %v", d)
+	}
+	// Without a title it waits at most OpenSettle.
+	ow.Status.Title = ""
+	if d := a.hold(o, ow, t0); d <= 0 {
+		t.Fatalf("untitled open: want a hold")
+	}
+	if d := a.hold(o, ow, t0.Add(301*time.Millisecond)); d != 0 {
+		t.Fatalf("untitled open after OpenSettle: want a write, got %v", d)
+	}
+}

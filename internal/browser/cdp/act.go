@@ -1,0 +1,763 @@
+package cdp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	pagescript "github.com/tabwarden/tabwarden/extension"
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+)
+
+// Actions.
+//
+// Every step runs over the driver's own DevTools session on the page (attached
+// once, kept while the page and the connection live) with two kinds of calls
+// only:
+//
+//   - the bundled page script (extension/page.js), evaluated in an isolated world
+//     of the page's main frame (Page.createIsolatedWorld, worldName "tabwarden")
+//     and only as (Source)(op, args) with JSON data: observe, locate, focus,
+//     scroll, hasText, info. Never the page's world, never caller-supplied code.
+//     The world is created once per document (keyed by the frame's loaderId) and
+//     again when the browser says it is gone; its state (document id, render
+//     epoch, element ids) dies with it, so a navigation, reload or reconnection
+//     makes earlier refs and points stale.
+//   - real input: Input.dispatchMouseEvent (press and release at the located
+//     point, no mouse move, so that it works on a background tab),
+//     Input.insertText, Input.dispatchKeyEvent, and Page.navigate.
+//
+// Nothing here activates a target or brings a page to the front.
+
+const (
+	// worldName names the isolated world the page script runs in.
+	worldName = "tabwarden"
+	// attributionLinger keeps a mutating step's key registered for opener-less
+	// pages after the step returned: a noopener link's page is reported late.
+	attributionLinger = time.Second
+	// waitPoll is how often a Wait step looks for its text.
+	waitPoll = 100 * time.Millisecond
+	// defaultWait and maxWait bound a Wait step.
+	defaultWait = 10 * time.Second
+	maxWait     = 30 * time.Second
+	// navigateTimeout bounds the wait for a navigated document's load.
+	navigateTimeout = 30 * time.Second
+	// selectorGrace is how long a selector target (tests, ClickSelector) may take
+	// to appear: a page that was just opened may not have parsed it yet.
+	selectorGrace = 5 * time.Second
+	// maxElements caps an observation (the API lists at most 500).
+	maxElements = 500
+)
+
+// pageSession is the driver's session on one page and the isolated world of its
+// current document.
+type pageSession struct {
+	mu     sync.Mutex // serializes steps on the page; guards the fields below
+	c      *wire.Conn
+	id     string // DevTools session id; "" until attached
+	loader string // the frame's loaderId the world belongs to
+	world  int64  // execution context id of the isolated world; 0: none
+	nonce  string // the world's nonce (page.js init)
+	mac    bool   // the page reports a Mac (Mod is Meta there)
+
+	// Guarded by Browser.mu: steps running on the page, the dialogs dismissed
+	// while they ran, and a dialog that opened while none ran.
+	acting    int
+	dismissed []string
+	pending   *dialog
+}
+
+// dialog is a JavaScript dialog (alert, confirm, prompt, beforeunload) a page opened.
+type dialog struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+func (d dialog) String() string { return fmt.Sprintf("%s %q", d.Type, d.Message) }
+
+// session returns the page's session, locked, attaching when needed.
+func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*pageSession, error) {
+	b.mu.Lock()
+	ps := b.sessions[page]
+	if ps == nil || ps.c != c {
+		ps = &pageSession{c: c}
+		b.sessions[page] = ps
+	}
+	b.mu.Unlock()
+	ps.mu.Lock()
+	if ps.id != "" {
+		return ps, nil
+	}
+	r, err := call(ctx, c, "", wire.AttachToTarget{TargetID: page, Flatten: true})
+	if err != nil {
+		ps.mu.Unlock()
+		if wire.IsGone(err) {
+			return nil, fmt.Errorf("page %s: %w", page, browser.ErrNotFound)
+		}
+		return nil, err
+	}
+	b.mu.Lock()
+	ps.id = r.SessionID
+	b.mu.Unlock()
+	// Page events tell of JavaScript dialogs, which block the page (and every
+	// step) until answered.
+	if _, err := call(ctx, c, r.SessionID, wire.PageEnable{}); err != nil {
+		ps.mu.Unlock()
+		return nil, err
+	}
+	return ps, nil
+}
+
+// onDialog handles a JavaScript dialog on a page the driver acts on. While a
+// step runs it is answered at once, so that the step does not hang: a
+// beforeunload is accepted (the step is leaving the page), anything else is
+// dismissed (cancel: no answer is given on anyone's behalf), and the step
+// reports it. A dialog that opens while no step runs is left to the user; the
+// next step on the page dismisses it first.
+func (b *Browser) onDialog(c *wire.Conn, session string, d dialog) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ps := range b.sessions {
+		if ps.c != c || ps.id != session {
+			continue
+		}
+		if ps.acting == 0 {
+			ps.pending = &d
+			return
+		}
+		if d.Type != "beforeunload" {
+			ps.dismissed = append(ps.dismissed, d.String())
+		}
+		go answerDialog(c, session, d.Type == "beforeunload")
+		return
+	}
+}
+
+// onDialogClosed forgets a pending dialog that was answered (by the user).
+func (b *Browser) onDialogClosed(c *wire.Conn, session string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ps := range b.sessions {
+		if ps.c == c && ps.id == session {
+			ps.pending = nil
+		}
+	}
+}
+
+func answerDialog(c *wire.Conn, session string, accept bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = wire.Call(ctx, c, session, wire.HandleJavaScriptDialog{Accept: accept})
+}
+
+// beginStep marks a step running on ps and answers a dialog left open.
+func (b *Browser) beginStep(ps *pageSession) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ps.acting++
+	ps.dismissed = nil
+	if d := ps.pending; d != nil {
+		ps.pending = nil
+		if d.Type != "beforeunload" {
+			ps.dismissed = append(ps.dismissed, d.String()+" (open before the step)")
+		}
+		go answerDialog(ps.c, ps.id, d.Type == "beforeunload")
+	}
+}
+
+// endStep ends a step on ps and returns the dialogs dismissed meanwhile.
+func (b *Browser) endStep(ps *pageSession) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ps.acting--
+	d := ps.dismissed
+	ps.dismissed = nil
+	return d
+}
+
+// dropSession forgets a page's session after the browser ended it, so the next
+// step attaches again.
+func (b *Browser) dropSession(c *wire.Conn, session string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for page, ps := range b.sessions {
+		if ps.c == c && ps.id == session {
+			delete(b.sessions, page)
+		}
+	}
+}
+
+// scriptArgs are the page script's arguments, as JSON data: World for every
+// op, and the one field each op reads (observe Max, locate and focus Target,
+// scroll DX and DY, hasText Text); the others ignore the rest.
+type scriptArgs struct {
+	World  string        `json:"world"`
+	Max    int           `json:"max"`
+	Target *scriptTarget `json:"target,omitempty"`
+	DX     int           `json:"dx"`
+	DY     int           `json:"dy"`
+	Text   string        `json:"text"`
+}
+
+// scriptTarget is a step's target for locate and focus: a ref (with its
+// document), a point (with its document and epoch), a text or a selector.
+type scriptTarget struct {
+	Ref      string  `json:"ref,omitempty"`
+	Point    bool    `json:"point,omitempty"`
+	X        float64 `json:"x"`
+	Y        float64 `json:"y"`
+	Document string  `json:"document"`
+	Epoch    int64   `json:"epoch"`
+	Text     string  `json:"text,omitempty"`
+	Selector string  `json:"selector,omitempty"`
+}
+
+// scriptError is an error the page script returned as data.
+type scriptError struct {
+	Reason     string            `json:"reason"`
+	Message    string            `json:"message"`
+	Candidates []browser.Element `json:"candidates"`
+	Document   string            `json:"document"`
+	Epoch      int64             `json:"epoch"`
+}
+
+// Reasons of the page script that are not guard reasons.
+const (
+	reasonWorldMismatch = "world_mismatch"
+	reasonBadRequest    = "bad_request"
+)
+
+func (e *scriptError) err(op string) error {
+	switch e.Reason {
+	case "stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found":
+		ae := &browser.ActError{Reason: e.Reason, Message: e.Message, Candidates: e.Candidates}
+		if len(e.Candidates) > 0 {
+			ae.Document, ae.Epoch = e.Document, e.Epoch
+		}
+		return ae
+	}
+	return fmt.Errorf("page script %s: %s: %s", op, e.Reason, e.Message)
+}
+
+// ensureWorld makes sure ps has an isolated world in the page's current document.
+func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
+	tree, err := call(ctx, ps.c, ps.id, wire.GetFrameTree{})
+	if err != nil {
+		return err
+	}
+	f := tree.FrameTree.Frame
+	if ps.world != 0 && ps.loader == f.LoaderID {
+		return nil
+	}
+	ps.world, ps.nonce = 0, ""
+	w, err := call(ctx, ps.c, ps.id, wire.CreateIsolatedWorld{FrameID: f.ID, WorldName: worldName})
+	if err != nil {
+		return err
+	}
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	var info struct {
+		Mac   bool         `json:"mac"`
+		Error *scriptError `json:"error"`
+	}
+	ps.world, ps.loader = w.ExecutionContextID, f.LoaderID
+	if err := b.evaluate(ctx, ps, "init", scriptArgs{World: hex.EncodeToString(nonce)}, &info); err != nil {
+		ps.world = 0
+		return err
+	}
+	if info.Error != nil {
+		ps.world = 0
+		return info.Error.err("init")
+	}
+	ps.nonce, ps.mac = hex.EncodeToString(nonce), info.Mac
+	return nil
+}
+
+// evaluate runs the page script once in ps's world: (Source)(op, args), nothing else.
+func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args scriptArgs, out any) error {
+	opJSON, err := json.Marshal(op)
+	if err != nil {
+		return err
+	}
+	argsJSON, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	expr := "(" + pagescript.Source + "\n)(" + string(opJSON) + ", " + string(argsJSON) + ")"
+	if ps.world == 0 {
+		// Never the page's own world (a zero contextId is not sent, and would
+		// mean the main world): as the browser says for a world that is gone.
+		return fmt.Errorf("page script %s: cannot find context: no isolated world", op)
+	}
+	r, err := call(ctx, ps.c, ps.id, wire.Evaluate{Expression: expr, ContextID: ps.world, ReturnByValue: true, Silent: true})
+	if err != nil {
+		return err
+	}
+	if d := r.ExceptionDetails; d != nil {
+		return fmt.Errorf("page script %s threw: %s %s", op, d.Text, d.Exception.Description)
+	}
+	if err := json.Unmarshal(r.Result.Value, out); err != nil {
+		return fmt.Errorf("page script %s: decode %s: %w", op, r.Result.Value, err)
+	}
+	return nil
+}
+
+// run runs op in the page's world, creating the world when the page has a new
+// document or the old world is gone. out's Error field receives a script error.
+func (b *Browser) run(ctx context.Context, ps *pageSession, op string, args scriptArgs, out any) error {
+	for attempt := 0; ; attempt++ {
+		err := b.ensureWorld(ctx, ps)
+		if err == nil {
+			a := args
+			a.World = ps.nonce
+			var probe struct {
+				Error *scriptError `json:"error"`
+			}
+			var raw json.RawMessage
+			if err = b.evaluate(ctx, ps, op, a, &raw); err == nil {
+				if jerr := json.Unmarshal(raw, &probe); jerr != nil {
+					return fmt.Errorf("page script %s: %w", op, jerr)
+				}
+				if probe.Error == nil {
+					return json.Unmarshal(raw, out)
+				}
+				if probe.Error.Reason != reasonWorldMismatch {
+					return probe.Error.err(op)
+				}
+				err = probe.Error.err(op)
+			}
+		}
+		// The document changed under us (the world or its context is gone): build
+		// a world in the new document once more.
+		if attempt >= 2 || !worldGone(err) {
+			return err
+		}
+		ps.world = 0
+	}
+}
+
+// worldGone reports whether err says the isolated world's context is gone.
+func worldGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := strings.ToLower(err.Error())
+	return strings.Contains(m, reasonWorldMismatch) || strings.Contains(m, "cannot find context") ||
+		strings.Contains(m, "execution context was destroyed") || strings.Contains(m, "no frame")
+}
+
+// Act implements browser.Browser: one curated step on a page recorded under
+// req.Owner, by real input events and the bundled page script only. Pages that
+// appear without an opener while a mutating step (navigate, click, type, press)
+// runs, and for attributionLinger after it returned, are attributed to req.Key
+// (to the latest Act when several run at once).
+func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActResult, error) {
+	c, err := b.current()
+	if err != nil {
+		return browser.ActResult{}, err
+	}
+	if !b.has(req.Page) {
+		return browser.ActResult{}, fmt.Errorf("page %s: %w", req.Page, browser.ErrNotFound)
+	}
+	if err := b.ledger.MayAct(req.Owner, req.Page); err != nil {
+		return browser.ActResult{}, err
+	}
+	step := req.Step
+	if req.ClickSelector != "" {
+		step = browser.Step{Kind: browser.StepClick, Target: browser.Target{Selector: req.ClickSelector}}
+	}
+	if err := validStep(step); err != nil {
+		return browser.ActResult{}, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+	}
+	ps, err := b.session(ctx, c, req.Page)
+	if err != nil {
+		return browser.ActResult{}, err
+	}
+	defer ps.mu.Unlock()
+
+	switch step.Kind {
+	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress:
+		if req.Key != "" {
+			defer b.attribute(req.Key)()
+		}
+	}
+	b.beginStep(ps)
+	res, err := b.step(ctx, ps, step)
+	if dismissed := b.endStep(ps); len(dismissed) > 0 && err == nil {
+		err = fmt.Errorf("the page opened a dialog, which tabwarden dismissed (cancel) so that it would not block the page: %s; observe to see the page now", strings.Join(dismissed, ", "))
+	}
+	if err != nil && wire.IsGone(err) {
+		b.dropSession(c, ps.id)
+		if !b.has(req.Page) {
+			return res, fmt.Errorf("page %s: %w", req.Page, browser.ErrNotFound)
+		}
+	}
+	return res, err
+}
+
+// attribute registers key for opener-less pages; the returned func unregisters
+// it after attributionLinger.
+func (b *Browser) attribute(key string) func() {
+	b.mu.Lock()
+	b.actSeq++
+	entry := actEntry{key: key, id: b.actSeq}
+	b.acts = append(b.acts, entry)
+	b.mu.Unlock()
+	return func() {
+		time.AfterFunc(attributionLinger, func() {
+			b.mu.Lock()
+			b.acts = slices.DeleteFunc(b.acts, func(e actEntry) bool { return e.id == entry.id })
+			b.mu.Unlock()
+		})
+	}
+}
+
+// validStep checks a step's fields before anything touches the page.
+func validStep(s browser.Step) error {
+	switch s.Kind {
+	case browser.StepObserve, browser.StepScroll:
+		return nil
+	case browser.StepNavigate:
+		return validURL(s.URL)
+	case browser.StepClick:
+		if s.Target == (browser.Target{}) {
+			return errors.New(`act: a click needs a target, for example Target{Ref: "e12", Document: obs.Document} or Target{Text: "Send"}`)
+		}
+		return nil
+	case browser.StepType:
+		if s.Text == "" {
+			return errors.New(`act: a type step needs Text, for example Step{Kind: "type", Target: Target{Ref: "e4", Document: obs.Document}, Text: "Ada"}`)
+		}
+		return nil
+	case browser.StepPress:
+		_, err := parseKey(s.Key, false)
+		return err
+	case browser.StepWait:
+		if s.Timeout > maxWait {
+			return fmt.Errorf("act: a wait lasts at most %v, not %v", maxWait, s.Timeout)
+		}
+		if s.Text == "" && s.Timeout <= 0 {
+			return errors.New(`act: a wait needs Text to wait for or a Timeout, for example Step{Kind: "wait", Text: "Saved"}`)
+		}
+		return nil
+	}
+	return fmt.Errorf("act: unknown step kind %q (observe, navigate, click, type, press, scroll or wait)", s.Kind)
+}
+
+// validURL allows http, https and about:blank.
+func validURL(raw string) error {
+	if raw == "about:blank" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("act: navigate to %q: the url must be http(s) or about:blank, for example https://example.com/form", raw)
+	}
+	return nil
+}
+
+// step runs one validated step on ps.
+func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (browser.ActResult, error) {
+	switch s.Kind {
+	case browser.StepObserve:
+		max := s.MaxElements
+		if max <= 0 {
+			max = 200
+		}
+		max = min(max, maxElements)
+		var o browser.PageObservation
+		if err := b.run(ctx, ps, "observe", scriptArgs{Max: max}, &o); err != nil {
+			return browser.ActResult{}, err
+		}
+		return browser.ActResult{Observation: &o}, nil
+	case browser.StepNavigate:
+		return browser.ActResult{}, b.navigateStep(ctx, ps, s.URL)
+	case browser.StepClick:
+		p, err := b.locate(ctx, ps, "locate", s.Target)
+		if err != nil {
+			return browser.ActResult{}, err
+		}
+		return browser.ActResult{}, pressRelease(ctx, ps.c, ps.id, p.X, p.Y)
+	case browser.StepType:
+		if s.Target != (browser.Target{}) {
+			if _, err := b.locate(ctx, ps, "focus", s.Target); err != nil {
+				return browser.ActResult{}, err
+			}
+		}
+		_, err := call(ctx, ps.c, ps.id, wire.InsertText{Text: s.Text})
+		return browser.ActResult{}, err
+	case browser.StepPress:
+		k, _ := parseKey(s.Key, ps.mac)
+		return browser.ActResult{}, k.press(ctx, ps.c, ps.id)
+	case browser.StepScroll:
+		var out struct{}
+		return browser.ActResult{}, b.run(ctx, ps, "scroll", scriptArgs{DX: s.DeltaX, DY: s.DeltaY}, &out)
+	case browser.StepWait:
+		return browser.ActResult{}, b.wait(ctx, ps, s)
+	}
+	return browser.ActResult{}, fmt.Errorf("act: unknown step kind %q", s.Kind)
+}
+
+type point struct {
+	X, Y float64
+}
+
+// locate runs locate (or focus) for a target. Selector targets may take
+// selectorGrace to appear (a page that was just opened).
+func (b *Browser) locate(ctx context.Context, ps *pageSession, op string, t browser.Target) (point, error) {
+	args := scriptArgs{Target: targetArgs(t)}
+	deadline := time.Now().Add(selectorGrace)
+	for {
+		var p point
+		err := b.run(ctx, ps, op, args, &p)
+		var ae *browser.ActError
+		retry := t.Selector != "" && time.Now().Before(deadline) &&
+			((errors.As(err, &ae) && ae.Reason == "target_not_found") || worldGone(err))
+		if !retry {
+			return p, err
+		}
+		select {
+		case <-ctx.Done():
+			return p, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func targetArgs(t browser.Target) *scriptTarget {
+	switch {
+	case t.Ref != "":
+		return &scriptTarget{Ref: t.Ref, Document: t.Document}
+	case t.Point:
+		return &scriptTarget{Point: true, X: t.X, Y: t.Y, Document: t.Document, Epoch: t.Epoch}
+	case t.Text != "":
+		return &scriptTarget{Text: t.Text}
+	}
+	return &scriptTarget{Selector: t.Selector}
+}
+
+// pressRelease is a real left click at x, y: press and release only (a mouse
+// move to a background tab waits for a frame that never comes).
+func pressRelease(ctx context.Context, c *wire.Conn, sess string, x, y float64) error {
+	if _, err := call(ctx, c, sess, wire.DispatchMouseEvent{Type: wire.MousePressed, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 1, ClickCount: 1}); err != nil {
+		return err
+	}
+	_, err := call(ctx, c, sess, wire.DispatchMouseEvent{Type: wire.MouseReleased, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 0, ClickCount: 1})
+	return err
+}
+
+// navigateStep loads u in the page and waits for the new document's load.
+func (b *Browser) navigateStep(ctx context.Context, ps *pageSession, u string) error {
+	r, err := call(ctx, ps.c, ps.id, wire.Navigate{URL: u})
+	if err != nil {
+		return err
+	}
+	if r.ErrorText != "" {
+		return fmt.Errorf("navigate to %s: %s", u, r.ErrorText)
+	}
+	if r.LoaderID == "" {
+		return nil // same document (a fragment)
+	}
+	deadline := time.Now().Add(navigateTimeout)
+	for {
+		var info struct {
+			ReadyState string `json:"readyState"`
+		}
+		err := b.run(ctx, ps, "info", scriptArgs{}, &info)
+		if err == nil && ps.loader == r.LoaderID && info.ReadyState == "complete" {
+			return nil
+		}
+		if err != nil && !worldGone(err) && !wire.IsGone(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			if err == nil && ps.loader == r.LoaderID && info.ReadyState == "interactive" {
+				return nil // loaded, but a resource never finished
+			}
+			return fmt.Errorf("navigate to %s: the page did not load within %v", u, navigateTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("navigate to %s: %w", u, ctx.Err())
+		case <-time.After(waitPoll):
+		}
+	}
+}
+
+// wait polls for text every waitPoll until the step's timeout, or sleeps the
+// timeout when there is no text.
+func (b *Browser) wait(ctx context.Context, ps *pageSession, s browser.Step) error {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = defaultWait
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	if s.Text == "" {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		}
+	}
+	for {
+		var r struct {
+			Found bool `json:"found"`
+		}
+		err := b.run(ctx, ps, "hasText", scriptArgs{Text: s.Text}, &r)
+		if err == nil && r.Found {
+			return nil
+		}
+		if err != nil && !worldGone(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return fmt.Errorf("wait: the text %q did not appear within %v", s.Text, timeout)
+		case <-time.After(waitPoll):
+		}
+	}
+}
+
+// key is one key press: DOM key and code, the Windows virtual key code, the text
+// it types (none with Control, Alt or Meta held) and the modifier bits.
+type key struct {
+	key, code, text string
+	vk, mods        int
+}
+
+// Modifier bits of Input.dispatchKeyEvent.
+const (
+	modAlt   = 1
+	modCtrl  = 2
+	modMeta  = 4
+	modShift = 8
+)
+
+var namedKeys = map[string]key{
+	"Enter":      {key: "Enter", code: "Enter", vk: 13, text: "\r"},
+	"Tab":        {key: "Tab", code: "Tab", vk: 9},
+	"Escape":     {key: "Escape", code: "Escape", vk: 27},
+	"Backspace":  {key: "Backspace", code: "Backspace", vk: 8},
+	"Delete":     {key: "Delete", code: "Delete", vk: 46},
+	"ArrowUp":    {key: "ArrowUp", code: "ArrowUp", vk: 38},
+	"ArrowDown":  {key: "ArrowDown", code: "ArrowDown", vk: 40},
+	"ArrowLeft":  {key: "ArrowLeft", code: "ArrowLeft", vk: 37},
+	"ArrowRight": {key: "ArrowRight", code: "ArrowRight", vk: 39},
+	"Home":       {key: "Home", code: "Home", vk: 36},
+	"End":        {key: "End", code: "End", vk: 35},
+	"PageUp":     {key: "PageUp", code: "PageUp", vk: 33},
+	"PageDown":   {key: "PageDown", code: "PageDown", vk: 34},
+	"Space":      {key: " ", code: "Space", vk: 32, text: " "},
+}
+
+var modifierNames = map[string]int{
+	"shift": modShift, "control": modCtrl, "ctrl": modCtrl, "alt": modAlt, "option": modAlt,
+	"meta": modMeta, "cmd": modMeta, "command": modMeta, "mod": -1,
+}
+
+// parseKey reads "Enter", "a", "Shift+Tab", "Control+a" or "Mod+a" (Control, or
+// Meta on a Mac).
+func parseKey(s string, mac bool) (key, error) {
+	bad := func(why string) (key, error) {
+		return key{}, fmt.Errorf("act: press %q: %s; a key is a name (Enter, Tab, Escape, Backspace, Delete, ArrowUp, ArrowDown, ArrowLeft, ArrowRight, Home, End, PageUp, PageDown, Space) or one character, optionally after modifiers: Shift+Tab, Control+a, Mod+Enter", s, why)
+	}
+	if s == "" {
+		return bad("no key")
+	}
+	var parts []string
+	switch {
+	case s == "+":
+		parts = []string{"+"}
+	case strings.HasSuffix(s, "++"): // "Control++"
+		parts = append(strings.Split(strings.TrimSuffix(s, "++"), "+"), "+")
+	default:
+		parts = strings.Split(s, "+")
+	}
+	name := parts[len(parts)-1]
+	if name == "" {
+		return bad("no key after the modifiers")
+	}
+	mods := 0
+	for _, m := range parts[:len(parts)-1] {
+		bit, ok := modifierNames[strings.ToLower(m)]
+		if !ok {
+			return bad(fmt.Sprintf("unknown modifier %q (Shift, Control, Alt, Meta or Mod)", m))
+		}
+		if bit == -1 {
+			bit = modCtrl
+			if mac {
+				bit = modMeta
+			}
+		}
+		mods |= bit
+	}
+	k, ok := namedKeys[name]
+	if !ok {
+		for n, nk := range namedKeys {
+			if strings.EqualFold(n, name) {
+				k, ok = nk, true
+			}
+		}
+	}
+	if !ok {
+		if utf8.RuneCountInString(name) != 1 {
+			return bad("unknown key name")
+		}
+		k = charKey(name, mods&modShift != 0)
+	}
+	k.mods = mods
+	if mods&(modCtrl|modAlt|modMeta) != 0 {
+		k.text = "" // a shortcut types nothing
+	}
+	return k, nil
+}
+
+// charKey is the key press typing one character (US layout codes for letters
+// and digits).
+func charKey(ch string, shift bool) key {
+	r, _ := utf8.DecodeRuneInString(ch)
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		upper := strings.ToUpper(ch)
+		k := key{key: ch, code: "Key" + upper, vk: int(upper[0]), text: ch}
+		if shift {
+			k.key, k.text = upper, upper
+		}
+		return k
+	case r >= '0' && r <= '9':
+		return key{key: ch, code: "Digit" + ch, vk: int(r), text: ch}
+	}
+	return key{key: ch, text: ch}
+}
+
+// press sends keyDown (with the text it types) and keyUp.
+func (k key) press(ctx context.Context, c *wire.Conn, sess string) error {
+	down := wire.DispatchKeyEvent{Type: "rawKeyDown", Key: k.key, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Modifiers: k.mods}
+	if k.text != "" {
+		down.Type, down.Text, down.UnmodifiedText = "keyDown", k.text, k.text
+	}
+	if _, err := call(ctx, c, sess, down); err != nil {
+		return err
+	}
+	_, err := call(ctx, c, sess, wire.DispatchKeyEvent{Type: "keyUp", Key: k.key, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Modifiers: k.mods})
+	return err
+}

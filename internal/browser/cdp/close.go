@@ -1,0 +1,154 @@
+package cdp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+)
+
+// Close: waiting for targetDestroyed, and the last-tab rule (an about:blank
+// placeholder in the window before its last tab closes).
+
+// Close implements browser.Browser with the last-tab rule.
+func (b *Browser) Close(ctx context.Context, req browser.CloseRequest) error {
+	c, err := b.current()
+	if err != nil {
+		return err
+	}
+	if !b.has(req.ID) {
+		return b.ledger.Closed(req.Key, req.ID)
+	}
+	if err := b.ledger.MayClose(req.Key, req.ID); err != nil {
+		return err
+	}
+	if req.OwnsWindow {
+		return b.closeOwned(ctx, c, req)
+	}
+	w, err := windowFor(ctx, c, req.ID)
+	if err != nil {
+		if wire.IsGone(err) {
+			return b.ledger.Closed(req.Key, req.ID)
+		}
+		return err
+	}
+	l := lockFor(b.winLocks, &b.mu, w)
+	l.Lock()
+	defer l.Unlock()
+	if !b.has(req.ID) {
+		return b.ledger.Closed(req.Key, req.ID)
+	}
+	if err := b.resolveAll(ctx, c); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	last := true
+	for id, t := range b.targets {
+		if id != req.ID && t.windowID == w {
+			last = false
+			break
+		}
+	}
+	ctxID, popup := "", false
+	if t, ok := b.targets[req.ID]; ok {
+		ctxID, popup = t.info.BrowserContextID, t.popup
+	}
+	b.mu.Unlock()
+	// A popup window was created for its page and cannot hold other tabs: it is
+	// never the user's window, whatever the caller says.
+	if last && !popup {
+		if err := b.placeholder(ctx, c, req.ID, w, ctxID); err != nil {
+			return fmt.Errorf("close %s: last tab of window %s: %w", req.ID, w, err)
+		}
+	}
+	return b.closeOwned(ctx, c, req)
+}
+
+// closeOwned closes a page whose ownership was checked and drops its record.
+func (b *Browser) closeOwned(ctx context.Context, c *wire.Conn, req browser.CloseRequest) error {
+	if err := b.closeTarget(ctx, c, req.ID); err != nil {
+		return err
+	}
+	return b.ledger.Closed(req.Key, req.ID)
+}
+
+func (b *Browser) has(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.targets[id]
+	return ok
+}
+
+// closeTarget closes a page and waits for targetDestroyed.
+func (b *Browser) closeTarget(ctx context.Context, c *wire.Conn, id string) error {
+	b.mu.Lock()
+	if _, ok := b.targets[id]; !ok {
+		b.mu.Unlock()
+		return nil
+	}
+	done := make(chan struct{})
+	b.destroyed[id] = append(b.destroyed[id], done)
+	b.mu.Unlock()
+	_, err := call(ctx, c, "", wire.CloseTarget{TargetID: id})
+	if err != nil && !wire.IsGone(err) {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-c.Done():
+		return fmt.Errorf("close %s: %w", id, browser.ErrNotConnected)
+	case <-ctx.Done():
+		return fmt.Errorf("close %s: waiting for the page to go: %w", id, ctx.Err())
+	}
+}
+
+// placeholder opens an about:blank tab in window w, next to page id which is
+// about to close, and verifies where it landed.
+func (b *Browser) placeholder(ctx context.Context, c *wire.Conn, id, w, ctxID string) error {
+	b.phLock.Lock()
+	defer b.phLock.Unlock()
+
+	// 1. A middle click on an about:blank link inside the page: Chrome opens a
+	// background tab in the page's own window, without an opener.
+	pid, err := b.openFrom(ctx, c, id)
+	if err == nil {
+		pw, werr := windowFor(ctx, c, pid)
+		if werr == nil && pw == w {
+			b.setWindow(c, pid, pw)
+			return nil
+		}
+		b.log.Info("placeholder tab landed in another window", "want", w, "got", pw, "err", werr)
+		_ = b.closeTarget(ctx, c, pid)
+	} else {
+		b.log.V(1).Info("placeholder by click failed; trying createTarget", "page", id, "err", err)
+	}
+	if errors.Is(err, browser.ErrNotConnected) {
+		return err
+	}
+	// 2. createTarget: lands in the context's last active window, which may be w.
+	params := wire.CreateTarget{URL: "about:blank", Background: true}
+	if ctxID != "" && b.isNonDefault(ctxID) {
+		params.BrowserContextID = ctxID
+	}
+	pid, err = b.createTarget(ctx, c, params)
+	if err != nil {
+		return err
+	}
+	pw, err := windowFor(ctx, c, pid)
+	if err == nil && pw == w {
+		b.setWindow(c, pid, pw)
+		return nil
+	}
+	_ = b.closeTarget(ctx, c, pid)
+	return fmt.Errorf("cannot open an about:blank tab in window %s (landed in %s), refusing to close its last tab", w, pw)
+}
+
+func (b *Browser) isNonDefault(ctxID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.ctxNames[ctxID]
+	return ok
+}

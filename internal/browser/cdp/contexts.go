@@ -1,0 +1,65 @@
+package cdp
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+)
+
+// The pool: one browser context per OpenRequest.Context, its id kept in the
+// ledger so that a restarted driver reuses it.
+
+// ensureContext returns the browserContextId for a pool context name. The
+// name → id map is kept in the ledger, so a restarted driver reuses the
+// session's context (and its cookies) rather than creating another.
+func (b *Browser) ensureContext(ctx context.Context, c *wire.Conn, name string) (string, error) {
+	b.ctxLock.Lock()
+	defer b.ctxLock.Unlock()
+	if id, ok := b.ledger.Context(name); ok {
+		return id, nil
+	}
+	r, err := call(ctx, c, "", wire.CreateBrowserContext{DisposeOnDetach: false})
+	if err != nil {
+		return "", fmt.Errorf("create browser context %q: %w", name, err)
+	}
+	if err := b.ledger.SetContext(name, r.BrowserContextID); err != nil {
+		// Unrecorded, it would outlive the session: end it now.
+		_, _ = call(ctx, c, "", wire.DisposeBrowserContext{BrowserContextID: r.BrowserContextID})
+		return "", err
+	}
+	b.mu.Lock()
+	b.ctxNames[r.BrowserContextID] = name
+	b.mu.Unlock()
+	b.log.V(1).Info("created browser context", "name", name, "id", r.BrowserContextID)
+	return r.BrowserContextID, nil
+}
+
+// DisposeContext closes a pool context and all its pages. Unknown names are not an error.
+func (b *Browser) DisposeContext(ctx context.Context, name string) error {
+	c, err := b.current()
+	if err != nil {
+		return err
+	}
+	b.ctxLock.Lock()
+	defer b.ctxLock.Unlock()
+	id, ok := b.ledger.Context(name)
+	if !ok {
+		return nil
+	}
+	if _, err := call(ctx, c, "", wire.DisposeBrowserContext{BrowserContextID: id}); err != nil && !wire.IsGone(err) {
+		return err
+	}
+	return b.ledger.DropContext(name)
+}
+
+// PoolContexts returns the names of the pool contexts the driver has recorded.
+func (b *Browser) PoolContexts() []string {
+	var out []string
+	for name := range b.ledger.Contexts() {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}

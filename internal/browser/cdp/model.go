@@ -1,0 +1,252 @@
+package cdp
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+)
+
+// The model: page targets as Chrome reports them (events and refreshes),
+// the browser.Events emitted from it, Snapshot, and what the driver observed of
+// a page's origin (Adopt, Bind).
+
+// target is one page target in the model.
+type target struct {
+	info       wire.TargetInfo
+	windowID   string // "" until known
+	popup      bool
+	attributed string
+	shown      bool // reported to the consumer at least once
+	seq        int64
+	updates    int64 // target infos applied from events, to keep refreshes from going back in time
+}
+
+type actEntry struct {
+	key string
+	id  int64
+}
+
+func visibleURL(u string) bool {
+	return !strings.HasPrefix(u, "devtools://") && !strings.HasPrefix(u, "chrome-extension://")
+}
+
+func isPage(ti wire.TargetInfo) bool { return ti.Type == "page" && ti.Subtype == "" }
+
+func normURL(u string) string {
+	if u == "" {
+		return "about:blank"
+	}
+	return strings.TrimSuffix(u, "/")
+}
+
+func (b *Browser) onEvent(c *wire.Conn, e wire.Event) {
+	switch ev := wire.ParseEvent(e).(type) {
+	case *wire.TargetCreated:
+		b.onTargetInfo(c, ev.TargetInfo)
+	case *wire.TargetInfoChanged:
+		b.onTargetInfo(c, ev.TargetInfo)
+	case *wire.TargetDestroyed:
+		b.onDestroyed(c, ev.TargetID)
+	case *wire.DetachedFromTarget:
+		b.dropSession(c, ev.SessionID)
+	case *wire.JavaScriptDialogOpening:
+		b.onDialog(c, e.Session, dialog{Type: ev.Type, Message: ev.Message})
+	case *wire.JavaScriptDialogClosed:
+		b.onDialogClosed(c, e.Session)
+	}
+}
+
+func (b *Browser) onTargetInfo(c *wire.Conn, ti wire.TargetInfo) {
+	b.mu.Lock()
+	if t, ok := b.targets[ti.TargetID]; ok {
+		t.updates++
+	}
+	b.onTargetInfoLocked(c, ti)
+	b.mu.Unlock()
+}
+
+func (b *Browser) onTargetInfoLocked(c *wire.Conn, ti wire.TargetInfo) {
+	if b.conn != c {
+		return
+	}
+	t, known := b.targets[ti.TargetID]
+	if !isPage(ti) {
+		if known { // e.g. a prerender activation changed it; treat as gone
+			b.removeLocked(ti.TargetID)
+		}
+		return
+	}
+	if !known {
+		b.seq++
+		t = &target{info: ti, seq: b.seq}
+		b.targets[ti.TargetID] = t
+		if ti.OpenerID == "" {
+			u := normURL(ti.URL)
+			switch {
+			case u == "about:blank" && len(b.phWaiters) > 0:
+				ch := b.phWaiters[0]
+				b.phWaiters = b.phWaiters[1:]
+				ch <- ti.TargetID
+			case b.ownCreate[u] > 0:
+				b.ownCreate[u]--
+				if b.ownCreate[u] == 0 {
+					delete(b.ownCreate, u)
+				}
+			case len(b.acts) > 0:
+				t.attributed = b.acts[len(b.acts)-1].key
+			}
+		}
+		if b.connected && visibleURL(ti.URL) {
+			t.shown = true
+			b.emitLocked(browser.PageCreated, t)
+		}
+		if b.connected {
+			go b.resolveWindow(c, ti.TargetID)
+		}
+		return
+	}
+	changed := t.info.URL != ti.URL || t.info.Title != ti.Title || t.info.OpenerID != ti.OpenerID ||
+		t.info.BrowserContextID != ti.BrowserContextID
+	t.info = ti
+	if !changed || !b.connected {
+		return
+	}
+	if !t.shown && !visibleURL(ti.URL) {
+		return
+	}
+	typ := browser.PageUpdated
+	if !t.shown {
+		typ = browser.PageCreated
+	}
+	t.shown = true
+	b.emitLocked(typ, t)
+}
+
+func (b *Browser) onDestroyed(c *wire.Conn, id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conn != c {
+		return
+	}
+	b.removeLocked(id)
+}
+
+func (b *Browser) removeLocked(id string) {
+	t, ok := b.targets[id]
+	if !ok {
+		return
+	}
+	delete(b.targets, id)
+	delete(b.sessions, id)
+	if b.connected && t.shown {
+		b.emitLocked(browser.PageRemoved, t)
+	}
+	for _, ch := range b.destroyed[id] {
+		close(ch)
+	}
+	delete(b.destroyed, id)
+}
+
+func (b *Browser) emitLocked(typ browser.EventType, t *target) {
+	b.events.push(browser.Event{Type: typ, Page: b.pageLocked(t), Epoch: b.epoch, Time: time.Now()})
+}
+
+func (b *Browser) pageLocked(t *target) browser.Page {
+	return browser.Page{
+		ID:         t.info.TargetID,
+		WindowID:   t.windowID,
+		OpenerID:   t.info.OpenerID,
+		URL:        t.info.URL,
+		Title:      t.info.Title,
+		Popup:      t.popup,
+		Context:    b.ctxNames[t.info.BrowserContextID],
+		Attributed: t.attributed,
+	}
+}
+
+// Snapshot implements browser.Browser. devtools:// and chrome-extension:// pages
+// are left out unless they were reported earlier as something else.
+func (b *Browser) Snapshot(ctx context.Context) (browser.Snapshot, error) {
+	c, err := b.current()
+	if err != nil {
+		return browser.Snapshot{}, err
+	}
+	if err := b.refresh(ctx, c); err != nil {
+		return browser.Snapshot{}, err
+	}
+	if err := b.resolveAll(ctx, c); err != nil {
+		return browser.Snapshot{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conn != c || !b.connected {
+		return browser.Snapshot{}, browser.ErrNotConnected
+	}
+	ts := make([]*target, 0, len(b.targets))
+	for _, t := range b.targets {
+		if t.shown || visibleURL(t.info.URL) {
+			ts = append(ts, t)
+		}
+	}
+	slices.SortFunc(ts, func(x, y *target) int { return int(x.seq - y.seq) })
+	s := browser.Snapshot{Epoch: b.epoch, Version: b.version, Records: b.ledger.Records()}
+	seen := map[string]int{}
+	for _, t := range ts {
+		s.Pages = append(s.Pages, b.pageLocked(t))
+		if t.windowID == "" {
+			continue
+		}
+		if i, ok := seen[t.windowID]; ok {
+			s.Windows[i].Popup = s.Windows[i].Popup || t.popup
+			continue
+		}
+		seen[t.windowID] = len(s.Windows)
+		s.Windows = append(s.Windows, browser.Window{ID: t.windowID, Popup: t.popup})
+	}
+	return s, nil
+}
+
+// Adopt implements browser.Browser: the page's opener, as Chrome reported it in
+// targetCreated, must be recorded under req.Parent, or the page must have
+// appeared without an opener while an Act keyed req.Parent ran.
+func (b *Browser) Adopt(_ context.Context, req browser.AdoptRequest) error {
+	opener, attributed, err := b.observed(req.ID)
+	if err != nil {
+		return fmt.Errorf("adopt page %s: %w", req.ID, err)
+	}
+	return b.ledger.Adopt(req, opener, attributed)
+}
+
+// Bind implements browser.Browser.
+func (b *Browser) Bind(_ context.Context, req browser.BindRequest) error {
+	opener, attributed, err := b.observed(req.ID)
+	if err != nil {
+		return fmt.Errorf("bind tab %s: %w", req.ID, err)
+	}
+	return b.ledger.Bind(req, opener, attributed)
+}
+
+// observed is what the driver itself saw of a page's origin: its opener, and
+// the key of the Act it appeared during (opener-less pages only).
+func (b *Browser) observed(id string) (opener, attributed string, err error) {
+	if _, err := b.current(); err != nil {
+		return "", "", err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.targets[id]
+	if !ok {
+		return "", "", browser.ErrNotFound
+	}
+	return t.info.OpenerID, t.attributed, nil
+}
+
+// Release implements browser.Browser.
+func (b *Browser) Release(_ context.Context, req browser.ReleaseRequest) error {
+	return b.ledger.Release(req.Key, req.ID)
+}

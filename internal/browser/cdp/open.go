@@ -1,0 +1,228 @@
+package cdp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+	"github.com/tabwarden/tabwarden/internal/browser/ledger"
+)
+
+// Open: the crash-consistent create (intents in the ledger) and the window
+// choice (place.go).
+
+// Open implements browser.Browser.
+func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Page, error) {
+	c, err := b.current()
+	if err != nil {
+		return browser.Page{}, err
+	}
+	if req.Key == "" {
+		return browser.Page{}, errors.New("open: a key is required: the page is recorded under it")
+	}
+	l := lockFor(b.keyLocks, &b.mu, req.Key)
+	l.Lock()
+	defer l.Unlock()
+	if id, ok := b.ledger.PageOf(req.Key); ok {
+		b.mu.Lock()
+		if t, ok := b.targets[id]; ok {
+			p := b.pageLocked(t)
+			b.mu.Unlock()
+			p, err := b.withWindow(ctx, c, p)
+			return b.noteMisplaced(req, p, ""), err
+		}
+		b.mu.Unlock()
+		// The page the key opened is gone: the record has served.
+		if err := b.ledger.Closed(req.Key, id); err != nil {
+			return browser.Page{}, err
+		}
+	}
+	if req.WindowID != "" && !req.NewWindow {
+		if err := b.resolveAll(ctx, c); err != nil {
+			return browser.Page{}, err
+		}
+		b.mu.Lock()
+		found := false
+		for _, t := range b.targets {
+			found = found || t.windowID == req.WindowID
+		}
+		b.mu.Unlock()
+		if !found {
+			return browser.Page{}, fmt.Errorf("window %s: %w", req.WindowID, browser.ErrNotFound)
+		}
+	}
+	params := wire.CreateTarget{URL: req.URL, Background: true, NewWindow: req.NewWindow}
+	if req.Context != "" {
+		if !b.opts.Pool {
+			return browser.Page{}, fmt.Errorf("open in context %q: the driver was not started with Pool", req.Context)
+		}
+		id, err := b.ensureContext(ctx, c, req.Context)
+		if err != nil {
+			return browser.Page{}, err
+		}
+		params.BrowserContextID = id
+	}
+	// Window choice (place.go): a tab for a named window opens from a page the
+	// session owns there; createTarget (crash-consistent) otherwise.
+	var id, misplaced string
+	if req.WindowID != "" && !req.NewWindow {
+		if id, misplaced, err = b.openInWindow(ctx, c, req); err != nil {
+			return browser.Page{}, err
+		}
+	}
+	if id == "" {
+		if id, err = b.createRecorded(ctx, c, req, params); err != nil {
+			return browser.Page{}, err
+		}
+	}
+	b.mu.Lock()
+	t, ok := b.targets[id]
+	var p browser.Page
+	if ok {
+		p = b.pageLocked(t)
+	} else {
+		p = browser.Page{ID: id, URL: req.URL}
+	}
+	b.mu.Unlock()
+	p, err = b.withWindow(ctx, c, p)
+	if err != nil {
+		return p, err
+	}
+	return b.noteMisplaced(req, p, misplaced), nil
+}
+
+// createRecorded creates the page of an Open and records it under the key,
+// crash-consistently: an intent (the key, the url, and every page id that
+// exists) is written to the ledger before Target.createTarget and replaced by
+// the record when the reply comes. A key that still has an intent (a driver
+// stopped between the create and the record) first resolves it from what the
+// browser shows: exactly one page without an opener, recorded under no key, at
+// the intent's url, in the intent's context, that did not exist when the
+// intent was written, is the page it created and is recorded; none means
+// nothing was created, and the page is created now; several are refused
+// rather than guessed between.
+func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.OpenRequest, params wire.CreateTarget) (string, error) {
+	if in, ok := b.ledger.IntentOf(req.Key); ok {
+		id, err := b.resolveIntent(ctx, c, in)
+		if err != nil {
+			return "", err
+		}
+		if id != "" {
+			b.log.Info("adopted the page an interrupted open created", "key", req.Key, "page", id, "url", in.URL)
+			return id, b.ledger.Opened(req.Key, id)
+		}
+	}
+	if err := b.faultAt(faultBeforeIntent, ""); err != nil {
+		return "", err
+	}
+	infos, err := b.pageInfos(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	existing := make([]string, 0, len(infos))
+	for _, ti := range infos {
+		existing = append(existing, ti.TargetID)
+	}
+	in := ledger.Intent{Key: req.Key, URL: req.URL, NewWindow: req.NewWindow, Context: req.Context, Existing: existing}
+	if err := b.ledger.Intend(in); err != nil {
+		return "", err
+	}
+	if err := b.faultAt(faultAfterIntent, ""); err != nil {
+		return "", err
+	}
+	id, err := b.createTarget(ctx, c, params)
+	if err != nil {
+		// The intent stays: a create whose reply was lost may still have made
+		// the page, and the next Open resolves it.
+		return "", err
+	}
+	if err := b.faultAt(faultAfterCreate, id); err != nil {
+		return "", err
+	}
+	if err := b.ledger.Opened(req.Key, id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// pageInfos returns every page target the browser reports now, in every context.
+func (b *Browser) pageInfos(ctx context.Context, c *wire.Conn) ([]wire.TargetInfo, error) {
+	r, err := call(ctx, c, "", wire.GetTargets{})
+	if err != nil {
+		return nil, err
+	}
+	out := r.TargetInfos[:0]
+	for _, ti := range r.TargetInfos {
+		if isPage(ti) {
+			out = append(out, ti)
+		}
+	}
+	return out, nil
+}
+
+// resolveIntent finds the page an interrupted open created: "" when there is
+// none (create it now), an error when several pages could be it.
+func (b *Browser) resolveIntent(ctx context.Context, c *wire.Conn, in ledger.Intent) (string, error) {
+	infos, err := b.pageInfos(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	ctxID, pooled := "", in.Context != ""
+	if pooled {
+		id, ok := b.ledger.Context(in.Context)
+		if !ok {
+			return "", nil // the context is gone, and every page of it
+		}
+		ctxID = id
+	}
+	pool := b.ledger.Contexts()
+	ours := map[string]bool{}
+	for _, id := range pool {
+		ours[id] = true
+	}
+	var found []string
+	for _, ti := range infos {
+		switch {
+		case ti.OpenerID != "",
+			slices.Contains(in.Existing, ti.TargetID),
+			normURL(ti.URL) != normURL(in.URL),
+			b.ledger.Recorded(ti.TargetID),
+			pooled && ti.BrowserContextID != ctxID,
+			!pooled && ours[ti.BrowserContextID]:
+			continue
+		}
+		found = append(found, ti.TargetID)
+	}
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("open %s under %s: an interrupted open may have created any of pages %s (none recorded, all new since): refusing to guess; close the ones that are not this window's and retry", in.URL, in.Key, strings.Join(found, ", "))
+}
+
+func (b *Browser) createTarget(ctx context.Context, c *wire.Conn, params wire.CreateTarget) (string, error) {
+	u := normURL(params.URL)
+	b.mu.Lock()
+	b.ownCreate[u]++
+	b.mu.Unlock()
+	r, err := call(ctx, c, "", params)
+	if err != nil {
+		// The created page (if any) was not seen: forget the marker.
+		b.mu.Lock()
+		if b.ownCreate[u] > 0 {
+			b.ownCreate[u]--
+			if b.ownCreate[u] == 0 {
+				delete(b.ownCreate, u)
+			}
+		}
+		b.mu.Unlock()
+		return "", err
+	}
+	return r.TargetID, nil
+}

@@ -1,0 +1,266 @@
+// Package wire is tabwarden's one Chrome DevTools Protocol client: a
+// browser-level websocket with flattened sessions, and typed commands and
+// events for exactly the part of the protocol tabwarden uses. The driver
+// (internal/browser/cdp), the benchmark (test/bench) and the end-to-end tests
+// (test/e2e/cdp) all speak CDP through it.
+//
+// A command is a struct naming its method and its result type:
+//
+//	r, err := wire.Call(ctx, c, "", wire.CreateTarget{URL: u, Background: true})
+//	// r is a wire.CreateTargetResult
+//
+// Events are handed, in order, to the Dial callback from the reader goroutine;
+// ParseEvent turns one into its typed struct. Reconnecting is the caller's
+// business: a Conn that dropped stays dropped (Done, Err).
+package wire
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// MaxMessage bounds one message read from the browser (a large
+// Runtime.evaluate result or target list still fits).
+const MaxMessage = 256 << 20
+
+// writeTimeout bounds one websocket write; dialTimeout one HTTP handshake.
+const (
+	writeTimeout = 10 * time.Second
+	dialTimeout  = 10 * time.Second
+)
+
+// ErrClosed is returned by calls on a connection that has dropped.
+var ErrClosed = errors.New("cdp: connection closed")
+
+// Error is an error reply from the browser.
+type Error struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+	Data    string `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Data != "" {
+		return fmt.Sprintf("cdp error %d: %s (%s)", e.Code, e.Message, e.Data)
+	}
+	return fmt.Sprintf("cdp error %d: %s", e.Code, e.Message)
+}
+
+// IsGone reports whether err is the browser saying that the target or session
+// does not exist (any more).
+func IsGone(err error) bool {
+	var re *Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	m := strings.ToLower(re.Message + " " + re.Data)
+	return strings.Contains(m, "no target") || strings.Contains(m, "not found") ||
+		strings.Contains(m, "no session") || strings.Contains(m, "no web contents") ||
+		strings.Contains(m, "no page")
+}
+
+// Event is one event as read off the socket.
+type Event struct {
+	Method  string
+	Session string // "" for the browser's own events
+	Params  json.RawMessage
+	At      time.Time // when it was read
+}
+
+type message struct {
+	ID        int64           `json:"id,omitempty"`
+	Method    string          `json:"method,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	SessionID string          `json:"sessionId,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     *Error          `json:"error,omitempty"`
+}
+
+type reply struct {
+	result json.RawMessage
+	err    error
+}
+
+// Conn is one browser-level DevTools websocket, flattened sessions included.
+type Conn struct {
+	ws      *websocket.Conn
+	nextID  atomic.Int64
+	mu      sync.Mutex
+	pending map[int64]chan reply
+	closed  chan struct{}
+	err     error
+	onEvent func(Event)
+	wmu     sync.Mutex
+}
+
+// Dial connects to a browser websocket URL (ws://host:port/devtools/browser/…).
+// onEvent (may be nil) receives every event, in order, from the reader
+// goroutine: it must not block on calls over the same Conn.
+func Dial(ctx context.Context, wsURL string, onEvent func(Event)) (*Conn, error) {
+	ws, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{
+		HTTPClient: &http.Client{Timeout: dialTimeout},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(MaxMessage)
+	c := &Conn{ws: ws, pending: map[int64]chan reply{}, closed: make(chan struct{}), onEvent: onEvent}
+	go c.readLoop()
+	return c, nil
+}
+
+func (c *Conn) readLoop() {
+	var err error
+	for {
+		var data []byte
+		_, data, err = c.ws.Read(context.Background())
+		if err != nil {
+			break
+		}
+		at := time.Now()
+		var m message
+		if jerr := json.Unmarshal(data, &m); jerr != nil {
+			continue
+		}
+		if m.ID != 0 {
+			c.mu.Lock()
+			ch := c.pending[m.ID]
+			delete(c.pending, m.ID)
+			c.mu.Unlock()
+			if ch != nil {
+				if m.Error != nil {
+					ch <- reply{err: m.Error}
+				} else {
+					ch <- reply{result: m.Result}
+				}
+			}
+			continue
+		}
+		if m.Method != "" && c.onEvent != nil {
+			c.onEvent(Event{Method: m.Method, Session: m.SessionID, Params: m.Params, At: at})
+		}
+	}
+	c.shutdown(err)
+}
+
+func (c *Conn) shutdown(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	if err == nil {
+		err = ErrClosed
+	}
+	c.err = err
+	close(c.closed)
+	for id, ch := range c.pending {
+		ch <- reply{err: fmt.Errorf("%w: %v", ErrClosed, err)}
+		delete(c.pending, id)
+	}
+}
+
+// Close drops the connection.
+func (c *Conn) Close() {
+	_ = c.ws.CloseNow()
+	c.shutdown(ErrClosed)
+}
+
+// Done is closed when the connection has dropped.
+func (c *Conn) Done() <-chan struct{} { return c.closed }
+
+// Err says why the connection dropped (nil while it lives).
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Command is a CDP command: a params struct that names its method and, by
+// result, the type of its reply.
+type Command[R any] interface {
+	Method() string
+	result() R
+}
+
+// Empty is the reply of a command that returns nothing.
+type Empty struct{}
+
+// Call sends cmd on session ("" for the browser) and returns its decoded
+// reply. Errors name the method; an error reply is a *Error; a dropped
+// connection is ErrClosed.
+func Call[R any](ctx context.Context, c *Conn, session string, cmd Command[R]) (R, error) {
+	var out R
+	err := c.call(ctx, session, cmd.Method(), cmd, &out)
+	return out, err
+}
+
+var emptyObject = []byte("{}")
+
+func (c *Conn) call(ctx context.Context, session, method string, params, out any) error {
+	id := c.nextID.Add(1)
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(raw, emptyObject) {
+		raw = nil // no parameters: none sent
+	}
+	b, err := json.Marshal(message{ID: id, Method: method, Params: raw, SessionID: session})
+	if err != nil {
+		return err
+	}
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %v", ErrClosed, c.err)
+	default:
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	c.wmu.Lock()
+	wctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	err = c.ws.Write(wctx, websocket.MessageText, b)
+	cancel()
+	c.wmu.Unlock()
+	if err != nil {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		// A failed or interrupted write leaves the websocket unusable.
+		c.Close()
+		return fmt.Errorf("%s: %w: %v", method, ErrClosed, err)
+	}
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return fmt.Errorf("%s: %w", method, r.err)
+		}
+		if out != nil && len(r.result) > 0 {
+			if err := json.Unmarshal(r.result, out); err != nil {
+				return fmt.Errorf("%s: decode: %w", method, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+}

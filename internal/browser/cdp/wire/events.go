@@ -1,0 +1,65 @@
+package wire
+
+import "encoding/json"
+
+// The events tabwarden reads. ParseEvent returns one of these (a pointer) for
+// an Event of a known method whose params decode, and nil otherwise.
+
+// TargetCreated is Target.targetCreated.
+type TargetCreated struct {
+	TargetInfo TargetInfo `json:"targetInfo"`
+}
+
+// TargetInfoChanged is Target.targetInfoChanged.
+type TargetInfoChanged struct {
+	TargetInfo TargetInfo `json:"targetInfo"`
+}
+
+// TargetDestroyed is Target.targetDestroyed.
+type TargetDestroyed struct {
+	TargetID string `json:"targetId"`
+}
+
+// DetachedFromTarget is Target.detachedFromTarget: a session ended.
+type DetachedFromTarget struct {
+	SessionID string `json:"sessionId"`
+	TargetID  string `json:"targetId,omitempty"`
+}
+
+// JavaScriptDialogOpening is Page.javascriptDialogOpening (on a session).
+type JavaScriptDialogOpening struct {
+	Type    string `json:"type"` // alert, confirm, prompt, beforeunload
+	Message string `json:"message"`
+	URL     string `json:"url,omitempty"`
+}
+
+// JavaScriptDialogClosed is Page.javascriptDialogClosed (on a session).
+type JavaScriptDialogClosed struct {
+	Result    bool   `json:"result"`
+	UserInput string `json:"userInput,omitempty"`
+}
+
+var eventTypes = map[string]func() any{
+	"Target.targetCreated":         func() any { return &TargetCreated{} },
+	"Target.targetInfoChanged":     func() any { return &TargetInfoChanged{} },
+	"Target.targetDestroyed":       func() any { return &TargetDestroyed{} },
+	"Target.detachedFromTarget":    func() any { return &DetachedFromTarget{} },
+	"Page.javascriptDialogOpening": func() any { return &JavaScriptDialogOpening{} },
+	"Page.javascriptDialogClosed":  func() any { return &JavaScriptDialogClosed{} },
+}
+
+// ParseEvent decodes e into its typed struct: *TargetCreated,
+// *TargetInfoChanged, *TargetDestroyed, *DetachedFromTarget,
+// *JavaScriptDialogOpening or *JavaScriptDialogClosed; nil for any other
+// method or params that do not decode.
+func ParseEvent(e Event) any {
+	mk, ok := eventTypes[e.Method]
+	if !ok {
+		return nil
+	}
+	v := mk()
+	if json.Unmarshal(e.Params, v) != nil {
+		return nil
+	}
+	return v
+}

@@ -1,0 +1,362 @@
+package wire
+
+import "encoding/json"
+
+// The commands tabwarden sends, one struct per method, fields as in the
+// protocol (https://chromedevtools.github.io/devtools-protocol/). A zero
+// optional field is not sent.
+
+// --- Browser ---
+
+// GetVersion is Browser.getVersion.
+type GetVersion struct{}
+
+// GetVersionResult is the reply of Browser.getVersion.
+type GetVersionResult struct {
+	ProtocolVersion string `json:"protocolVersion"`
+	Product         string `json:"product"` // e.g. "Chrome/156.0.8078.114"
+	UserAgent       string `json:"userAgent"`
+}
+
+func (GetVersion) Method() string           { return "Browser.getVersion" }
+func (GetVersion) result() GetVersionResult { return GetVersionResult{} }
+
+// GetWindowForTarget is Browser.getWindowForTarget.
+type GetWindowForTarget struct {
+	TargetID string `json:"targetId"`
+}
+
+// GetWindowForTargetResult is the reply of Browser.getWindowForTarget.
+type GetWindowForTargetResult struct {
+	WindowID int64 `json:"windowId"`
+}
+
+func (GetWindowForTarget) Method() string { return "Browser.getWindowForTarget" }
+func (GetWindowForTarget) result() GetWindowForTargetResult {
+	return GetWindowForTargetResult{}
+}
+
+// --- Target ---
+
+// TargetInfo describes one target.
+type TargetInfo struct {
+	TargetID         string `json:"targetId"`
+	Type             string `json:"type"`
+	Title            string `json:"title"`
+	URL              string `json:"url"`
+	OpenerID         string `json:"openerId,omitempty"`
+	BrowserContextID string `json:"browserContextId,omitempty"`
+	Subtype          string `json:"subtype,omitempty"`
+}
+
+// SetDiscoverTargets is Target.setDiscoverTargets: with Discover, a
+// TargetCreated for every existing target arrives before the reply, and
+// TargetCreated, TargetInfoChanged and TargetDestroyed follow.
+type SetDiscoverTargets struct {
+	Discover bool `json:"discover"`
+}
+
+func (SetDiscoverTargets) Method() string { return "Target.setDiscoverTargets" }
+func (SetDiscoverTargets) result() Empty  { return Empty{} }
+
+// GetTargets is Target.getTargets.
+type GetTargets struct{}
+
+// GetTargetsResult is the reply of Target.getTargets.
+type GetTargetsResult struct {
+	TargetInfos []TargetInfo `json:"targetInfos"`
+}
+
+func (GetTargets) Method() string           { return "Target.getTargets" }
+func (GetTargets) result() GetTargetsResult { return GetTargetsResult{} }
+
+// CreateTarget is Target.createTarget. Without Background the page opens in
+// the foreground (as a user's Ctrl+T or Ctrl+N does).
+type CreateTarget struct {
+	URL              string `json:"url"`
+	Background       bool   `json:"background,omitempty"`
+	NewWindow        bool   `json:"newWindow,omitempty"`
+	BrowserContextID string `json:"browserContextId,omitempty"`
+}
+
+// CreateTargetResult is the reply of Target.createTarget.
+type CreateTargetResult struct {
+	TargetID string `json:"targetId"`
+}
+
+func (CreateTarget) Method() string             { return "Target.createTarget" }
+func (CreateTarget) result() CreateTargetResult { return CreateTargetResult{} }
+
+// CloseTarget is Target.closeTarget; the page is gone at TargetDestroyed.
+type CloseTarget struct {
+	TargetID string `json:"targetId"`
+}
+
+func (CloseTarget) Method() string { return "Target.closeTarget" }
+func (CloseTarget) result() Empty  { return Empty{} }
+
+// ActivateTarget is Target.activateTarget: the page comes to the front. The
+// driver never sends it (it never focuses); tests do, as the user's hand.
+type ActivateTarget struct {
+	TargetID string `json:"targetId"`
+}
+
+func (ActivateTarget) Method() string { return "Target.activateTarget" }
+func (ActivateTarget) result() Empty  { return Empty{} }
+
+// AttachToTarget is Target.attachToTarget.
+type AttachToTarget struct {
+	TargetID string `json:"targetId"`
+	Flatten  bool   `json:"flatten"`
+}
+
+// AttachToTargetResult is the reply of Target.attachToTarget.
+type AttachToTargetResult struct {
+	SessionID string `json:"sessionId"`
+}
+
+func (AttachToTarget) Method() string               { return "Target.attachToTarget" }
+func (AttachToTarget) result() AttachToTargetResult { return AttachToTargetResult{} }
+
+// DetachFromTarget is Target.detachFromTarget.
+type DetachFromTarget struct {
+	SessionID string `json:"sessionId"`
+}
+
+func (DetachFromTarget) Method() string { return "Target.detachFromTarget" }
+func (DetachFromTarget) result() Empty  { return Empty{} }
+
+// GetBrowserContexts is Target.getBrowserContexts.
+type GetBrowserContexts struct{}
+
+// GetBrowserContextsResult is the reply of Target.getBrowserContexts: the
+// contexts other than the default one.
+type GetBrowserContextsResult struct {
+	BrowserContextIDs []string `json:"browserContextIds"`
+}
+
+func (GetBrowserContexts) Method() string { return "Target.getBrowserContexts" }
+func (GetBrowserContexts) result() GetBrowserContextsResult {
+	return GetBrowserContextsResult{}
+}
+
+// CreateBrowserContext is Target.createBrowserContext.
+type CreateBrowserContext struct {
+	DisposeOnDetach bool `json:"disposeOnDetach"`
+}
+
+// CreateBrowserContextResult is the reply of Target.createBrowserContext.
+type CreateBrowserContextResult struct {
+	BrowserContextID string `json:"browserContextId"`
+}
+
+func (CreateBrowserContext) Method() string { return "Target.createBrowserContext" }
+func (CreateBrowserContext) result() CreateBrowserContextResult {
+	return CreateBrowserContextResult{}
+}
+
+// DisposeBrowserContext is Target.disposeBrowserContext.
+type DisposeBrowserContext struct {
+	BrowserContextID string `json:"browserContextId"`
+}
+
+func (DisposeBrowserContext) Method() string { return "Target.disposeBrowserContext" }
+func (DisposeBrowserContext) result() Empty  { return Empty{} }
+
+// --- Page ---
+
+// PageEnable is Page.enable (JavaScriptDialogOpening and …Closed follow).
+type PageEnable struct{}
+
+func (PageEnable) Method() string { return "Page.enable" }
+func (PageEnable) result() Empty  { return Empty{} }
+
+// Navigate is Page.navigate.
+type Navigate struct {
+	URL string `json:"url"`
+}
+
+// NavigateResult is the reply of Page.navigate: no LoaderID for a same-document
+// navigation; ErrorText when the load failed.
+type NavigateResult struct {
+	FrameID   string `json:"frameId"`
+	LoaderID  string `json:"loaderId"`
+	ErrorText string `json:"errorText"`
+}
+
+func (Navigate) Method() string         { return "Page.navigate" }
+func (Navigate) result() NavigateResult { return NavigateResult{} }
+
+// HandleJavaScriptDialog is Page.handleJavaScriptDialog.
+type HandleJavaScriptDialog struct {
+	Accept bool `json:"accept"`
+}
+
+func (HandleJavaScriptDialog) Method() string { return "Page.handleJavaScriptDialog" }
+func (HandleJavaScriptDialog) result() Empty  { return Empty{} }
+
+// GetFrameTree is Page.getFrameTree.
+type GetFrameTree struct{}
+
+// Frame is a frame of a page.
+type Frame struct {
+	ID       string `json:"id"`
+	LoaderID string `json:"loaderId"`
+	URL      string `json:"url"`
+}
+
+// GetFrameTreeResult is the reply of Page.getFrameTree (child frames left out).
+type GetFrameTreeResult struct {
+	FrameTree struct {
+		Frame Frame `json:"frame"`
+	} `json:"frameTree"`
+}
+
+func (GetFrameTree) Method() string             { return "Page.getFrameTree" }
+func (GetFrameTree) result() GetFrameTreeResult { return GetFrameTreeResult{} }
+
+// CreateIsolatedWorld is Page.createIsolatedWorld.
+type CreateIsolatedWorld struct {
+	FrameID   string `json:"frameId"`
+	WorldName string `json:"worldName"`
+}
+
+// CreateIsolatedWorldResult is the reply of Page.createIsolatedWorld.
+type CreateIsolatedWorldResult struct {
+	ExecutionContextID int64 `json:"executionContextId"`
+}
+
+func (CreateIsolatedWorld) Method() string { return "Page.createIsolatedWorld" }
+func (CreateIsolatedWorld) result() CreateIsolatedWorldResult {
+	return CreateIsolatedWorldResult{}
+}
+
+// --- Runtime ---
+
+// Evaluate is Runtime.evaluate. ContextID 0 is the page's main world.
+type Evaluate struct {
+	Expression    string `json:"expression"`
+	ContextID     int64  `json:"contextId,omitempty"`
+	ReturnByValue bool   `json:"returnByValue"`
+	Silent        bool   `json:"silent,omitempty"`
+}
+
+// RemoteObject is a value returned by Runtime (by value: Value holds its JSON).
+type RemoteObject struct {
+	Type        string          `json:"type"`
+	Value       json.RawMessage `json:"value,omitempty"`
+	Description string          `json:"description,omitempty"`
+}
+
+// ExceptionDetails says what a script threw.
+type ExceptionDetails struct {
+	Text      string       `json:"text"`
+	Exception RemoteObject `json:"exception"`
+}
+
+// EvaluateResult is the reply of Runtime.evaluate.
+type EvaluateResult struct {
+	Result           RemoteObject      `json:"result"`
+	ExceptionDetails *ExceptionDetails `json:"exceptionDetails,omitempty"`
+}
+
+func (Evaluate) Method() string         { return "Runtime.evaluate" }
+func (Evaluate) result() EvaluateResult { return EvaluateResult{} }
+
+// --- Input ---
+
+// Mouse event types and buttons of DispatchMouseEvent.
+const (
+	MousePressed  = "mousePressed"
+	MouseReleased = "mouseReleased"
+	ButtonLeft    = "left"
+	ButtonMiddle  = "middle"
+)
+
+// DispatchMouseEvent is Input.dispatchMouseEvent. Buttons is the bit mask of
+// the buttons held after the event (1 left, 4 middle).
+type DispatchMouseEvent struct {
+	Type       string  `json:"type"`
+	X          float64 `json:"x"`
+	Y          float64 `json:"y"`
+	Button     string  `json:"button"`
+	Buttons    int     `json:"buttons"`
+	ClickCount int     `json:"clickCount"`
+}
+
+func (DispatchMouseEvent) Method() string { return "Input.dispatchMouseEvent" }
+func (DispatchMouseEvent) result() Empty  { return Empty{} }
+
+// DispatchKeyEvent is Input.dispatchKeyEvent (Type rawKeyDown, keyDown with
+// Text, or keyUp).
+type DispatchKeyEvent struct {
+	Type                  string `json:"type"`
+	Key                   string `json:"key"`
+	Code                  string `json:"code"`
+	WindowsVirtualKeyCode int    `json:"windowsVirtualKeyCode"`
+	NativeVirtualKeyCode  int    `json:"nativeVirtualKeyCode"`
+	Modifiers             int    `json:"modifiers"`
+	Text                  string `json:"text,omitempty"`
+	UnmodifiedText        string `json:"unmodifiedText,omitempty"`
+}
+
+func (DispatchKeyEvent) Method() string { return "Input.dispatchKeyEvent" }
+func (DispatchKeyEvent) result() Empty  { return Empty{} }
+
+// InsertText is Input.insertText.
+type InsertText struct {
+	Text string `json:"text"`
+}
+
+func (InsertText) Method() string { return "Input.insertText" }
+func (InsertText) result() Empty  { return Empty{} }
+
+// --- DOM (the benchmark's baseline click) ---
+
+// GetDocument is DOM.getDocument.
+type GetDocument struct {
+	Depth int `json:"depth"`
+}
+
+// Node is a DOM node.
+type Node struct {
+	NodeID int64 `json:"nodeId"`
+}
+
+// GetDocumentResult is the reply of DOM.getDocument.
+type GetDocumentResult struct {
+	Root Node `json:"root"`
+}
+
+func (GetDocument) Method() string            { return "DOM.getDocument" }
+func (GetDocument) result() GetDocumentResult { return GetDocumentResult{} }
+
+// QuerySelector is DOM.querySelector.
+type QuerySelector struct {
+	NodeID   int64  `json:"nodeId"`
+	Selector string `json:"selector"`
+}
+
+// QuerySelectorResult is the reply of DOM.querySelector: NodeID 0 when nothing matched.
+type QuerySelectorResult struct {
+	NodeID int64 `json:"nodeId"`
+}
+
+func (QuerySelector) Method() string              { return "DOM.querySelector" }
+func (QuerySelector) result() QuerySelectorResult { return QuerySelectorResult{} }
+
+// GetBoxModel is DOM.getBoxModel.
+type GetBoxModel struct {
+	NodeID int64 `json:"nodeId"`
+}
+
+// GetBoxModelResult is the reply of DOM.getBoxModel: Content is the content
+// box's quad (x1, y1, … x4, y4).
+type GetBoxModelResult struct {
+	Model struct {
+		Content []float64 `json:"content"`
+	} `json:"model"`
+}
+
+func (GetBoxModel) Method() string            { return "DOM.getBoxModel" }
+func (GetBoxModel) result() GetBoxModelResult { return GetBoxModelResult{} }

@@ -1,0 +1,245 @@
+package wire_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+	"github.com/tabwarden/tabwarden/internal/chromium"
+)
+
+var chrome *chromium.Process
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if _, err := chromium.Find(); err != nil {
+		// Never skip: the client is only proven against a real browser.
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var err error
+	chrome, err = chromium.Launch(ctx, chromium.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: launch chromium: %v\n", err)
+		return 1
+	}
+	defer chrome.Close()
+	return m.Run()
+}
+
+func tctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// events collects a connection's events.
+type events struct {
+	mu  sync.Mutex
+	evs []wire.Event
+}
+
+func (e *events) add(ev wire.Event) { e.mu.Lock(); e.evs = append(e.evs, ev); e.mu.Unlock() }
+
+// wait returns the first typed event pred accepts, polling generously.
+func (e *events) wait(t *testing.T, what string, pred func(any) bool) any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		e.mu.Lock()
+		for _, ev := range e.evs {
+			if v := wire.ParseEvent(ev); v != nil && pred(v) {
+				e.mu.Unlock()
+				return v
+			}
+		}
+		e.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %s within 20s", what)
+	return nil
+}
+
+func dial(t *testing.T) (*wire.Conn, *events) {
+	t.Helper()
+	evs := &events{}
+	c, err := wire.Dial(tctx(t), chrome.WebSocketURL, evs.add)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c, evs
+}
+
+// A page's life over typed commands: created (event and reply agree), its
+// window, a session on it that evaluates and types, closed (event).
+func TestPageLifecycle(t *testing.T) {
+	ctx := tctx(t)
+	c, evs := dial(t)
+	v, err := wire.Call(ctx, c, "", wire.GetVersion{})
+	if err != nil || !strings.Contains(v.Product, "Chrome") {
+		t.Fatalf("Browser.getVersion = %+v, %v; want a Chrome product", v, err)
+	}
+	if _, err := wire.Call(ctx, c, "", wire.SetDiscoverTargets{Discover: true}); err != nil {
+		t.Fatal(err)
+	}
+	ct, err := wire.Call(ctx, c, "", wire.CreateTarget{URL: "about:blank", Background: true, NewWindow: true})
+	if err != nil || ct.TargetID == "" {
+		t.Fatalf("Target.createTarget = %+v, %v", ct, err)
+	}
+	evs.wait(t, "targetCreated of the new page", func(v any) bool {
+		e, ok := v.(*wire.TargetCreated)
+		return ok && e.TargetInfo.TargetID == ct.TargetID && e.TargetInfo.Type == "page"
+	})
+	ts, err := wire.Call(ctx, c, "", wire.GetTargets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ti := range ts.TargetInfos {
+		found = found || ti.TargetID == ct.TargetID
+	}
+	if !found {
+		t.Fatalf("Target.getTargets does not list %s: %+v", ct.TargetID, ts.TargetInfos)
+	}
+	w, err := wire.Call(ctx, c, "", wire.GetWindowForTarget{TargetID: ct.TargetID})
+	if err != nil || w.WindowID == 0 {
+		t.Fatalf("Browser.getWindowForTarget = %+v, %v", w, err)
+	}
+
+	a, err := wire.Call(ctx, c, "", wire.AttachToTarget{TargetID: ct.TargetID, Flatten: true})
+	if err != nil || a.SessionID == "" {
+		t.Fatalf("Target.attachToTarget = %+v, %v", a, err)
+	}
+	r, err := wire.Call(ctx, c, a.SessionID, wire.Evaluate{Expression: "document.body.innerHTML = '<input id=i autofocus>'; document.getElementById('i').focus(); 6*7", ReturnByValue: true})
+	if err != nil || string(r.Result.Value) != "42" || r.ExceptionDetails != nil {
+		t.Fatalf("Runtime.evaluate = %s (%+v), %v; want 42", r.Result.Value, r.ExceptionDetails, err)
+	}
+	if _, err := wire.Call(ctx, c, a.SessionID, wire.InsertText{Text: "héllo"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = wire.Call(ctx, c, a.SessionID, wire.Evaluate{Expression: "document.getElementById('i').value", ReturnByValue: true})
+	var typed string
+	if err != nil || json.Unmarshal(r.Result.Value, &typed) != nil || typed != "héllo" {
+		t.Fatalf("the input holds %s (%v); want the inserted text", r.Result.Value, err)
+	}
+	r, err = wire.Call(ctx, c, a.SessionID, wire.Evaluate{Expression: "throw new Error('boom')", ReturnByValue: true})
+	if err != nil || r.ExceptionDetails == nil || !strings.Contains(r.ExceptionDetails.Exception.Description, "boom") {
+		t.Fatalf("a throwing script = %+v, %v; want exception details naming boom", r, err)
+	}
+	if _, err := wire.Call(ctx, c, "", wire.DetachFromTarget{SessionID: a.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	evs.wait(t, "detachedFromTarget", func(v any) bool {
+		e, ok := v.(*wire.DetachedFromTarget)
+		return ok && e.SessionID == a.SessionID
+	})
+
+	if _, err := wire.Call(ctx, c, "", wire.CloseTarget{TargetID: ct.TargetID}); err != nil {
+		t.Fatal(err)
+	}
+	evs.wait(t, "targetDestroyed of the page", func(v any) bool {
+		e, ok := v.(*wire.TargetDestroyed)
+		return ok && e.TargetID == ct.TargetID
+	})
+}
+
+// An error reply is a *wire.Error naming the method; a gone target is IsGone.
+func TestErrors(t *testing.T) {
+	ctx := tctx(t)
+	c, _ := dial(t)
+	_, err := wire.Call(ctx, c, "", wire.CloseTarget{TargetID: "0000000000000000000000000000DEAD"})
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code == 0 || we.Message == "" {
+		t.Fatalf("closing an unknown target: %v; want a *wire.Error", err)
+	}
+	if !strings.Contains(err.Error(), "Target.closeTarget") {
+		t.Errorf("error %q does not name the method", err)
+	}
+	if !wire.IsGone(err) {
+		t.Errorf("IsGone(%v) = false; want true for an unknown target", err)
+	}
+	_, err = wire.Call(ctx, c, "no-such-session", wire.PageEnable{})
+	if !wire.IsGone(err) {
+		t.Errorf("IsGone(%v) = false; want true for an unknown session", err)
+	}
+	if wire.IsGone(errors.New("target not found")) {
+		t.Error("IsGone of a plain error = true; want only browser replies")
+	}
+}
+
+// Browser contexts: created, listed, disposed.
+func TestBrowserContexts(t *testing.T) {
+	ctx := tctx(t)
+	c, _ := dial(t)
+	bc, err := wire.Call(ctx, c, "", wire.CreateBrowserContext{})
+	if err != nil || bc.BrowserContextID == "" {
+		t.Fatalf("Target.createBrowserContext = %+v, %v", bc, err)
+	}
+	has := func() bool {
+		l, err := wire.Call(ctx, c, "", wire.GetBrowserContexts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range l.BrowserContextIDs {
+			if id == bc.BrowserContextID {
+				return true
+			}
+		}
+		return false
+	}
+	if !has() {
+		t.Fatalf("Target.getBrowserContexts does not list %s", bc.BrowserContextID)
+	}
+	if _, err := wire.Call(ctx, c, "", wire.DisposeBrowserContext{BrowserContextID: bc.BrowserContextID}); err != nil {
+		t.Fatal(err)
+	}
+	if has() {
+		t.Fatalf("context %s still listed after dispose", bc.BrowserContextID)
+	}
+}
+
+// A closed connection fails calls with ErrClosed and says so through Done and Err.
+func TestClosed(t *testing.T) {
+	ctx := tctx(t)
+	c, _ := dial(t)
+	if c.Err() != nil {
+		t.Fatalf("Err of a live connection = %v", c.Err())
+	}
+	c.Close()
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after Close")
+	}
+	if c.Err() == nil {
+		t.Error("Err of a closed connection = nil; want why it dropped")
+	}
+	if _, err := wire.Call(ctx, c, "", wire.GetVersion{}); !errors.Is(err, wire.ErrClosed) {
+		t.Errorf("call on a closed connection: %v; want ErrClosed", err)
+	}
+}
+
+// ParseEvent types the events tabwarden reads and leaves others out.
+func TestParseEvent(t *testing.T) {
+	v := wire.ParseEvent(wire.Event{Method: "Page.javascriptDialogOpening", Params: json.RawMessage(`{"type":"confirm","message":"sure?"}`)})
+	if d, ok := v.(*wire.JavaScriptDialogOpening); !ok || d.Type != "confirm" || d.Message != "sure?" {
+		t.Errorf("dialog event = %#v", v)
+	}
+	if v := wire.ParseEvent(wire.Event{Method: "Network.requestWillBeSent", Params: json.RawMessage(`{}`)}); v != nil {
+		t.Errorf("unknown event = %#v; want nil", v)
+	}
+	if v := wire.ParseEvent(wire.Event{Method: "Target.targetDestroyed", Params: json.RawMessage(`[1]`)}); v != nil {
+		t.Errorf("undecodable event = %#v; want nil", v)
+	}
+}

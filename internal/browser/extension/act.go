@@ -1,0 +1,208 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+// Bounds of what an act sends and accepts (docs/extension-protocol.md "act").
+const (
+	maxCandidates  = 32
+	maxObserved    = 1000
+	maxActText     = 10_000
+	maxActURL      = 8192
+	maxWait        = 2 * time.Minute
+	maxElementName = 512
+)
+
+// guardReasons are the act refusals that are the page's state, returned as
+// *browser.ActError.
+var guardReasons = map[string]bool{
+	twv1.ReasonStaleRef:         true,
+	twv1.ReasonStaleCoordinates: true,
+	twv1.ReasonAmbiguousTarget:  true,
+	twv1.ReasonTargetNotFound:   true,
+}
+
+// Act implements browser.Browser with the `act` command: the extension checks that
+// the tab is recorded under req.Owner (ErrNotOwned otherwise; ErrNotFound when the
+// owner's tab is gone) and runs the step with real input through chrome.debugger,
+// evaluating nothing but its bundled page script. Pages that appear without an
+// opener while the step runs (and briefly after) are reported with Attributed =
+// req.Key, and Adopt with Parent req.Key accepts them.
+//
+// Documents are scoped to the extension connection: an observation's Document is
+// "x<epoch>-<page document>", and a ref or point from an earlier connection is
+// refused here (stale_ref, stale_coordinates) without reaching the page.
+func (d *Driver) Act(ctx context.Context, req browser.ActRequest) (browser.ActResult, error) {
+	h := d.h
+	if req.Owner == "" {
+		return browser.ActResult{}, errors.New("extension act: an owner is required (the key the page is recorded under)")
+	}
+	tid, ok := parseID(req.Page)
+	if !ok {
+		return browser.ActResult{}, fmt.Errorf("extension act: page %q: %w", req.Page, browser.ErrNotFound)
+	}
+	step := req.Step
+	if req.ClickSelector != "" {
+		step = browser.Step{Kind: browser.StepClick, Target: browser.Target{Selector: req.ClickSelector}}
+	}
+	h.mu.Lock()
+	s := h.sess
+	h.mu.Unlock()
+	if s == nil {
+		return browser.ActResult{}, fmt.Errorf("extension act: %w", browser.ErrNotConnected)
+	}
+	ws, err := wireStepOf(step, s.epoch)
+	if err != nil {
+		return browser.ActResult{}, err
+	}
+	// A wait runs in the extension for up to its timeout: the command's deadline
+	// covers it.
+	if _, has := ctx.Deadline(); !has {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.opts.CommandTimeout+step.Timeout)
+		defer cancel()
+	}
+	var r actResult
+	sent, err := h.commandOn(ctx, "act", actArgs{Key: req.Key, Owner: req.Owner, TabID: tid, Step: ws}, &r)
+	if err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) && guardReasons[ce.Reason] {
+			ae := &browser.ActError{Reason: ce.Reason, Message: ce.Message, Candidates: ce.Candidates}
+			if len(ce.Candidates) > 0 && ce.Document != "" {
+				// The candidates' ids are refs of this connection's view of the page.
+				ae.Document, ae.Epoch = docPrefix(sent.epoch)+ce.Document, ce.Epoch
+			}
+			return browser.ActResult{}, ae
+		}
+		return browser.ActResult{}, err
+	}
+	if r.Observation == nil {
+		if step.Kind == browser.StepObserve {
+			return browser.ActResult{}, errors.New("extension act: observe answered without an observation")
+		}
+		return browser.ActResult{}, nil
+	}
+	return browser.ActResult{Observation: r.Observation.seam(sent.epoch)}, nil
+}
+
+// docPrefix scopes a page document id to the connection that observed it.
+func docPrefix(epoch int64) string { return "x" + strconv.FormatInt(epoch, 10) + "-" }
+
+// pageDocument strips the connection prefix of a document id of this connection;
+// ok is false for a document of another connection (or not ours at all).
+func pageDocument(doc string, epoch int64) (string, bool) {
+	rest, ok := strings.CutPrefix(doc, docPrefix(epoch))
+	return rest, ok && rest != ""
+}
+
+// wireStepOf checks a step and turns it into the command's step. A ref or point
+// of an earlier connection is refused here as the guard the page would name.
+func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
+	ws := wireStep{Kind: string(st.Kind)}
+	bad := func(format string, args ...any) (wireStep, error) {
+		return wireStep{}, fmt.Errorf("extension act: "+format, args...)
+	}
+	switch st.Kind {
+	case browser.StepObserve:
+		if st.MaxElements < 0 || st.MaxElements > maxObserved {
+			return bad("maxElements %d is out of range; give 1-%d (0 means 200)", st.MaxElements, maxObserved)
+		}
+		ws.MaxElements = st.MaxElements
+	case browser.StepNavigate:
+		if st.URL == "" || len(st.URL) > maxActURL {
+			return bad("navigate needs a url (http(s) or about:blank, at most %d characters)", maxActURL)
+		}
+		ws.URL = st.URL
+	case browser.StepClick, browser.StepType:
+		if st.Kind == browser.StepType {
+			if st.Text == "" || len(st.Text) > maxActText {
+				return bad("type needs text (at most %d characters)", maxActText)
+			}
+			ws.Text = st.Text
+		}
+		if st.Target == (browser.Target{}) {
+			if st.Kind == browser.StepClick {
+				return bad("click needs a target: a ref with its document, a text, a selector, or a point")
+			}
+			break
+		}
+		t := &wireTarget{Ref: st.Target.Ref, Text: st.Target.Text, Selector: st.Target.Selector}
+		if st.Target.Ref != "" || st.Target.Point {
+			doc, ok := pageDocument(st.Target.Document, epoch)
+			if !ok {
+				if st.Target.Ref != "" {
+					return wireStep{}, &browser.ActError{Reason: twv1.ReasonStaleRef, Message: fmt.Sprintf(
+						"ref %s is from document %q, which this extension connection (%s…) did not observe (the extension reconnected since): observe again",
+						st.Target.Ref, st.Target.Document, docPrefix(epoch))}
+				}
+				return wireStep{}, &browser.ActError{Reason: twv1.ReasonStaleCoordinates, Message: fmt.Sprintf(
+					"the point (%v, %v) is from document %q, which this extension connection (%s…) did not observe (the extension reconnected since): observe again",
+					st.Target.X, st.Target.Y, st.Target.Document, docPrefix(epoch))}
+			}
+			t.Document = doc
+		}
+		if st.Target.Point {
+			t.Point, t.X, t.Y, t.Epoch = true, st.Target.X, st.Target.Y, st.Target.Epoch
+		}
+		ws.Target = t
+	case browser.StepPress:
+		if st.Key == "" || len(st.Key) > 64 {
+			return bad(`press needs a key: a name (Enter, Tab, Escape, ...) or one character, with modifiers like "Shift+Tab"`)
+		}
+		ws.Key = st.Key
+	case browser.StepScroll:
+		if st.DeltaX == 0 && st.DeltaY == 0 {
+			return bad("scroll needs deltaX or deltaY (CSS pixels)")
+		}
+		ws.DeltaX, ws.DeltaY = st.DeltaX, st.DeltaY
+	case browser.StepWait:
+		if st.Timeout < 0 || st.Timeout > maxWait {
+			return bad("wait timeout %v is out of range; at most %v", st.Timeout, maxWait)
+		}
+		if st.Text == "" && st.Timeout == 0 {
+			return bad("wait needs text to wait for, or a timeout to sleep")
+		}
+		if len(st.Text) > 1024 {
+			return bad("wait text is longer than 1024 characters")
+		}
+		ws.Text = st.Text
+		ws.TimeoutMs = st.Timeout.Milliseconds()
+		if st.Timeout > 0 && ws.TimeoutMs == 0 {
+			ws.TimeoutMs = 1
+		}
+	default:
+		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll or wait", st.Kind)
+	}
+	return ws, nil
+}
+
+func (e wireElement) seam() browser.Element {
+	return browser.Element{ID: clip(e.ID, 32), Role: clip(e.Role, 64), Name: clip(e.Name, maxElementName),
+		X: e.X, Y: e.Y, Width: e.Width, Height: e.Height}
+}
+
+// seam converts an observation of the connection epoch.
+func (o *wireObservation) seam(epoch int64) *browser.PageObservation {
+	out := &browser.PageObservation{
+		Document: docPrefix(epoch) + clip(o.Document, 128), Epoch: o.Epoch,
+		URL: clip(o.URL, maxActURL), Title: clip(o.Title, 1024),
+		ScrollX: o.ScrollX, ScrollY: o.ScrollY, Truncated: o.Truncated,
+	}
+	for i, e := range o.Elements {
+		if i == maxObserved {
+			out.Truncated = true
+			break
+		}
+		out.Elements = append(out.Elements, e.seam())
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+// actPeer answers act like the extension: tab 10 is uid-a's, tab 404 is gone, a
+// click on the text "Send" is ambiguous among 40 elements.
+func actPeer(sent *[]string, mu *sync.Mutex) func(cmd) reply {
+	return extWorld(func(c cmd) reply {
+		if c.Op != "act" {
+			return reply{err: &wireError{Reason: "unknown_op"}}
+		}
+		mu.Lock()
+		*sent = append(*sent, string(c.Args))
+		mu.Unlock()
+		var a actArgs
+		if err := json.Unmarshal(c.Args, &a); err != nil {
+			return reply{err: &wireError{Reason: "invalid_args", Message: err.Error()}}
+		}
+		switch {
+		case a.TabID == 404:
+			return reply{err: &wireError{Reason: "not_found", Message: "tab 404 not found"}}
+		case a.Owner != "uid-a" || a.TabID != 10:
+			return reply{err: &wireError{Reason: "not_owned", Message: "tab is not recorded under that owner"}}
+		case a.Step.Kind == "observe":
+			return reply{result: actResult{Observation: &wireObservation{Document: "d1", Epoch: 2, URL: "https://contacts.example/", Title: "Contacts",
+				ScrollY: 40, Elements: []wireElement{{ID: "e1", Role: "button", Name: "Send", X: 10, Y: 20, Width: 80, Height: 30}}}}}
+		case a.Step.Kind == "click" && a.Step.Target != nil && a.Step.Target.Text == "Send":
+			var cands []wireElement
+			for i := range 40 {
+				cands = append(cands, wireElement{ID: fmt.Sprintf("e%d", i+1), Role: "button", Name: "Send"})
+			}
+			return reply{err: &wireError{Reason: "ambiguous_target", Message: `40 visible elements read "Send"`, Candidates: cands, Document: "d1", Epoch: 3}}
+		case a.Step.Kind == "click" && a.Step.Target != nil && a.Step.Target.Ref == "e9":
+			return reply{err: &wireError{Reason: "stale_ref", Message: "the element e9 named is gone from the page"}}
+		}
+		return reply{result: map[string]any{}}
+	})
+}
+
+func TestActRoundTrip(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	_, d, fe, _ := connected(t, actPeer(&sent, &mu))
+	ctx := context.Background()
+	last := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(sent) == 0 {
+			return ""
+		}
+		return sent[len(sent)-1]
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(sent) }
+
+	// observe: the document is scoped to this connection.
+	r, err := d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10", Step: browser.Step{Kind: browser.StepObserve, MaxElements: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := last(); got != `{"key":"act-1","owner":"uid-a","tabId":10,"step":{"kind":"observe","maxElements":50}}` {
+		t.Fatalf("observe args %s", got)
+	}
+	doc := fmt.Sprintf("x%d-d1", fe.epoch)
+	o := r.Observation
+	if o == nil || o.Document != doc || o.Epoch != 2 || o.ScrollY != 40 || o.URL != "https://contacts.example/" ||
+		len(o.Elements) != 1 || o.Elements[0] != (browser.Element{ID: "e1", Role: "button", Name: "Send", X: 10, Y: 20, Width: 80, Height: 30}) {
+		t.Fatalf("observation %+v", o)
+	}
+
+	// A ref of this connection's document goes out with the page's own document id.
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10",
+		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Ref: "e1", Document: o.Document}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := last(); got != `{"key":"act-1","owner":"uid-a","tabId":10,"step":{"kind":"click","target":{"ref":"e1","document":"d1"}}}` {
+		t.Fatalf("click args %s", got)
+	}
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10",
+		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Point: true, X: 12.5, Y: 30, Epoch: 2, Document: o.Document}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := last(); got != `{"key":"act-1","owner":"uid-a","tabId":10,"step":{"kind":"click","target":{"document":"d1","point":true,"x":12.5,"y":30,"epoch":2}}}` {
+		t.Fatalf("point args %s", got)
+	}
+
+	// A ref or point of an earlier connection never reaches the page.
+	before := count()
+	old := fmt.Sprintf("x%d-d1", fe.epoch-1)
+	_, err = d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10",
+		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Ref: "e1", Document: old}}})
+	var ae *browser.ActError
+	if !errors.As(err, &ae) || ae.Reason != twv1.ReasonStaleRef || !strings.Contains(ae.Message, "observe again") {
+		t.Fatalf("ref of an earlier connection: %v", err)
+	}
+	_, err = d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10",
+		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Point: true, X: 1, Y: 1, Document: "d1"}}})
+	if !errors.As(err, &ae) || ae.Reason != twv1.ReasonStaleCoordinates {
+		t.Fatalf("point of another document: %v", err)
+	}
+	if count() != before {
+		t.Fatal("a stale target was sent to the extension")
+	}
+
+	// The page's refusals are ActErrors, candidates bounded.
+	_, err = d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10",
+		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Send"}}})
+	if !errors.As(err, &ae) || ae.Reason != twv1.ReasonAmbiguousTarget || len(ae.Candidates) != maxCandidates || ae.Candidates[0].ID != "e1" {
+		t.Fatalf("ambiguous: %v (%d candidates)", err, len(ae.Candidates))
+	}
+	if ae.Document != doc || ae.Epoch != 3 {
+		t.Fatalf("the candidates' document %q epoch %d, want %q 3: refs of this connection's view", ae.Document, ae.Epoch, doc)
+	}
+	// A candidate is a usable ref.
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10",
+		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Ref: ae.Candidates[1].ID, Document: ae.Document}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := last(); got != `{"key":"act-1","owner":"uid-a","tabId":10,"step":{"kind":"click","target":{"ref":"e2","document":"d1"}}}` {
+		t.Fatalf("candidate ref args %s", got)
+	}
+	_, err = d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "10",
+		Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Ref: "e9", Document: o.Document}}})
+	if !errors.As(err, &ae) || ae.Reason != twv1.ReasonStaleRef {
+		t.Fatalf("stale ref: %v", err)
+	}
+
+	// Ownership and gone tabs map to the seam's errors.
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-b", Page: "10", Step: browser.Step{Kind: browser.StepObserve}}); !errors.Is(err, browser.ErrNotOwned) {
+		t.Fatalf("act on another owner's tab: %v", err)
+	}
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "404", Step: browser.Step{Kind: browser.StepObserve}}); !errors.Is(err, browser.ErrNotFound) {
+		t.Fatalf("act on a gone tab: %v", err)
+	}
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "act-1", Owner: "uid-a", Page: "w-1", Step: browser.Step{Kind: browser.StepObserve}}); !errors.Is(err, browser.ErrNotFound) {
+		t.Fatalf("act on a malformed tab id: %v", err)
+	}
+
+	// The shorthand, and the other kinds' fields.
+	steps := []struct {
+		req  browser.ActRequest
+		want string
+	}{
+		{browser.ActRequest{ClickSelector: "#save"}, `{"kind":"click","target":{"selector":"#save"}}`},
+		{browser.ActRequest{Step: browser.Step{Kind: browser.StepType, Text: "Ada", Target: browser.Target{Text: "Name"}}}, `{"kind":"type","target":{"text":"Name"},"text":"Ada"}`},
+		{browser.ActRequest{Step: browser.Step{Kind: browser.StepType, Text: "Ada"}}, `{"kind":"type","text":"Ada"}`},
+		{browser.ActRequest{Step: browser.Step{Kind: browser.StepPress, Key: "Enter"}}, `{"kind":"press","key":"Enter"}`},
+		{browser.ActRequest{Step: browser.Step{Kind: browser.StepScroll, DeltaY: 600}}, `{"kind":"scroll","deltaY":600}`},
+		{browser.ActRequest{Step: browser.Step{Kind: browser.StepNavigate, URL: "https://a.example/"}}, `{"kind":"navigate","url":"https://a.example/"}`},
+		{browser.ActRequest{Step: browser.Step{Kind: browser.StepWait, Text: "Saved", Timeout: 1500 * time.Millisecond}}, `{"kind":"wait","text":"Saved","timeoutMs":1500}`},
+	}
+	for _, s := range steps {
+		s.req.Key, s.req.Owner, s.req.Page = "act-2", "uid-a", "10"
+		if _, err := d.Act(ctx, s.req); err != nil {
+			t.Fatalf("%+v: %v", s.req, err)
+		}
+		if got, want := last(), `{"key":"act-2","owner":"uid-a","tabId":10,"step":`+s.want+`}`; got != want {
+			t.Fatalf("args\n got %s\nwant %s", got, want)
+		}
+	}
+
+	// Bad steps teach and are not sent.
+	before = count()
+	for _, st := range []browser.Step{
+		{Kind: "evaluate"},
+		{Kind: browser.StepClick},
+		{Kind: browser.StepType},
+		{Kind: browser.StepPress},
+		{Kind: browser.StepScroll},
+		{Kind: browser.StepWait},
+		{Kind: browser.StepWait, Timeout: time.Hour},
+		{Kind: browser.StepNavigate},
+		{Kind: browser.StepObserve, MaxElements: 5000},
+	} {
+		if _, err := d.Act(ctx, browser.ActRequest{Key: "k", Owner: "uid-a", Page: "10", Step: st}); err == nil {
+			t.Fatalf("step %+v was accepted", st)
+		}
+	}
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "k", Page: "10", Step: browser.Step{Kind: browser.StepObserve}}); err == nil {
+		t.Fatal("act without an owner")
+	}
+	if count() != before {
+		t.Fatal("a bad step was sent")
+	}
+}
+
+func TestActWhileDisconnected(t *testing.T) {
+	th := startHost(t, "", nil)
+	if _, err := th.Driver().Act(context.Background(), browser.ActRequest{Key: "k", Owner: "uid-a", Page: "10",
+		Step: browser.Step{Kind: browser.StepObserve}}); !errors.Is(err, browser.ErrNotConnected) {
+		t.Fatalf("act without an extension: %v", err)
+	}
+}
+
+// A tab the extension attributes to an act is reported with Attributed, and keeps
+// it across updates that do not carry it; a tab with an opener never has one.
+func TestAttributedTabs(t *testing.T) {
+	_, d, fe, _ := connected(t, extWorld(nil))
+	ctx := context.Background()
+	fe.event(evTabCreated, map[string]any{"tab": wireTab{ID: 50, WindowID: 1, URL: "https://a.example/landing", Attributed: "act-1"}})
+	if ev := nextEvent(t, d); ev.Type != browser.PageCreated || ev.Page.ID != "50" || ev.Page.Attributed != "act-1" {
+		t.Fatalf("event %+v", ev)
+	}
+	fe.event(evTabUpdated, map[string]any{"tab": wireTab{ID: 50, WindowID: 1, URL: "https://a.example/landing", Title: "Landing"}})
+	if ev := nextEvent(t, d); ev.Type != browser.PageUpdated || ev.Page.Attributed != "act-1" {
+		t.Fatalf("update lost the attribution: %+v", ev)
+	}
+	fe.event(evTabCreated, map[string]any{"tab": wireTab{ID: 51, WindowID: 1, OpenerTabID: i64(10), URL: "https://a.example/x", Attributed: "act-1"}})
+	if ev := nextEvent(t, d); ev.Page.Attributed != "" || ev.Page.OpenerID != "10" {
+		t.Fatalf("a tab with an opener was attributed: %+v", ev)
+	}
+	snap, err := d.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := snap.Page("50"); !ok || p.Attributed != "act-1" {
+		t.Fatalf("snapshot page %+v %v", p, ok)
+	}
+}

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"io"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/tabwarden/tabwarden/internal/mcpserver"
+)
+
+func newMCP(env *Env) *cobra.Command {
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve tabwarden's tools to an AI agent over MCP (stdio), with your kubeconfig",
+		Long: `Serve a Model Context Protocol server on standard input and output. Its tools start a session,
+open windows, list what the session owns, acknowledge spawned windows, observe and act on pages,
+and finish, through the API server with the kubeconfig flags' identity and namespace. A refusal
+is a tool error whose text carries the guard's reason, message and hint.
+
+An agent's MCP configuration:
+
+  {"mcpServers": {"tabwarden": {"command": "tabwarden",
+    "args": ["mcp", "--kubeconfig", "/home/me/.kube/config", "-n", "default"]}}}`,
+		Args: args(0, 0, ""),
+		RunE: func(c *cobra.Command, _ []string) error {
+			o, err := env.Ops()
+			if err != nil {
+				return err
+			}
+			s := mcpserver.New(o, mcpserver.Options{Version: env.Version, Timeout: timeout})
+			t := &mcp.IOTransport{Reader: io.NopCloser(c.InOrStdin()), Writer: nopWriteCloser{c.OutOrStdout()}}
+			return s.Run(c.Context(), t)
+		},
+	}
+	c.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long a tool waits for a session to be placed, a window to open, an action to finish")
+	return c
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
