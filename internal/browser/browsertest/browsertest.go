@@ -60,10 +60,6 @@ type Focus interface {
 // Caps are the legitimate differences between drivers; a world that has any
 // implements Capabilities. The zero value is a driver that does everything.
 type Caps struct {
-	// NoAct: the driver runs no steps yet and refuses every Act with its own
-	// error (extension: curated steps through the extension are future work),
-	// so the suite checks only that Act never succeeds on a page not owned.
-	NoAct bool
 	// NoLinkCut: the world cannot cut the driver's link deterministically (the
 	// extension's service worker comes back by itself on any tab event; its
 	// restart is proven by test/e2e/extension's restart tests), so the
@@ -574,16 +570,7 @@ func testActNotOwned(t *testing.T, e *env) {
 		{"another key's page", browser.ActRequest{Key: "act", Owner: "mine", Page: other.ID, Step: observe}},
 	} {
 		_, err := e.b.Act(e.ctx(), c.req)
-		if capsOf(e.w).NoAct {
-			if err == nil {
-				t.Fatalf("act on %s succeeded", c.what)
-			}
-			continue
-		}
 		wantErr(t, "act on "+c.what, err, browser.ErrNotOwned)
-	}
-	if capsOf(e.w).NoAct {
-		return
 	}
 	// The owner is not refused (which steps a driver runs is not the seam's
 	// ownership promise; the act tests of each driver prove them).

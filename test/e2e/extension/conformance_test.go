@@ -25,9 +25,9 @@ type extWorld struct {
 }
 
 func (w *extWorld) Caps() browsertest.Caps {
-	// Act: curated steps through the extension are future work; the link: the
-	// service worker wakes up by itself (TestServiceWorkerRestart proves the reconnect).
-	return browsertest.Caps{NoAct: true, NoLinkCut: true}
+	// The link: the service worker wakes up by itself on any tab event
+	// (TestServiceWorkerRestart proves the reconnect).
+	return browsertest.Caps{NoLinkCut: true}
 }
 
 func (w *extWorld) URL() string {
