@@ -607,11 +607,17 @@ var settledReasons = []string{
 }
 
 // unregistered: a window created for a session that was deleted before the
-// controller ever registered it; it never had a page, and stays refused
-// (session_unregistered) until someone deletes it.
+// controller ever registered it; it never had a page, and stays (refused with
+// session_unregistered, or still waiting) until someone deletes it.
 func unregistered(x twv1.BrowserWindow) bool {
 	if x.Status.Phase != "" && x.Status.Phase != twv1.WindowPending {
 		return false
+	}
+	if len(x.OwnerReferences) == 0 && x.Status.TabID == "" {
+		// Never registered (a forged window created just before its session's
+		// deletion): nothing ties it to a page, and no garbage collector to the
+		// session. It is left behind, harmless.
+		return true
 	}
 	for _, c := range x.Status.Conditions {
 		if c.Status == metav1.ConditionFalse && c.Reason == twv1.ReasonSessionUnregistered {
