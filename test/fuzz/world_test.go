@@ -710,7 +710,10 @@ func (w *world) converged() error {
 		if !x.DeletionTimestamp.IsZero() {
 			return fmt.Errorf("window %s is still being deleted (phase %s)", x.Name, x.Status.Phase)
 		}
-		if s := w.sessionNamed(x.Spec.SessionRef.Name); s != nil && s.ended && !unregistered(x) {
+		if s := w.sessionNamed(x.Spec.SessionRef.Name); s != nil && s.ended {
+			if unregistered(x) {
+				continue
+			}
 			return fmt.Errorf("window %s of ended session %s is still there (phase %s): %v", x.Name, s.name, x.Status.Phase, x.Status.Conditions)
 		}
 		switch x.Status.Phase {
