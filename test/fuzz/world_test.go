@@ -476,7 +476,9 @@ func (w *world) apply(o op) error {
 			w.logf("%s: ack %s: %v", o, x.Name, err)
 			return nil
 		}
-		if d == twv1.DispositionKeep && x.Spec.Spawn != nil && w.b.HasPage(x.Spec.Spawn.TabID) {
+		// Keep promises the page only while the session runs: an ended session's
+		// cleanup may already be closing it.
+		if s := w.sessionNamed(x.Spec.SessionRef.Name); d == twv1.DispositionKeep && x.Spec.Spawn != nil && w.b.HasPage(x.Spec.Spawn.TabID) && s != nil && !s.ended {
 			w.keepPages[x.Spec.Spawn.TabID] = true
 		}
 		w.logf("%s: ack %s %s", o, x.Name, d)
@@ -520,7 +522,7 @@ func (w *world) apply(o op) error {
 		if !ok {
 			return nil
 		}
-		if x.Spec.Disposition == twv1.DispositionKeep && x.Status.TabID != "" && w.b.HasPage(x.Status.TabID) {
+		if s := w.sessionNamed(x.Spec.SessionRef.Name); x.Spec.Disposition == twv1.DispositionKeep && x.Status.TabID != "" && w.b.HasPage(x.Status.TabID) && s != nil && !s.ended {
 			// A Keep page whose window is deleted is released, not closed.
 			w.keepPages[x.Status.TabID] = true
 		}
