@@ -201,12 +201,13 @@ type world struct {
 	userOrder []string
 	spawns    []mspawn
 	keepPages map[string]bool
+	keepMaybe map[string]bool // acknowledged Keep after the session ended: released or closed
 	userGone  map[string]bool // pages of tabwarden's the user closed
 	seenPages map[string]bool // every page tabwarden had: closed at most once
 }
 
 func newWorld(ctx context.Context, attempt string) (*world, error) {
-	w := &world{ctx: ctx, profile: "fuzz-" + attempt, b: fake.New(), userTabs: map[string]bool{}, keepPages: map[string]bool{}, userGone: map[string]bool{}, seenPages: map[string]bool{}}
+	w := &world{ctx: ctx, profile: "fuzz-" + attempt, b: fake.New(), userTabs: map[string]bool{}, keepPages: map[string]bool{}, keepMaybe: map[string]bool{}, userGone: map[string]bool{}, seenPages: map[string]bool{}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fuzz-"}}
 	if err := k8s.Create(ctx, ns); err != nil {
 		return nil, err
@@ -476,10 +477,14 @@ func (w *world) apply(o op) error {
 			w.logf("%s: ack %s: %v", o, x.Name, err)
 			return nil
 		}
-		// Keep promises the page only while the session runs: an ended session's
-		// cleanup may already be closing it.
-		if s := w.sessionNamed(x.Spec.SessionRef.Name); d == twv1.DispositionKeep && x.Spec.Spawn != nil && w.b.HasPage(x.Spec.Spawn.TabID) && s != nil && !s.ended {
-			w.keepPages[x.Spec.Spawn.TabID] = true
+		// Keep promises the page only while the session runs: once it ended, the
+		// cleanup may already be closing the page, or release it if the Keep is first.
+		if s := w.sessionNamed(x.Spec.SessionRef.Name); d == twv1.DispositionKeep && x.Spec.Spawn != nil && w.b.HasPage(x.Spec.Spawn.TabID) {
+			if s != nil && !s.ended {
+				w.keepPages[x.Spec.Spawn.TabID] = true
+			} else {
+				w.keepMaybe[x.Spec.Spawn.TabID] = true
+			}
 		}
 		w.logf("%s: ack %s %s", o, x.Name, d)
 	case kFinish:
@@ -522,9 +527,13 @@ func (w *world) apply(o op) error {
 		if !ok {
 			return nil
 		}
-		if s := w.sessionNamed(x.Spec.SessionRef.Name); x.Spec.Disposition == twv1.DispositionKeep && x.Status.TabID != "" && w.b.HasPage(x.Status.TabID) && s != nil && !s.ended {
+		if s := w.sessionNamed(x.Spec.SessionRef.Name); x.Spec.Disposition == twv1.DispositionKeep && x.Status.TabID != "" && w.b.HasPage(x.Status.TabID) {
 			// A Keep page whose window is deleted is released, not closed.
-			w.keepPages[x.Status.TabID] = true
+			if s != nil && !s.ended {
+				w.keepPages[x.Status.TabID] = true
+			} else {
+				w.keepMaybe[x.Status.TabID] = true
+			}
 		}
 		if err := w.user.Delete(ctx, &x); err != nil {
 			w.logf("%s: delete window %s: %v", o, x.Name, err)
@@ -762,7 +771,7 @@ func (w *world) converged() error {
 		if r, ok := recordOf(w.b.Records(), p.ID); ok && r.Owned() {
 			continue
 		}
-		if strings.HasPrefix(p.URL, "https://work.example/keep/") || w.keepPages[p.ID] {
+		if strings.HasPrefix(p.URL, "https://work.example/keep/") || w.keepPages[p.ID] || w.keepMaybe[p.ID] {
 			continue
 		}
 		return fmt.Errorf("page %s (%s, opener %q) is open and owned by no window: leaked", p.ID, p.URL, p.OpenerID)
