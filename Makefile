@@ -6,7 +6,7 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # starts its own kube-apiserver or Chromium.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
 
-.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node run demo bench bench-short bench-deps envtest chromium clean lint
+.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node run demo bench bench-short bench-deps envtest chromium clean lint fuzz chaos
 
 all: build
 
@@ -85,6 +85,23 @@ test-go:
 
 test-node:
 	node --test extension/test/*.test.mjs
+
+## fuzz: the model-based fuzz of the whole system (envtest + the fake browser):
+## FUZZ_OPS operations from FUZZ_SEED; a failing episode is minimized and printed
+## with the flags that replay it. `make test` runs a short seed run.
+FUZZ_OPS ?= 100000
+FUZZ_SEED ?= 1
+fuzz: envtest
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test -count=1 -timeout 0 -v -run TestModelFuzz ./test/fuzz -args -ops $(FUZZ_OPS) -seed $(FUZZ_SEED) -minimize 20m
+
+## chaos: CHAOS_LIFECYCLES session lifecycles on real Chromium with kill -9 of the
+## controller and agent processes and Chromium crashes (CHAOS_FAULT_RATE per
+## lifecycle). `make test` runs a short variant (10 lifecycles, 3 faults).
+CHAOS_LIFECYCLES ?= 200
+CHAOS_FAULT_RATE ?= 0.5
+CHAOS_SEED ?= 1
+chaos: envtest chromium
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test -count=1 -timeout 0 -v -run TestChaos ./test/chaos -args -lifecycles $(CHAOS_LIFECYCLES) -fault-rate $(CHAOS_FAULT_RATE) -seed $(CHAOS_SEED)
 
 ## run: the embedded control plane, the controller, an agent and a headless Chromium.
 run: envtest chromium build

@@ -441,6 +441,9 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 		return ctrl.Result{}, err
 	}
 	live := recorded && !ended(w)
+	if recorded {
+		r.adoptSpawnsOf(ctx, w, rec)
+	}
 	switch {
 	case !recorded:
 	case !rec.Owned() || w.Spec.Disposition == twv1.DispositionKeep:
@@ -475,6 +478,30 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 		a.markProfileDirty()
 	}
 	return ctrl.Result{}, nil
+}
+
+// adoptSpawnsOf adopts the pages the window's page spawned that are not adopted
+// yet, before its record is dropped: after that the driver can no longer see
+// them as spawned from the session (a popup opened while the browser link was
+// down, reported on the reconnect that also runs this cleanup). Best effort:
+// the adopter retries on its own, and a failure here must not hold the cleanup.
+func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) {
+	a := r.agent
+	if ready, _ := a.model.state(); !ready {
+		return
+	}
+	o := owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}
+	for _, p := range a.model.all() {
+		if p.OpenerID != rec.Page {
+			continue
+		}
+		if _, recorded := a.model.record(p.ID); recorded {
+			continue
+		}
+		if err := a.adopt(ctx, p, o, rec.Key, ReasonOpener); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Adopting a spawn of a page before letting it go failed", "page", p.ID, "opener", rec.Page)
+		}
+	}
 }
 
 // ended reports whether the window's page is closed or gone for good.

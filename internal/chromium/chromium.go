@@ -245,6 +245,16 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
+// Crash kills the whole process group at once (SIGKILL), as a crash would, and
+// waits until the browser is gone. The profile directory stays (Close removes a
+// temporary one).
+func (p *Process) Crash() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
 // Close kills the whole process group, waits for the browser to exit and removes
 // a temporary profile directory.
 func (p *Process) Close() error {

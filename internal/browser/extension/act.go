@@ -44,7 +44,7 @@ var guardReasons = map[string]bool{
 func (d *Driver) Act(ctx context.Context, req browser.ActRequest) (browser.ActResult, error) {
 	h := d.h
 	if req.Owner == "" {
-		return browser.ActResult{}, errors.New("extension act: an owner is required (the key the page is recorded under)")
+		return browser.ActResult{}, fmt.Errorf("extension act: an owner is required (the key the page is recorded under): %w", browser.ErrNotOwned)
 	}
 	tid, ok := parseID(req.Page)
 	if !ok {

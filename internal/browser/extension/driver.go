@@ -457,12 +457,19 @@ func (d *Driver) defaultWindow(ctx context.Context) (int64, bool, error) {
 // req.OwnsWindow is not sent. A tab already gone is not an error.
 func (d *Driver) Close(ctx context.Context, req browser.CloseRequest) error {
 	h := d.h
-	if req.Key == "" {
-		return errors.New("extension close: a key (owner) is required")
-	}
 	tid, ok := parseID(req.ID)
 	if !ok {
 		return nil // no such tab can exist: already gone
+	}
+	if req.Key == "" {
+		// No key owns anything: a live tab is refused, a gone one is not an error.
+		h.mu.Lock()
+		_, live := h.model.tabs[tid]
+		h.mu.Unlock()
+		if live {
+			return fmt.Errorf("extension close of tab %s without a key (owner): %w", req.ID, browser.ErrNotOwned)
+		}
+		return nil
 	}
 	var r closeResult
 	s, err := h.commandOn(ctx, "close", ownerTabArgs{Owner: req.Key, TabID: tid}, &r)

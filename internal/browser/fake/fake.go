@@ -41,6 +41,7 @@ type Browser struct {
 	winOrder  []string
 	tabs      map[string]*tab
 	closes    map[string]int // tab id → Close calls that closed it
+	opens     map[string]int // key → pages Open created for it
 	connected bool
 	epoch     int64
 	events    chan browser.Event
@@ -67,6 +68,7 @@ func New() *Browser {
 		windows:    map[string]*window{},
 		tabs:       map[string]*tab{},
 		closes:     map[string]int{},
+		opens:      map[string]int{},
 		connected:  true,
 		epoch:      1,
 		events:     make(chan browser.Event, 4096),
@@ -83,7 +85,9 @@ func (b *Browser) id(prefix string) string {
 }
 
 func (b *Browser) page(t *tab) browser.Page {
-	return browser.Page{ID: t.id, WindowID: t.window, OpenerID: t.opener, URL: t.url, Title: t.title, Popup: b.windows[t.window].popup}
+	// Attribution is part of the page, in snapshots too (as the cdp driver reports
+	// it): an agent restarted before it adopted the page still sees it.
+	return browser.Page{ID: t.id, WindowID: t.window, OpenerID: t.opener, URL: t.url, Title: t.title, Popup: b.windows[t.window].popup, Attributed: b.attributed[t.id]}
 }
 
 func (b *Browser) emit(typ browser.EventType, p browser.Page) {
@@ -112,10 +116,6 @@ func (b *Browser) newTabLocked(windowID, url, opener string) *tab {
 	w.tabs = append(w.tabs, t.id)
 	if opener == "" && b.actKey != "" {
 		b.attributed[t.id] = b.actKey
-		p := b.page(t)
-		p.Attributed = b.actKey
-		b.emit(browser.PageCreated, p)
-		return t
 	}
 	b.emit(browser.PageCreated, b.page(t))
 	return t
@@ -174,6 +174,11 @@ func (b *Browser) Open(_ context.Context, req browser.OpenRequest) (browser.Page
 		}
 	}
 	var t *tab
+	defer func() {
+		if t != nil {
+			b.opens[req.Key]++
+		}
+	}()
 	switch {
 	case req.NewWindow:
 		t = b.newWindowLocked(req.URL, "", false)
@@ -401,6 +406,27 @@ func (b *Browser) CloseCount(id string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.closes[id]
+}
+
+// OpenCount says how many pages Open created for a key (0 or 1 when correct:
+// opening again under a key whose page is open returns that page).
+func (b *Browser) OpenCount(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.opens[key]
+}
+
+// Pages returns every open page.
+func (b *Browser) Pages() []browser.Page {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []browser.Page
+	for _, wid := range b.winOrder {
+		for _, tid := range b.windows[wid].tabs {
+			out = append(out, b.page(b.tabs[tid]))
+		}
+	}
+	return out
 }
 
 // WindowTabs returns the tab ids of a window, or nil when it does not exist.

@@ -29,6 +29,10 @@ type Ledger struct {
 	keys     map[string]string         // key → page
 	intents  map[string]Intent         // key → intent
 	contexts map[string]string         // context name → driver's context id
+	// released are spawned pages whose record was released while they lived
+	// (Keep pages, deliverables that are the user's now): never adopted again,
+	// though their opener may still be recorded.
+	released map[string]bool
 }
 
 // Intent is an open about to be asked of the browser, recorded before the
@@ -50,13 +54,14 @@ type fileFormat struct {
 	Records  []browser.Record  `json:"records"`
 	Intents  []Intent          `json:"intents,omitempty"`
 	Contexts map[string]string `json:"contexts,omitempty"`
+	Released []string          `json:"released,omitempty"`
 }
 
 // New returns a ledger; with a non-empty path it loads the records stored there
 // (a missing file is an empty ledger) and persists every change to it.
 func New(path string) (*Ledger, error) {
 	l := &Ledger{path: path, pages: map[string]browser.Record{}, keys: map[string]string{},
-		intents: map[string]Intent{}, contexts: map[string]string{}}
+		intents: map[string]Intent{}, contexts: map[string]string{}, released: map[string]bool{}}
 	if path == "" {
 		return l, nil
 	}
@@ -107,6 +112,9 @@ func New(path string) (*Ledger, error) {
 			l.contexts[name] = id
 		}
 	}
+	for _, p := range f.Released {
+		l.released[p] = true
+	}
 	return l, nil
 }
 
@@ -123,6 +131,10 @@ func (l *Ledger) saveLocked() error {
 	if len(l.contexts) > 0 {
 		f.Contexts = l.contexts
 	}
+	for p := range l.released {
+		f.Released = append(f.Released, p)
+	}
+	slices.Sort(f.Released)
 	data, err := json.Marshal(f)
 	if err != nil {
 		return err
@@ -234,6 +246,9 @@ func (l *Ledger) Adopt(req browser.AdoptRequest, opener, attributed string) erro
 		}
 		return fmt.Errorf("page %s is recorded under %s: %w", req.ID, r.Key, browser.ErrInUse)
 	}
+	if l.released[req.ID] {
+		return fmt.Errorf("page %s was adopted and released before (a Keep page is the user's now): %w", req.ID, browser.ErrNotObserved)
+	}
 	observed := false
 	if opener != "" {
 		p, ok := l.pages[opener]
@@ -269,12 +284,17 @@ func (l *Ledger) Bind(req browser.BindRequest, opener, attributed string) error 
 	return l.putLocked(browser.Record{Key: req.Key, Page: req.ID, Kind: browser.RecordBound})
 }
 
-// Release drops key's record of page; a record under another key stays.
+// Release drops key's record of page, which stays open; a record under another
+// key stays. A spawned page released is never adopted again.
 func (l *Ledger) Release(key, page string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r, ok := l.pages[page]; !ok || r.Key != key {
+	r, ok := l.pages[page]
+	if !ok || r.Key != key {
 		return nil
+	}
+	if r.Kind == browser.RecordSpawned {
+		l.released[page] = true
 	}
 	return l.dropLocked(page)
 }
@@ -302,7 +322,14 @@ func (l *Ledger) MayAct(owner, page string) error {
 }
 
 // Closed drops the record of a page that is gone after key closed it.
-func (l *Ledger) Closed(key, page string) error { return l.Release(key, page) }
+func (l *Ledger) Closed(key, page string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.pages[page]; !ok || r.Key != key {
+		return nil
+	}
+	return l.dropLocked(page)
+}
 
 // Intend records an open intent for in.Key before the driver asks the browser
 // for the page; it replaces an earlier intent of the key. ErrInUse when the key

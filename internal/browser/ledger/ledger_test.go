@@ -544,3 +544,39 @@ func TestIntentsAndContextsPersist(t *testing.T) {
 		t.Error("a dropped intent stayed")
 	}
 }
+
+// TestReleasedSpawnIsNeverAdoptedAgain: a spawned page released as a Keep
+// deliverable is the user's; its opener still recorded does not make it a new
+// spawn (a reconnect's resync, or the cleanup of its opener's window, would
+// otherwise adopt it again and close it with the session). The rule survives a
+// restart; a page closed is not remembered.
+func TestReleasedSpawnIsNeverAdoptedAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.json")
+	l, err := New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(l.Opened("opener", "P"))
+	must(l.Adopt(browser.AdoptRequest{Key: "keep", ID: "K", Parent: "opener"}, "P", ""))
+	must(l.Adopt(browser.AdoptRequest{Key: "temp", ID: "T", Parent: "opener"}, "P", ""))
+	must(l.Release("keep", "K"))
+	must(l.Closed("temp", "T"))
+	if err := l.Adopt(browser.AdoptRequest{Key: "again", ID: "K", Parent: "opener"}, "P", ""); !errors.Is(err, browser.ErrNotObserved) {
+		t.Fatalf("adopting a released Keep page again: %v, want ErrNotObserved", err)
+	}
+	l2, err := New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.Adopt(browser.AdoptRequest{Key: "again", ID: "K", Parent: "opener"}, "P", ""); !errors.Is(err, browser.ErrNotObserved) {
+		t.Fatalf("after a restart, adopting a released Keep page again: %v, want ErrNotObserved", err)
+	}
+	// A closed page's id is not kept (the adopt here only proves the rule is about releases).
+	must(l2.Adopt(browser.AdoptRequest{Key: "temp2", ID: "T", Parent: "opener"}, "P", ""))
+}

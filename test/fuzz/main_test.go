@@ -1,0 +1,88 @@
+// Package fuzz is a model-based fuzz of the whole system: a real kube-apiserver
+// (envtest, with the shipped RBAC and admission policies), the controller and an
+// agent each under its own identity, a user under theirs, and the fake browser.
+// Seeded random sequences of operations (sessions, opens, spawns with and without
+// an opener, the user's own tabs, binds, acknowledgements, finishes, deletes,
+// forged objects, controller and agent restarts, browser disconnects) run in
+// episodes; after each quiescence the invariants of DESIGN.md are checked
+// against a reference model. A failing episode is minimized (delta debugging)
+// and printed with the flags that replay it.
+//
+//	go test ./test/fuzz                          # the short seed run (make test)
+//	go test ./test/fuzz -timeout 0 -args -ops 100000   # make fuzz
+//	go test ./test/fuzz -args -seed 7 -episode 3 # replay one episode
+package fuzz
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tabwarden/tabwarden/internal/run"
+	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/up/access"
+)
+
+var (
+	admin *rest.Config
+	k8s   client.Client // the administrator: reads, and what nobody else may do
+
+	flagOps      = flag.Int("ops", 300, "operations in all (make fuzz: 100000)")
+	flagEpisode  = flag.Int("episode-ops", 60, "operations per episode (each episode starts a fresh browser, namespace and agent)")
+	flagSeed     = flag.Int64("seed", 1, "seed of the first episode; episode i uses seed+i")
+	flagOnly     = flag.Int("episode", -1, "run only this episode (replay)")
+	flagMinimize = flag.Duration("minimize", 0, "time budget to minimize a failing episode (0: the test's default)")
+	flagReplay   = flag.String("replay", "", "run exactly this sequence, as a failing run prints it: \"[session(1,2) open(3,4) ...]\"")
+)
+
+// userGroup is the group the fuzz's user is in: RBAC lets it write every
+// tabwarden kind, and only the admission policies stop it.
+const userGroup = "tabwarden-fuzz-users"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	lvl := zapcore.InfoLevel
+	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
+		lvl = zapcore.DPanicLevel
+	}
+	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
+	ctrl.SetLogger(zapr.NewLogger(zl))
+
+	env, c, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	admin = c
+	if k8s, err = client.New(admin, client.Options{Scheme: run.Scheme()}); err == nil {
+		err = access.Apply(context.Background(), k8s,
+			&rbacv1.ClusterRole{
+				ObjectMeta: metav1.ObjectMeta{Name: "fuzz-tabwarden-user"},
+				Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"tabwarden.dev"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+			},
+			&rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "fuzz-tabwarden-user"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "fuzz-tabwarden-user"},
+				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: userGroup}},
+			})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = env.Stop()
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
