@@ -498,7 +498,7 @@ func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWin
 		if _, recorded := a.model.record(p.ID); recorded {
 			continue
 		}
-		if err := a.adopt(ctx, p, o, rec.Key, ReasonOpener); err != nil {
+		if err := a.adopt(ctx, p, o, rec.Key, ReasonOpener, time.Now()); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Adopting a spawn of a page before letting it go failed", "page", p.ID, "opener", rec.Page)
 		}
 	}

@@ -84,7 +84,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best effort: a temporary directory
 	bin = filepath.Join(dir, "tabwarden")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/tabwarden")
 	build.Dir = testenv.Root()
@@ -187,7 +187,7 @@ func freePort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only to learn a free port
 	return l.Addr().(*net.TCPAddr).Port
 }
 

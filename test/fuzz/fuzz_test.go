@@ -11,11 +11,11 @@ import (
 
 // episode runs one sequence in a fresh world and returns the first invariant it
 // breaks, and the trace of what ran.
-func episode(name string, ops []op) (err error, trace []string) {
+func episode(name string, ops []op) (trace []string, err error) {
 	ctx := context.Background()
 	w, err := newWorld(ctx, name)
 	if err != nil {
-		return fmt.Errorf("setting up: %w", err), nil
+		return nil, fmt.Errorf("setting up: %w", err)
 	}
 	defer w.close()
 	for i, o := range ops {
@@ -28,13 +28,13 @@ func episode(name string, ops []op) (err error, trace []string) {
 			stats[kindNames[o.K]]++
 		}
 		if err != nil {
-			return fmt.Errorf("op %d %s: %w", i, o, err), w.trace
+			return w.trace, fmt.Errorf("op %d %s: %w", i, o, err)
 		}
 	}
 	if err := w.end(); err != nil {
-		return fmt.Errorf("at the end: %w", err), w.trace
+		return w.trace, fmt.Errorf("at the end: %w", err)
 	}
-	return nil, w.trace
+	return w.trace, nil
 }
 
 // TestModelFuzz runs -ops operations in episodes of -episode-ops from -seed.
@@ -50,7 +50,7 @@ func TestModelFuzz(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err, trace := episode("replay", ops)
+		trace, err := episode("replay", ops)
 		t.Logf("trace:\n  %s", strings.Join(trace, "\n  "))
 		if err != nil {
 			t.Fatalf("the sequence fails: %v", err)
@@ -68,7 +68,7 @@ func TestModelFuzz(t *testing.T) {
 		}
 		seed := *flagSeed + int64(e)
 		ops := generate(seed, per)
-		err, trace := episode(fmt.Sprintf("%d-%d", seed, e), ops)
+		trace, err := episode(fmt.Sprintf("%d-%d", seed, e), ops)
 		ran += len(ops)
 		if err == nil {
 			if e%10 == 9 {
@@ -95,7 +95,7 @@ func minimize(t *testing.T, name string, ops []op, budget time.Duration) []op {
 	tries := 0
 	fails := func(c []op) bool {
 		tries++
-		err, _ := episode(fmt.Sprintf("%s-min%d", name, tries), c)
+		_, err := episode(fmt.Sprintf("%s-min%d", name, tries), c)
 		return err != nil
 	}
 	if !fails(ops) {

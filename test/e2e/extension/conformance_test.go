@@ -10,6 +10,7 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/browsertest"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
 
 // extWorld is the world outside the extension driver: the test's own DevTools
@@ -141,7 +142,7 @@ func (w *extWorld) UserCloseTab(t testing.TB, id string) {
 		return
 	}
 	ctx := context.Background()
-	if err := devtools.call(ctx, "", "Target.closeTarget", map[string]any{"targetId": target}, nil); err != nil {
+	if err := devtools.closeTarget(ctx, target); err != nil {
 		t.Fatalf("the user closes %s: %v", id, err)
 	}
 	deadline := time.Now().Add(browsertest.Timeout)
@@ -174,7 +175,7 @@ func (w *extWorld) Spawn(t testing.TB, opener string, popup bool) string {
 		sel = "#open-popup"
 	}
 	// The user looks at the tab before clicking in it (a click needs a rendered page).
-	if err := devtools.call(context.Background(), "", "Target.activateTarget", map[string]any{"targetId": target}, nil); err != nil {
+	if err := devtools.do(context.Background(), "", wire.ActivateTarget{TargetID: target}); err != nil {
 		t.Fatalf("the user switches to %s: %v", opener, err)
 	}
 	clickIn(t.(*testing.T), target, sel)
@@ -211,8 +212,12 @@ func (w *extWorld) Visible(t testing.TB, id string) bool {
 	return state == "visible"
 }
 
-func (w *extWorld) Disconnect(t testing.TB) { t.Fatal("the extension's link cannot be cut (Caps.NoLinkCut)") }
-func (w *extWorld) Reconnect(t testing.TB)  { t.Fatal("the extension's link cannot be cut (Caps.NoLinkCut)") }
+func (w *extWorld) Disconnect(t testing.TB) {
+	t.Fatal("the extension's link cannot be cut (Caps.NoLinkCut)")
+}
+func (w *extWorld) Reconnect(t testing.TB) {
+	t.Fatal("the extension's link cannot be cut (Caps.NoLinkCut)")
+}
 
 // TestConformance runs the seam's conformance suite against the extension
 // driver: the real extension in Chromium, through the agent's host. No agent
