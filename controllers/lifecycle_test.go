@@ -380,6 +380,21 @@ func TestTabPlacementPinnedCondition(t *testing.T) {
 	openedTabs(t, g, third)
 	g.Expect(third.Status.WindowID).To(Equal(pin), "the pin never follows where a page landed")
 	g.Expect(placed(third).Status).To(Equal(metav1.ConditionTrue))
+
+	// The user closes the pinned window: the next page opens in a window of its
+	// own (never in whatever window has focus), and Placed says why.
+	for _, tab := range b.WindowTabs(pin) {
+		b.UserCloseTab(tab)
+	}
+	fourth := openWindow(ns, "fourth", "tabs", "https://work.example/4")
+	g.Expect(k8s.Create(ctx, fourth)).To(Succeed())
+	openedTabs(t, g, fourth)
+	g.Expect(fourth.Status.WindowID).NotTo(BeElementOf(pin, other))
+	g.Expect(fourth.Status.OwnsWindow).To(BeTrue(), "its window was made for it, and closes with it")
+	c = placed(fourth)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Message).To(ContainSubstring("pinned window " + pin + " is gone"))
 }
 
 // TestRegistrationStoresThePageFinalizer: the controller's registration write

@@ -290,6 +290,15 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 		req.Context = s.Namespace + "/" + s.Name
 	}
 	page, err := a.opts.Browser.Open(ctx, req)
+	requested := req.WindowID
+	if errors.Is(err, browser.ErrNotFound) && req.WindowID != "" {
+		// The session's pinned window is gone (the user closed it): the page
+		// opens in a window of its own rather than nowhere, and Placed says so.
+		req.WindowID, req.Anchors, req.NewWindow = "", nil, true
+		if page, err = a.opts.Browser.Open(ctx, req); err == nil {
+			page.Misplaced = fmt.Sprintf("the session's pinned window %s is gone (closed); the page opened in a new window of its own", requested)
+		}
+	}
 	if errors.Is(err, browser.ErrNotConnected) {
 		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonBrowserUnreachable, err.Error())
 		return ctrl.Result{}, nil
@@ -307,8 +316,8 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	w.Status.TabID, w.Status.WindowID, w.Status.OwnsWindow = page.ID, page.WindowID, req.NewWindow
 	w.Status.OpenedTime = &now
 	w.Status.Phase = twv1.WindowOpen
-	if !req.NewWindow {
-		setPlaced(w, req.WindowID, page)
+	if placement == twv1.PlacementTab {
+		setPlaced(w, requested, page)
 	}
 	// No Event: the status records the open, and an Event per page doubles the
 	// API writes of the common path. Events are kept for refusals, adoptions and cleanup.
