@@ -479,7 +479,13 @@ func (w *world) apply(o op) error {
 		}
 		// Keep promises the page only while the session runs: once it ended, the
 		// cleanup may already be closing the page, or release it if the Keep is first.
-		if s := w.sessionNamed(x.Spec.SessionRef.Name); d == twv1.DispositionKeep && x.Spec.Spawn != nil && w.b.HasPage(x.Spec.Spawn.TabID) {
+		// A forged window naming the user's tab owns nothing: its Keep promises
+		// nothing (the tab stays the user's, who may close it).
+		usersTab := false
+		if x.Spec.Spawn != nil {
+			_, usersTab = w.userTabs[x.Spec.Spawn.TabID]
+		}
+		if s := w.sessionNamed(x.Spec.SessionRef.Name); d == twv1.DispositionKeep && x.Spec.Spawn != nil && !usersTab && w.b.HasPage(x.Spec.Spawn.TabID) {
 			if s != nil && !s.ended {
 				w.keepPages[x.Spec.Spawn.TabID] = true
 			} else {
