@@ -239,3 +239,14 @@ func (m *model) knowsRecords() bool {
 	defer m.mu.RUnlock()
 	return m.recordsKnown
 }
+
+// recordList returns the mirrored records.
+func (m *model) recordList() []browser.Record {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]browser.Record, 0, len(m.records))
+	for _, r := range m.records {
+		out = append(out, r)
+	}
+	return out
+}

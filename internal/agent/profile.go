@@ -85,6 +85,9 @@ func (pl *profileLoop) Start(ctx context.Context) error {
 		if err := a.disposeEndedContexts(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Disposing the browser contexts of ended sessions failed; retrying")
 		}
+		if err := a.collectOrphans(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Collecting pages whose window is gone failed; retrying")
+		}
 		select {
 		case <-ctx.Done():
 			return nil

@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+// collectOrphans closes the pages the driver's ledger still holds as opened or
+// spawned under a window that no longer exists, and drops bound records the same
+// way (a bound tab is the user's: released, never closed). A window's page is
+// normally closed by its finalizer; this catches a page whose window went
+// without it (the agent was away when the controller let an untaken window go,
+// or it stopped between a create and the record's window). The ledger proves
+// the page is tabwarden's; the API server, asked directly, proves its window is
+// gone: a record is written only after its window exists, so records read
+// before the list cannot name a window the list does not show yet.
+func (a *Agent) collectOrphans(ctx context.Context) error {
+	if ready, _ := a.model.state(); !ready || !a.model.knowsRecords() {
+		return nil
+	}
+	var suspects []browser.Record
+	for _, r := range a.model.recordList() {
+		var cached twv1.BrowserWindowList
+		if err := a.client.List(ctx, &cached, client.MatchingFields{WindowUIDIndex: r.Key}); err != nil {
+			return err
+		}
+		if len(cached.Items) == 0 {
+			suspects = append(suspects, r)
+		}
+	}
+	if len(suspects) == 0 {
+		return nil
+	}
+	var list twv1.BrowserWindowList
+	if err := a.reader.List(ctx, &list, client.MatchingLabels{twv1.ProfileLabel: a.opts.Profile}); err != nil {
+		return err
+	}
+	live := make(map[string]bool, len(list.Items))
+	for i := range list.Items {
+		live[string(list.Items[i].UID)] = true
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for _, r := range suspects {
+		if live[r.Key] {
+			continue
+		}
+		var err error
+		if r.Kind == browser.RecordBound {
+			err = a.opts.Browser.Release(ctx, browser.ReleaseRequest{Key: r.Key, ID: r.Page})
+		} else {
+			// Not knowing the window, close the page as a tab: the last-tab rule
+			// leaves a blank tab rather than close a window that may be the user's.
+			err = a.opts.Browser.Close(ctx, browser.CloseRequest{Key: r.Key, ID: r.Page})
+		}
+		if err != nil && !errors.Is(err, browser.ErrNotFound) {
+			log.Error(err, "Collecting an orphaned page failed; retrying", "page", r.Page, "kind", r.Kind)
+			continue
+		}
+		a.model.dropRecord(r.Key, r.Page)
+		a.model.forgetOwner(r.Key)
+		log.Info("Collected a page whose window is gone", "page", r.Page, "kind", r.Kind, "window", r.Key)
+	}
+	return nil
+}
