@@ -34,7 +34,9 @@ func TestOrphanedPagesAreCollected(t *testing.T) {
 	agentRole.Stop()
 	g.Expect(k8s.Patch(ctx, w, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
 	g.Expect(k8s.Delete(ctx, w)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(w), &twv1.BrowserWindow{})) }).Should(BeTrue())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(w), &twv1.BrowserWindow{}))
+	}).Should(BeTrue())
 	g.Expect(b.HasPage(page)).To(BeTrue(), "nobody closed it while the agent was away")
 
 	startAgent(t, "orphans", b)
