@@ -13,6 +13,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/run"
 )
 
@@ -119,4 +120,26 @@ func OpenWindow(ns, name, session, url string) *twv1.BrowserWindow {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       twv1.BrowserWindowSpec{SessionRef: twv1.SessionReference{Name: session}, Source: twv1.SourceOpen, URL: url},
 	}
+}
+
+// StartCDPAgent runs an agent for profile, under the agent's own identity, on
+// the Chromium at endpoint (its DevTools WebSocket URL, or a proxy in front of
+// it) through its own CDP connection, with its ledger in stateDir (an agent
+// restarted in a test finds the records of the one before it, as `tabwarden
+// agent --state-dir` does). It ensures the profile exists first.
+func StartCDPAgent(t testing.TB, admin *rest.Config, profile, endpoint, stateDir string, pool bool) *Role {
+	t.Helper()
+	ensureProfile(t, admin, profile, twv1.DriverCDP)
+	agentCfg := MustConfig(t)(AgentConfig(admin, profile))
+	return RunRole(t, func(ctx context.Context) error {
+		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: pool, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
+			LedgerPath: cdp.LedgerFile(stateDir, profile)})
+		if err != nil {
+			return err
+		}
+		defer b.Shutdown()
+		return run.Agent(ctx, agentCfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
+			Profile: profile, Driver: twv1.DriverCDP, Browser: b, Heartbeat: time.Second,
+		}})
+	})
 }

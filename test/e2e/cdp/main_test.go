@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/chromium"
@@ -93,22 +92,7 @@ func startController(t *testing.T) *testenv.Role { return testenv.StartControlle
 // connection to endpoint (Chromium's, or a proxy in front of it).
 func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role {
 	t.Helper()
-	if err := testenv.EnsureProfile(context.Background(), k8s, profile, twv1.DriverCDP); err != nil {
-		t.Fatal(err)
-	}
-	// The agent's own identity, with the shipped RBAC and admission policies.
-	agentCfg := testenv.MustConfig(t)(testenv.AgentConfig(cfg, profile))
-	return testenv.RunRole(t, func(ctx context.Context) error {
-		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: pool, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
-			LedgerPath: cdp.LedgerFile(stateDir, profile)})
-		if err != nil {
-			return err
-		}
-		defer b.Shutdown()
-		return run.Agent(ctx, agentCfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
-			Profile: profile, Driver: twv1.DriverCDP, Browser: b, Heartbeat: time.Second,
-		}})
-	})
+	return testenv.StartCDPAgent(t, cfg, profile, endpoint, stateDir, pool)
 }
 
 // hand is a second, raw CDP connection: the user's (or the agent's) hand that

@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/chromium"
@@ -98,21 +97,7 @@ func runMain(m *testing.M) int {
 // startAgent runs the CDP agent of profile on Chromium under its own identity.
 func startAgent(t *testing.T, profile string) {
 	t.Helper()
-	if err := testenv.EnsureProfile(context.Background(), k8s, profile, twv1.DriverCDP); err != nil {
-		t.Fatal(err)
-	}
-	agentCfg := testenv.MustConfig(t)(testenv.AgentConfig(admin, profile))
-	testenv.RunRole(t, func(ctx context.Context) error {
-		b, err := cdp.New(ctx, chrome.WebSocketURL, cdp.Options{MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
-			LedgerPath: cdp.LedgerFile(stateDir, profile)})
-		if err != nil {
-			return err
-		}
-		defer b.Shutdown()
-		return run.Agent(ctx, agentCfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
-			Profile: profile, Driver: twv1.DriverCDP, Browser: b, Heartbeat: time.Second,
-		}})
-	})
+	testenv.StartCDPAgent(t, admin, profile, chrome.WebSocketURL, stateDir, false)
 }
 
 // eye is a raw CDP connection that opens the user's window and checks what Chromium shows.
