@@ -5,8 +5,10 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/index"
 )
 
 // keepalive keeps the browser connection busy while an active session placed
@@ -48,7 +50,8 @@ func (k *keepalive) Start(ctx context.Context) error {
 func (k *keepalive) interval(ctx context.Context) time.Duration {
 	a := k.agent
 	var list twv1.BrowserSessionList
-	if err := a.client.List(ctx, &list); err != nil {
+	// Read-only, from the cache's status.profileName index without copies.
+	if err := a.client.List(ctx, &list, client.MatchingFields{index.SessionProfile: a.opts.Profile}, client.UnsafeDisableDeepCopy); err != nil {
 		return 0
 	}
 	var min time.Duration

@@ -21,6 +21,9 @@ type model struct {
 	epoch     int64
 	version   string
 	pages     map[string]browser.Page
+	// spawns indexes pages by their opener (opener id → page ids), so that
+	// finding a page's spawns costs its spawns, not every page of the browser.
+	spawns map[string]map[string]bool
 	// records mirrors the driver's ledger (page → record): the only source of
 	// authority over a page. keys maps a record's key to its page.
 	records map[string]browser.Record
@@ -48,7 +51,7 @@ type recordOp struct {
 }
 
 func newModel() *model {
-	return &model{pages: map[string]browser.Page{}, records: map[string]browser.Record{}, keys: map[string]string{}, owners: map[string]owner{}}
+	return &model{pages: map[string]browser.Page{}, spawns: map[string]map[string]bool{}, records: map[string]browser.Record{}, keys: map[string]string{}, owners: map[string]owner{}}
 }
 
 // beginSnapshot is called before asking the driver for a snapshot: record
@@ -78,8 +81,10 @@ func (m *model) replace(s browser.Snapshot, mark int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pages = make(map[string]browser.Page, len(s.Pages))
+	m.spawns = map[string]map[string]bool{}
 	for _, p := range s.Pages {
 		m.pages[p.ID] = p
+		m.linkLocked(p)
 	}
 	m.records = make(map[string]browser.Record, len(s.Records))
 	m.keys = make(map[string]string, len(s.Records))
@@ -118,14 +123,56 @@ func (m *model) put(p browser.Page) {
 			p.OpenerID = old.OpenerID
 		}
 		p.Popup = p.Popup || old.Popup
+		m.unlinkLocked(old)
 	}
 	m.pages[p.ID] = p
+	m.linkLocked(p)
 }
 
 func (m *model) remove(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.pages[id]; ok {
+		m.unlinkLocked(old)
+	}
 	delete(m.pages, id)
+}
+
+// linkLocked and unlinkLocked keep the opener index in step with pages.
+func (m *model) linkLocked(p browser.Page) {
+	if p.OpenerID == "" {
+		return
+	}
+	set := m.spawns[p.OpenerID]
+	if set == nil {
+		set = map[string]bool{}
+		m.spawns[p.OpenerID] = set
+	}
+	set[p.ID] = true
+}
+
+func (m *model) unlinkLocked(p browser.Page) {
+	if set := m.spawns[p.OpenerID]; set != nil {
+		delete(set, p.ID)
+		if len(set) == 0 {
+			delete(m.spawns, p.OpenerID)
+		}
+	}
+}
+
+// spawnsOf returns the pages whose opener is page opener.
+func (m *model) spawnsOf(opener string) []browser.Page {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	set := m.spawns[opener]
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]browser.Page, 0, len(set))
+	for id := range set {
+		out = append(out, m.pages[id])
+	}
+	return out
 }
 
 // putRecord mirrors a record the driver just accepted.

@@ -13,6 +13,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/index"
 )
 
 // monitorLoop shows the user who drives the browser: it publishes the sessions
@@ -112,12 +113,13 @@ func (m *monitorLoop) publish(ctx context.Context) error {
 // they exist: their cleanup is worth watching), with the windows of the profile
 // that belong to it, sorted by name.
 func (a *Agent) monitorSessions(ctx context.Context) ([]browser.MonitorSession, error) {
+	// Read-only, from the cache without copies: only strings are kept.
 	var sessions twv1.BrowserSessionList
-	if err := a.client.List(ctx, &sessions); err != nil {
+	if err := a.client.List(ctx, &sessions, client.MatchingFields{index.SessionProfile: a.opts.Profile}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var windows twv1.BrowserWindowList
-	if err := a.client.List(ctx, &windows); err != nil {
+	if err := a.client.List(ctx, &windows, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	type key struct{ ns, name string }

@@ -24,13 +24,19 @@ func (a *Agent) collectOrphans(ctx context.Context) error {
 	if ready, _ := a.model.state(); !ready || !a.model.knowsRecords() {
 		return nil
 	}
+	// One pass over the cache, read without copies, instead of a lookup per
+	// record: the cost is the profile's windows once per heartbeat.
+	var cached twv1.BrowserWindowList
+	if err := a.client.List(ctx, &cached, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	known := make(map[string]bool, len(cached.Items))
+	for i := range cached.Items {
+		known[string(cached.Items[i].UID)] = true
+	}
 	var suspects []browser.Record
 	for _, r := range a.model.recordList() {
-		var cached twv1.BrowserWindowList
-		if err := a.client.List(ctx, &cached, client.MatchingFields{WindowUIDIndex: r.Key}); err != nil {
-			return err
-		}
-		if len(cached.Items) == 0 {
+		if !known[r.Key] {
 			suspects = append(suspects, r)
 		}
 	}

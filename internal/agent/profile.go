@@ -85,8 +85,13 @@ func (pl *profileLoop) Start(ctx context.Context) error {
 		if err := a.disposeEndedContexts(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Disposing the browser contexts of ended sessions failed; retrying")
 		}
-		if err := a.collectOrphans(ctx); err != nil && ctx.Err() == nil {
-			log.Error(err, "Collecting pages whose window is gone failed; retrying")
+		// Orphans are rare (a window that went while the agent was away) and
+		// looking for them costs a pass over every record: once per heartbeat,
+		// not on every burst of page events.
+		if full {
+			if err := a.collectOrphans(ctx); err != nil && ctx.Err() == nil {
+				log.Error(err, "Collecting pages whose window is gone failed; retrying")
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -500,10 +500,7 @@ func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWin
 		return
 	}
 	o := owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}
-	for _, p := range a.model.all() {
-		if p.OpenerID != rec.Page {
-			continue
-		}
+	for _, p := range a.model.spawnsOf(rec.Page) {
 		if _, recorded := a.model.record(p.ID); recorded {
 			continue
 		}
@@ -569,7 +566,8 @@ func (r *WindowReconciler) sessionWindows(ctx context.Context, s *twv1.BrowserSe
 // held Open windows (gating), and every window once the session ends.
 func (r *WindowReconciler) sessionToWindows(ctx context.Context, o client.Object) []reconcile.Request {
 	var list twv1.BrowserWindowList
-	if err := r.agent.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{twv1.SessionRefIndex: o.GetName()}); err != nil {
+	// Read-only: the cache's objects, not copies (a session event maps often).
+	if err := r.agent.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{twv1.SessionRefIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -590,7 +588,7 @@ func (r *WindowReconciler) heldSiblings(ctx context.Context, o client.Object) []
 		return nil
 	}
 	var list twv1.BrowserWindowList
-	if err := r.agent.client.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingFields{twv1.SessionRefIndex: w.Spec.SessionRef.Name}); err != nil {
+	if err := r.agent.client.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingFields{twv1.SessionRefIndex: w.Spec.SessionRef.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request

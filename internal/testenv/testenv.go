@@ -68,6 +68,12 @@ var (
 // config/admission, and waits until they are enforced. The config it returns is
 // an administrator's (system:masters; the admission policies apply to it too).
 func Start() (*envtest.Environment, *rest.Config, error) {
+	return StartWith(nil)
+}
+
+// StartWith is Start with configure applied to the environment before it starts
+// (e.g. flags of etcd or the API server for a benchmark); nil configures nothing.
+func StartWith(configure func(*envtest.Environment)) (*envtest.Environment, *rest.Config, error) {
 	assets, err := Assets()
 	if err != nil {
 		return nil, nil, err
@@ -80,6 +86,9 @@ func Start() (*envtest.Environment, *rest.Config, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(Root(), "crds")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+	}
+	if configure != nil {
+		configure(env)
 	}
 	cfg, err := env.Start()
 	if err != nil {

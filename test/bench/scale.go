@@ -40,6 +40,23 @@ type scaleRow struct {
 	ctlCreate, agtCreate      counts
 	ctlDelete, agtDelete      counts
 	floorWritesCreate         int64
+	// load is /proc/loadavg's 1-minute figure when this S began (before its floor).
+	load string
+}
+
+// loadAvg1 is the 1-minute load average, "?" when unknown.
+func loadAvg1() string {
+	l, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(l)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// scaleTimeout bounds each wait of one S: generous, and growing with S so that
+// S=10,000 on a slow or shared machine times out only when something is stuck.
+func scaleTimeout(S int) time.Duration {
+	return 30*time.Minute + time.Duration(S)*250*time.Millisecond
 }
 
 func (r scaleRow) readyRatio() float64 { return r.ready.Seconds() / r.floorReady.Seconds() }
@@ -311,7 +328,7 @@ func floor(ctx context.Context, c client.WithWatch, st client.Client, cfg config
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if err := waitFor("floor ready", 30*time.Minute, tr, func(s, w, r, o int) bool { return r == S && o == S*cfg.scaleWin }); err != nil {
+	if err := waitFor("floor ready", scaleTimeout(S), tr, func(s, w, r, o int) bool { return r == S && o == S*cfg.scaleWin }); err != nil {
 		return 0, 0, 0, err
 	}
 	ready = time.Since(t0)
@@ -327,7 +344,7 @@ func floor(ctx context.Context, c client.WithWatch, st client.Client, cfg config
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if err := waitFor("floor deleted", 30*time.Minute, tr, func(s, w, r, o int) bool { return s == 0 && w == 0 }); err != nil {
+	if err := waitFor("floor deleted", scaleTimeout(S), tr, func(s, w, r, o int) bool { return s == 0 && w == 0 }); err != nil {
 		return 0, 0, 0, err
 	}
 	return ready, time.Since(t1), nw, nil
@@ -424,7 +441,7 @@ func scaleSection(ctx context.Context, cfg config, restCfg *rest.Config, rep *re
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	for _, S := range cfg.scaleS {
-		row := scaleRow{S: S, W: cfg.scaleWin}
+		row := scaleRow{S: S, W: cfg.scaleWin, load: loadAvg1()}
 		logf("scale S=%d: API server floor (%d creates + %d status writes, %d workers)", S, S*(1+cfg.scaleWin), S*(1+cfg.scaleWin), cfg.workers)
 		var err error
 		if row.floorReady, row.floorGone, row.floorWritesCreate, err = floor(ctx, c, st, cfg, S); err != nil {
@@ -504,7 +521,7 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 		return err
 	}
 	logf("  created in %v", time.Since(t0).Round(time.Millisecond))
-	if err := waitFor("tabwarden ready", 40*time.Minute, tr, func(s, w, r, o int) bool { return r == S && o == S*cfg.scaleWin }); err != nil {
+	if err := waitFor("tabwarden ready", scaleTimeout(S), tr, func(s, w, r, o int) bool { return r == S && o == S*cfg.scaleWin }); err != nil {
 		return err
 	}
 	row.ready = time.Since(t0)
@@ -526,14 +543,14 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 	if err != nil {
 		return err
 	}
-	if err := poll(40*time.Minute, func() (bool, error) {
+	if err := poll(scaleTimeout(S), func() (bool, error) {
 		st := agt.read()
 		return st.Pages == 0 && st.Counts != nil, nil
 	}); err != nil {
 		return fmt.Errorf("pages never all closed: %w", err)
 	}
 	row.pagesClosed = time.Since(t1)
-	if err := waitFor("tabwarden deleted", 40*time.Minute, tr, func(s, w, r, o int) bool { return s == 0 && w == 0 }); err != nil {
+	if err := waitFor("tabwarden deleted", scaleTimeout(S), tr, func(s, w, r, o int) bool { return s == 0 && w == 0 }); err != nil {
 		return err
 	}
 	row.gone = time.Since(t1)
@@ -557,13 +574,13 @@ func (r *report) scaleMarkdown() string {
 	fmt.Fprintf(&b, "\n## Scale (fake driver, real API server; controller and agent as child processes, %s)\n\n", qps)
 	fmt.Fprintf(&b, "S sessions × %d Open windows created at once by %d client workers; one run per S. *Ready*: every session has Ready=True with %d live windows and every window shows phase Open. "+
 		"*Floor*: the same creates plus one status write per object, same workers, no tabwarden, waited for through the same watch. Times in seconds.\n\n", r.cfg.scaleWin, r.cfg.workers, r.cfg.scaleWin)
-	b.WriteString("| S | objects | floor ready | **tabwarden ready** | ratio | per 1k sessions | floor delete | pages closed | objects gone | ratio | ctl RSS peak MiB | agent RSS peak MiB | apiserver RSS MiB | ctl CPU s | agent CPU s | apiserver CPU s | ctl req/s | agent req/s | writes per window (ctl + agent) |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| S | load avg at start | objects | floor ready | **tabwarden ready** | ratio | per 1k sessions | floor delete | pages closed | objects gone | ratio | ctl RSS peak MiB | agent RSS peak MiB | apiserver RSS MiB | ctl CPU s | agent CPU s | apiserver CPU s | ctl req/s | agent req/s | writes per window (ctl + agent) |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range r.scale {
 		objs := s.S * (1 + s.W)
 		nw := float64(s.S * s.W)
-		fmt.Fprintf(&b, "| %d | %d | %.1f | **%.1f** | %.2f× | %.2f | %.1f | %.1f | %.1f | %.2f× | %.0f | %.0f | %.0f | %.1f + %.1f | %.1f + %.1f | %.1f + %.1f | %.0f | %.0f | create %.2f + %.2f; delete %.2f + %.2f |\n",
-			s.S, objs, s.floorReady.Seconds(), s.ready.Seconds(), s.readyRatio(), s.ready.Seconds()/float64(s.S)*1000,
+		fmt.Fprintf(&b, "| %d | %s | %d | %.1f | **%.1f** | %.2f× | %.2f | %.1f | %.1f | %.1f | %.2f× | %.0f | %.0f | %.0f | %.1f + %.1f | %.1f + %.1f | %.1f + %.1f | %.0f | %.0f | create %.2f + %.2f; delete %.2f + %.2f |\n",
+			s.S, s.load, objs, s.floorReady.Seconds(), s.ready.Seconds(), s.readyRatio(), s.ready.Seconds()/float64(s.S)*1000,
 			s.floorGone.Seconds(), s.pagesClosed.Seconds(), s.gone.Seconds(), s.gone.Seconds()/s.floorGone.Seconds(),
 			max(s.ctl.peakRSS, s.ctlDel.peakRSS), max(s.agt.peakRSS, s.agtDel.peakRSS), max(s.apiserver.peakRSS, s.apiDel.peakRSS),
 			s.ctl.cpu, s.ctlDel.cpu, s.agt.cpu, s.agtDel.cpu, s.apiserver.cpu, s.apiDel.cpu,
