@@ -62,7 +62,7 @@ func runController(name string, args []string, _, stderr io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	log.Info("Starting the controller", "version", fullVersion(), "apiServer", cfg.Host, "leaderElection", o.LeaderElection)
+	log.Info("Starting the controller", "version", fullVersion(), "apiServer", cfg.Host, "leaderElection", o.LeaderElection, "softMemoryLimit", run.SoftMemoryLimit())
 	if err := run.Controller(ctx, cfg, o); err != nil {
 		if strings.Contains(err.Error(), "unable to find leader election namespace") {
 			return fmt.Errorf("%w (outside a cluster pass --leader-election-namespace tabwarden-system, or --leader-elect=false)", err)
@@ -176,7 +176,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("--driver %q: want cdp or extension", driver)
 	}
 	o.Driver, o.Browser = twv1.DriverType(driver), b
-	log.Info("Starting the agent", "version", fullVersion(), "profile", o.Profile, "driver", driver, "apiServer", cfg.Host)
+	log.Info("Starting the agent", "version", fullVersion(), "profile", o.Profile, "driver", driver, "apiServer", cfg.Host, "softMemoryLimit", run.SoftMemoryLimit())
 	return run.Agent(ctx, cfg, o)
 }
 

@@ -48,3 +48,38 @@ func TestSnapshotNeverForgetsNewerRecords(t *testing.T) {
 		t.Errorf("snapping = %d", m.snapping)
 	}
 }
+
+// TestSpawnsOfFollowsPages: the opener index answers what a scan of every page
+// would, through events that learn the opener late, snapshots and removals.
+func TestSpawnsOfFollowsPages(t *testing.T) {
+	ids := func(ps []browser.Page) map[string]bool {
+		out := map[string]bool{}
+		for _, p := range ps {
+			out[p.ID] = true
+		}
+		return out
+	}
+	m := newModel()
+	m.put(browser.Page{ID: "opener"})
+	m.put(browser.Page{ID: "a", OpenerID: "opener"})
+	m.put(browser.Page{ID: "b"})                                        // created; its opener comes later
+	m.put(browser.Page{ID: "b", OpenerID: "opener", URL: "https://x/"}) // the opener learned
+	m.put(browser.Page{ID: "a", URL: "https://y/"})                     // an event without the opener keeps it
+	if got := ids(m.spawnsOf("opener")); len(got) != 2 || !got["a"] || !got["b"] {
+		t.Fatalf("spawnsOf(opener) = %v, want a and b", got)
+	}
+	if p := m.spawnsOf("opener"); p[0].URL == "" {
+		t.Errorf("spawnsOf returns the pages as the model knows them, got %+v", p)
+	}
+	m.remove("a")
+	if got := ids(m.spawnsOf("opener")); len(got) != 1 || !got["b"] {
+		t.Fatalf("after removing a: %v, want b", got)
+	}
+	m.replace(browser.Snapshot{Pages: []browser.Page{{ID: "opener"}, {ID: "c", OpenerID: "opener"}}}, m.beginSnapshot())
+	if got := ids(m.spawnsOf("opener")); len(got) != 1 || !got["c"] {
+		t.Fatalf("after a snapshot: %v, want c only", got)
+	}
+	if got := m.spawnsOf("nobody"); len(got) != 0 {
+		t.Errorf("a page that opened nothing has no spawns, got %v", got)
+	}
+}

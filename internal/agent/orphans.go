@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,13 +44,9 @@ func (a *Agent) collectOrphans(ctx context.Context) error {
 	if len(suspects) == 0 {
 		return nil
 	}
-	var list twv1.BrowserWindowList
-	if err := a.reader.List(ctx, &list, client.MatchingLabels{twv1.ProfileLabel: a.opts.Profile}); err != nil {
+	live, err := a.liveWindows(ctx, suspects)
+	if err != nil {
 		return err
-	}
-	live := make(map[string]bool, len(list.Items))
-	for i := range list.Items {
-		live[string(list.Items[i].UID)] = true
 	}
 	log := ctrl.LoggerFrom(ctx)
 	for _, r := range suspects {
@@ -73,4 +70,50 @@ func (a *Agent) collectOrphans(ctx context.Context) error {
 		log.Info("Collected a page whose window is gone", "page", r.Page, "kind", r.Kind, "window", r.Key)
 	}
 	return nil
+}
+
+// orphanGets is how many suspects are asked about one by one (a GET each)
+// before one LIST of the profile's windows is cheaper: at scale that list is
+// every window of the profile, read and decoded whole.
+const orphanGets = 32
+
+// liveWindows reports which of the suspects' windows (by uid) exist, asking the
+// API server directly: a GET by name for each suspect whose window the agent
+// knows by name (a window of that name with another uid is another window, one
+// labelled for another profile is not this agent's), or
+// one LIST of the profile's windows when some is unknown by name or they are many.
+func (a *Agent) liveWindows(ctx context.Context, suspects []browser.Record) (map[string]bool, error) {
+	live := map[string]bool{}
+	owners := make([]owner, 0, len(suspects))
+	for _, r := range suspects {
+		o, ok := a.model.knownOwner(r.Key)
+		if !ok || len(suspects) > orphanGets {
+			owners = nil
+			break
+		}
+		owners = append(owners, o)
+	}
+	if owners != nil {
+		for i, r := range suspects {
+			w := &twv1.BrowserWindow{}
+			err := a.reader.Get(ctx, client.ObjectKey{Namespace: owners[i].Namespace, Name: owners[i].Window}, w)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return nil, err
+			case string(w.UID) == r.Key && w.Labels[twv1.ProfileLabel] == a.opts.Profile:
+				// As the LIST below would see it: labelled for this profile.
+				live[r.Key] = true
+			}
+		}
+		return live, nil
+	}
+	var list twv1.BrowserWindowList
+	if err := a.reader.List(ctx, &list, client.MatchingLabels{twv1.ProfileLabel: a.opts.Profile}); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		live[string(list.Items[i].UID)] = true
+	}
+	return live, nil
 }
