@@ -271,6 +271,19 @@ func (a *Agent) confirmRecord(ctx context.Context, w *twv1.BrowserWindow) (brows
 			return browser.Record{}, false, err
 		}
 	}
+	if l, ok := a.opts.Browser.(browser.RecordLookup); ok {
+		// One key, not a snapshot of every page and record: at scale every
+		// window deleted after its page closed comes here.
+		r, found, err := l.RecordOf(ctx, string(w.UID))
+		if err != nil {
+			return browser.Record{}, false, err
+		}
+		if found {
+			a.model.putRecord(r)
+		}
+		r, ok := a.pageOf(w)
+		return r, ok, nil
+	}
 	snap, err := a.opts.Browser.Snapshot(ctx)
 	if err != nil {
 		return browser.Record{}, false, err

@@ -313,6 +313,16 @@ type ActError struct {
 func (e *ActError) Error() string { return e.Reason + ": " + e.Message }
 
 // Browser is one browser profile as the agent sees it.
+// RecordLookup is implemented by a driver that can return the record of one
+// key from its ledger without a whole Snapshot: the agent, missing a record in
+// its mirror, asks for that one key (a cost per window, not per page of the
+// browser). Its answer must be what a Snapshot taken now would list.
+type RecordLookup interface {
+	// RecordOf returns the record under key, if any; ErrNotConnected while the
+	// browser is unreachable.
+	RecordOf(ctx context.Context, key string) (Record, bool, error)
+}
+
 type Browser interface {
 	// Snapshot returns what the browser reports now.
 	Snapshot(ctx context.Context) (Snapshot, error)

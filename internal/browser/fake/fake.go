@@ -156,6 +156,22 @@ func (b *Browser) Snapshot(context.Context) (browser.Snapshot, error) {
 	return s, nil
 }
 
+// RecordOf implements browser.RecordLookup: the ledger's record under key, as
+// Snapshot would list it.
+func (b *Browser) RecordOf(_ context.Context, key string) (browser.Record, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.connected {
+		return browser.Record{}, false, browser.ErrNotConnected
+	}
+	page, ok := b.ledger.PageOf(key)
+	if !ok {
+		return browser.Record{}, false, nil
+	}
+	r, ok := b.ledger.Get(page)
+	return r, ok && r.Key == key, nil
+}
+
 // Open implements browser.Browser.
 func (b *Browser) Open(_ context.Context, req browser.OpenRequest) (browser.Page, error) {
 	b.mu.Lock()
