@@ -273,6 +273,18 @@ func (e *env) wantRecords(what string, want ...browser.Record) {
 	if !slices.Equal(got, want) {
 		e.t.Fatalf("%s: records %+v, want %+v", what, got, want)
 	}
+	// A driver that answers for one key answers as its snapshot does.
+	if l, ok := e.b.(browser.RecordLookup); ok {
+		for _, r := range want {
+			one, found, err := l.RecordOf(e.ctx(), r.Key)
+			if err != nil || !found || one != r {
+				e.t.Fatalf("%s: RecordOf(%q) = %+v, %v, %v; the snapshot lists %+v", what, r.Key, one, found, err, r)
+			}
+		}
+		if _, found, err := l.RecordOf(e.ctx(), "no-such-key"); err != nil || found {
+			e.t.Fatalf("%s: RecordOf of a key never recorded = %v, %v; want no record", what, found, err)
+		}
+	}
 }
 
 func sortRecords(rs []browser.Record) {
