@@ -111,14 +111,18 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	}
 	s := &twv1.BrowserSession{}
 	if err := a.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s); err != nil {
-		// Registered windows name an existing session; its deletion deletes them.
+		// Registered windows name an existing session (its deletion deletes
+		// them); one this cache does not show yet brings the window back.
+		helper.SkipStatus()
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// The label only selects what this agent caches; what it serves is decided
 	// by where the controller placed the session.
 	if s.Status.ProfileName == "" && s.Spec.ProfileName == a.opts.Profile {
 		// Pinned here and not placed yet (its creator registered the window
-		// ahead of the placement): the placement brings the window back.
+		// ahead of the placement): nothing to say, nothing written; the
+		// placement brings the window back.
+		helper.SkipStatus()
 		return ctrl.Result{}, nil
 	}
 	if s.Status.ProfileName != a.opts.Profile {

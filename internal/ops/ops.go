@@ -171,7 +171,9 @@ func (o *Ops) StartSession(ctx context.Context, req SessionRequest, timeout time
 			Hint:    `start_session {"thread": "thread-42", "purpose": "file the 2026 tax return form", "profile": "local"}`}
 	}
 	s := &twv1.BrowserSession{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: req.Name},
+		// The controller's cleanup finalizer, set in the create: the
+		// controller has nothing to add before it places the session.
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: req.Name, Finalizers: []string{twv1.SessionFinalizer}},
 		Spec: twv1.BrowserSessionSpec{
 			Thread: req.Thread, Purpose: req.Purpose, ProfileName: req.Profile, Placement: req.Placement,
 		},

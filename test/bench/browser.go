@@ -179,7 +179,8 @@ func poll(timeout time.Duration, f func() (bool, error)) error {
 
 func newSession(name string, placement twv1.Placement) *twv1.BrowserSession {
 	return &twv1.BrowserSession{
-		ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name},
+		// Created as kubectl tabwarden start does: with the cleanup finalizer.
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name, Finalizers: []string{twv1.SessionFinalizer}},
 		Spec:       twv1.BrowserSessionSpec{Thread: "bench", Purpose: "measure tabwarden", ProfileName: "bench", Placement: placement},
 	}
 }

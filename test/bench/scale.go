@@ -507,11 +507,22 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 	smp := startSampler(pm)
 	t0 := time.Now()
 	err = parallel(S, cfg.workers, func(i int) error {
-		if err := c.Create(ctx, scaleSession(ns, i)); err != nil {
+		// Created as a client of tabwarden does (kubectl tabwarden start and
+		// open, the MCP server): the session with its cleanup finalizer, each
+		// window registered in its create. The session was only just created,
+		// so the windows are registered for the profile it pins (the
+		// controller relabels any whose session lands elsewhere).
+		s := scaleSession(ns, i)
+		s.Finalizers = []string{twv1.SessionFinalizer}
+		if err := c.Create(ctx, s); err != nil {
 			return err
 		}
+		pinned := s.DeepCopy()
+		pinned.Status.ProfileName = s.Spec.ProfileName
 		for j := 0; j < cfg.scaleWin; j++ {
-			if err := c.Create(ctx, scaleWindow(ns, i, j)); err != nil {
+			w := scaleWindow(ns, i, j)
+			w.Register(pinned, true)
+			if err := c.Create(ctx, w); err != nil {
 				return err
 			}
 		}
@@ -572,7 +583,7 @@ func (r *report) scaleMarkdown() string {
 		qps += fmt.Sprintf("; EXPERIMENT: every controller reconciler runs %d workers (shipped: 1)", r.cfg.ctlWorkers)
 	}
 	fmt.Fprintf(&b, "\n## Scale (fake driver, real API server; controller and agent as child processes, %s)\n\n", qps)
-	fmt.Fprintf(&b, "S sessions × %d Open windows created at once by %d client workers; one run per S. *Ready*: every session has Ready=True with %d live windows and every window shows phase Open. "+
+	fmt.Fprintf(&b, "S sessions × %d Open windows created at once by %d client workers; one run per S. The client creates as kubectl tabwarden does: sessions with their cleanup finalizer, windows registered in their create (labels, owner, page finalizer; docs/design.md, Writes per operation). *Ready*: every session has Ready=True with %d live windows and every window shows phase Open. "+
 		"*Floor*: the same creates plus one status write per object, same workers, no tabwarden, waited for through the same watch. Times in seconds.\n\n", r.cfg.scaleWin, r.cfg.workers, r.cfg.scaleWin)
 	b.WriteString("| S | load avg at start | objects | floor ready | **tabwarden ready** | ratio | per 1k sessions | floor delete | pages closed | objects gone | ratio | ctl RSS peak MiB | agent RSS peak MiB | apiserver RSS MiB | ctl CPU s | agent CPU s | apiserver CPU s | ctl req/s | agent req/s | writes per window (ctl + agent) |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
