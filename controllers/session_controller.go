@@ -100,7 +100,8 @@ const sessionDelay = 200 * time.Millisecond
 const untakenDelay = 1500 * time.Millisecond
 
 // windowEvents maps window events to their session: at once when the window
-// goes (the session's finalizer may be the last thing left), after
+// goes (the session's finalizer may be the last thing left) or is deleted
+// before an agent took it (the controller may have to let it go itself), after
 // untakenDelay while no agent has taken it, else after sessionDelay.
 func windowEvents() handler.EventHandler {
 	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -110,6 +111,12 @@ func windowEvents() handler.EventHandler {
 		}
 		req := windowToSession(context.Background(), w)[0]
 		switch {
+		case !w.DeletionTimestamp.IsZero() && AgentTook(w) && controllerutil.ContainsFinalizer(w, twv1.PageFinalizer):
+			// Its agent is closing the page: only the window's going (its Delete
+			// event, at once below) can let the session go. Reconciling now would
+			// hold that reconcile behind a status write from a cache that has not
+			// seen the last one yet.
+			q.AddAfter(req, sessionDelay)
 		case !w.DeletionTimestamp.IsZero():
 			q.Add(req)
 		case !AgentTook(w):
@@ -150,6 +157,11 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		summarizeSession(session, windows, retErr)
 		if retErr == nil {
 			session.Status.ObservedGeneration = session.Generation
+		}
+		if !session.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(session, twv1.SessionFinalizer) {
+			// Removing the finalizer lets the object go: a status write after it
+			// would only meet a 404 (or be lost with the object).
+			helper.SkipStatus()
 		}
 		if err := helper.Patch(ctx, session); err != nil && !(apierrors.IsNotFound(err) && !session.DeletionTimestamp.IsZero()) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +81,9 @@ type Agent struct {
 	profileDirty chan struct{}
 	// pool mirrors the profile's spec.pool: one browser context per session.
 	pool atomic.Bool
+	// disposing serializes the fast cleanup of a pool session's context
+	// (name → *sync.Mutex), see disposeSessionContext.
+	disposing sync.Map
 	// profileRead is set once the profile was read: until then whether pages
 	// must be isolated per session (pool) is not known, and nothing opens.
 	profileRead atomic.Bool

@@ -467,6 +467,9 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 			r.event(s, w, twv1.EventPageReleased, "Released Keep page %s (%s); it stays open as a deliverable", rec.Page, w.Status.URL)
 		}
 	default:
+		if _, err := a.disposeSessionContext(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.closePage(ctx, w, rec); err != nil {
 			return ctrl.Result{}, err
 		}
