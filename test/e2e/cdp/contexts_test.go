@@ -175,5 +175,5 @@ func TestPoolContextKeptForKeepPage(t *testing.T) {
 		_, ok := poolContext(t, "pool-keep", ns+"/carol")
 		g.Expect(ok).To(BeFalse())
 	}).Should(Succeed(), "the context goes with the last page")
-	g.Expect(contextsDisposed(t, metrics.DisposedAfterCleanup)-after).To(Equal(1.0))
+	g.Expect(contextsDisposed(t, metrics.DisposedAfterCleanup) - after).To(Equal(1.0))
 }
