@@ -172,6 +172,12 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	if windows, err = sessionWindows(ctx, r.Client, session); err != nil {
 		return ctrl.Result{}, err
 	}
+	// A deleted window whose last finalizer is gone is gone: the API server
+	// removed it then, and the cache shows it one event before its deletion.
+	// Counting it would hold the session (and write its status) for nothing.
+	windows = slices.DeleteFunc(windows, func(w twv1.BrowserWindow) bool {
+		return !w.DeletionTimestamp.IsZero() && len(w.Finalizers) == 0
+	})
 
 	if !session.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, session, windows)

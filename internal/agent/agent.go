@@ -84,6 +84,10 @@ type Agent struct {
 	// disposing serializes the fast cleanup of a pool session's context
 	// (name → *sync.Mutex), see disposeSessionContext.
 	disposing sync.Map
+	// letGo remembers the deleted windows whose page finalizer this agent
+	// removed (name → uid) until its cache sees them go: a reconcile of one
+	// in between (a session or browser event) has nothing left to do.
+	letGo sync.Map
 	// profileRead is set once the profile was read: until then whether pages
 	// must be isolated per session (pool) is not known, and nothing opens.
 	profileRead atomic.Bool
