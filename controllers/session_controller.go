@@ -152,16 +152,17 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper := patch.NewHelper(session, r.Client)
+	held := controllerutil.ContainsFinalizer(session, twv1.SessionFinalizer)
 	var windows []twv1.BrowserWindow
 	defer func() {
+		if held && !session.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(session, twv1.SessionFinalizer) {
+			// reconcileDelete removed the finalizer (its own write) and the
+			// object is gone: a status write after it would only meet a 404.
+			return
+		}
 		summarizeSession(session, windows, retErr)
 		if retErr == nil {
 			session.Status.ObservedGeneration = session.Generation
-		}
-		if !session.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(session, twv1.SessionFinalizer) {
-			// Removing the finalizer lets the object go: a status write after it
-			// would only meet a 404 (or be lost with the object).
-			helper.SkipStatus()
 		}
 		if err := helper.Patch(ctx, session); err != nil && !(apierrors.IsNotFound(err) && !session.DeletionTimestamp.IsZero()) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
@@ -673,7 +674,10 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 	if remaining > 0 {
 		return ctrl.Result{RequeueAfter: r.CleanupRequeue}, nil
 	}
-	if controllerutil.RemoveFinalizer(s, twv1.SessionFinalizer) {
+	if controllerutil.ContainsFinalizer(s, twv1.SessionFinalizer) {
+		if err := r.removeFinalizer(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
 		// A session that finished before its deletion was observed then.
 		if at, finishing := r.endedAt.LoadAndDelete(s.UID); finishing {
@@ -683,6 +687,31 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// removeFinalizer removes the session's finalizer, the write that lets the
+// session go, as a JSON patch that tests the finalizers it replaces rather than
+// the resourceVersion: the status written by the reconcile before (a moment
+// ago, as the windows went) is then no conflict to retry, while a finalizer
+// someone else added meanwhile still is. The object is gone after it.
+func (r *SessionReconciler) removeFinalizer(ctx context.Context, s *twv1.BrowserSession) error {
+	rest := slices.DeleteFunc(slices.Clone(s.Finalizers), func(f string) bool { return f == twv1.SessionFinalizer })
+	if rest == nil {
+		rest = []string{}
+	}
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/finalizers", "value": s.Finalizers},
+		{"op": "replace", "path": "/metadata/finalizers", "value": rest},
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if err := r.Patch(ctx, s, client.RawPatch(types.JSONPatchType, body)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing the finalizer of session %s: %w", s.Name, err)
+	}
+	controllerutil.RemoveFinalizer(s, twv1.SessionFinalizer)
+	return nil
 }
 
 // cleanup deletes every window of an ended session. The agent's page finalizer

@@ -174,6 +174,6 @@ func TestPoolContextKeptForKeepPage(t *testing.T) {
 		g.Expect(browserContexts(t)).NotTo(HaveKey(ctxID))
 		_, ok := poolContext(t, "pool-keep", ns+"/carol")
 		g.Expect(ok).To(BeFalse())
+		g.Expect(contextsDisposed(t, metrics.DisposedAfterCleanup)-after).To(Equal(1.0), "counted as disposed after the cleanup")
 	}).Should(Succeed(), "the context goes with the last page")
-	g.Expect(contextsDisposed(t, metrics.DisposedAfterCleanup) - after).To(Equal(1.0))
 }
