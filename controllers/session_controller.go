@@ -77,7 +77,7 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Window changes come in bursts (a page opens, then its url, title and
 		// counts move); coalesce them into one session reconcile and status write.
 		// Gating does not wait on this: the agent decides from its own cache.
-		Watches(&twv1.BrowserWindow{}, windowEvents()).
+		Watches(&twv1.BrowserWindow{}, r.windowEvents()).
 		// A profile's connection, capacity or tenancy changes where sessions may be placed.
 		Watches(&twv1.BrowserProfile{}, r.profileHandler()).
 		// A namespace's labels change which profiles' selectors admit it.
@@ -99,11 +99,12 @@ const sessionDelay = 200 * time.Millisecond
 // its session at once.
 const untakenDelay = 1500 * time.Millisecond
 
-// windowEvents maps window events to their session: at once when the window
-// goes (the session's finalizer may be the last thing left) or is deleted
+// windowEvents maps window events to their session: at once when the
+// session's last window goes (the session's finalizer may be the last thing
+// left) or a window is deleted
 // before an agent took it (the controller may have to let it go itself), after
 // untakenDelay while no agent has taken it, else after sessionDelay.
-func windowEvents() handler.EventHandler {
+func (r *SessionReconciler) windowEvents() handler.EventHandler {
 	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		w, ok := o.(*twv1.BrowserWindow)
 		if !ok {
@@ -132,11 +133,24 @@ func windowEvents() handler.EventHandler {
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(e.ObjectNew, q)
 		},
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			// controller-runtime hands over the last known object, tombstones unwrapped.
-			if w, ok := e.Object.(*twv1.BrowserWindow); ok {
-				q.Add(windowToSession(context.Background(), w)[0])
+			w, ok := e.Object.(*twv1.BrowserWindow)
+			if !ok {
+				return
 			}
+			req := windowToSession(ctx, w)[0]
+			// The cache has dropped the window already: while other windows of
+			// the session remain, the last one to go reconciles it at once and
+			// this one waits like any other event, so a session's N windows
+			// going together cost one status write, not N.
+			var list twv1.BrowserWindowList
+			if err := r.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingFields{WindowSessionIndex: w.Spec.SessionRef.Name}); err == nil &&
+				slices.ContainsFunc(list.Items, func(o twv1.BrowserWindow) bool { return o.UID != w.UID && (o.DeletionTimestamp.IsZero() || len(o.Finalizers) > 0) }) {
+				q.AddAfter(req, sessionDelay)
+				return
+			}
+			q.Add(req)
 		},
 		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(e.Object, q)
