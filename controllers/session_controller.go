@@ -146,7 +146,9 @@ func (r *SessionReconciler) windowEvents() handler.EventHandler {
 			// going together cost one status write, not N.
 			var list twv1.BrowserWindowList
 			if err := r.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingFields{WindowSessionIndex: w.Spec.SessionRef.Name}); err == nil &&
-				slices.ContainsFunc(list.Items, func(o twv1.BrowserWindow) bool { return o.UID != w.UID && (o.DeletionTimestamp.IsZero() || len(o.Finalizers) > 0) }) {
+				slices.ContainsFunc(list.Items, func(o twv1.BrowserWindow) bool {
+					return o.UID != w.UID && (o.DeletionTimestamp.IsZero() || len(o.Finalizers) > 0)
+				}) {
 				q.AddAfter(req, sessionDelay)
 				return
 			}
