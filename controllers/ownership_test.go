@@ -16,6 +16,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
+	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
@@ -302,4 +303,85 @@ func TestCloseWaitsForTheDriversRecords(t *testing.T) {
 	g.Expect(b.CloseCount(popup)).To(Equal(1))
 	deleteAndWait(t, g, s)
 	g.Expect(b.HasPage(tab)).To(BeFalse())
+}
+
+// TestForgedProfileLabelAtCreate: a user may create a window already labelled
+// for a profile (the label routes; it grants nothing). Labelled for a profile its
+// session is not placed on, the window is never opened there: that agent refuses
+// it, the controller moves the label to the session's profile, and the page opens
+// in the browser the session was placed on.
+func TestForgedProfileLabelAtCreate(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	desktop, pool := fake.New(), fake.New()
+	desktop.UserOpenWindow("https://mail.example/inbox")
+	startController(t)
+	startAgent(t, "desktop", desktop)
+	startAgent(t, "pool-7", pool)
+	alice := testenv.UserClient(t, cfg, ns, "alice")
+	s := session(ns, "elsewhere", "pool-7")
+	g.Expect(alice.Create(ctx, s)).To(Succeed())
+	g.Eventually(func() string { return get(t, s).Status.ProfileName }).Should(Equal("pool-7"))
+
+	w := openWindow(ns, "intranet", "elsewhere", "http://intranet.example/secrets")
+	s.Status.ProfileName = "desktop" // what a lying creator would claim
+	w.Register(s, true)
+	g.Expect(w.Labels[twv1.ProfileLabel]).To(Equal("desktop"))
+	g.Expect(alice.Create(ctx, w)).To(Succeed(), "a registered window is the user's to create")
+
+	g.Eventually(func(g Gomega) {
+		get(t, w)
+		g.Expect(w.Labels[twv1.ProfileLabel]).To(Equal("pool-7"), "the controller follows the session's placement")
+		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
+		g.Expect(pool.HasPage(w.Status.TabID)).To(BeTrue(), "opened in the session's browser")
+	}).Should(Succeed())
+	g.Consistently(func() int { return desktop.PageCount() }, "1s").Should(Equal(1), "nothing opened in the desktop profile")
+}
+
+// TestRegisteredAtCreateIsNotRewritten: a window its creator registered for its
+// session's placement (what kubectl tabwarden open and the MCP server do) opens
+// without any write to its metadata: no registration patch by the controller, no
+// finalizer patch by the agent.
+func TestRegisteredAtCreateIsNotRewritten(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	startController(t)
+	startAgent(t, "registered", b)
+	alice, err := client.NewWithWatch(testenv.AllowUser(t, cfg, ns, "alice"), client.Options{Scheme: run.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	s := session(ns, "tax", "registered")
+	g.Expect(alice.Create(ctx, s)).To(Succeed())
+	g.Eventually(func() string { return get(t, s).Status.ProfileName }).Should(Equal("registered"))
+
+	w := openWindow(ns, "form", "tax", "https://forms.example/1040")
+	w.Register(s, true)
+	g.Expect(alice.Create(ctx, w)).To(Succeed())
+	created := w.DeepCopy()
+	// From the create on: every change to the window after it is seen.
+	watch, err := alice.Watch(ctx, &twv1.BrowserWindowList{}, client.InNamespace(ns),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: created.ResourceVersion}})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer watch.Stop()
+	opened := false
+	for !opened {
+		select {
+		case ev := <-watch.ResultChan():
+			got, ok := ev.Object.(*twv1.BrowserWindow)
+			if !ok || got.Name != w.Name {
+				continue
+			}
+			g.Expect(got.Labels).To(Equal(created.Labels), "labels as created")
+			g.Expect(got.Finalizers).To(Equal(created.Finalizers), "finalizers as created")
+			g.Expect(got.OwnerReferences).To(Equal(created.OwnerReferences), "owner as created")
+			opened = got.Status.Phase == twv1.WindowOpen
+		case <-time.After(20 * time.Second):
+			t.Fatal("the window did not open within 20s")
+		}
+	}
+	g.Expect(b.HasPage(get(t, w).Status.TabID)).To(BeTrue())
 }

@@ -99,22 +99,14 @@ func (r *WindowRegistrationReconciler) reconcileRegistration(ctx context.Context
 		// profile label, which hands it to one, follows on the next reconcile).
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
-	}
-	w.Labels[twv1.SessionLabel] = s.Name
-	w.Labels[twv1.SourceLabel] = sourceLabel(w.Spec.Source)
-	if p := s.Status.ProfileName; p != "" && (w.Labels[twv1.ProfileLabel] == "" || !AgentTook(w)) {
-		// A window follows its session to another profile (moved off a lost
-		// one) only while no agent has taken it: one whose status an agent
-		// wrote may have a page in the old browser, and stays that agent's.
-		w.Labels[twv1.ProfileLabel] = p
-		// The page finalizer goes with the label, in the same write: it is
-		// stored before any agent sees the window, so the agent opens the page
-		// without a write of its own first (registration and finalizer are one
-		// write; see docs/design.md, "Writes per operation").
-		controllerutil.AddFinalizer(w, twv1.PageFinalizer)
-	}
+	// A window follows its session to another profile (moved off a lost one)
+	// only while no agent has taken it: one whose status an agent wrote may
+	// have a page in the old browser, and stays that agent's. The page
+	// finalizer goes with the label, in the same write, so the agent opens the
+	// page without a write of its own first; a creator that knew the session's
+	// placement did all this in its create, and nothing is written here
+	// (docs/design.md, "Writes per operation").
+	w.Register(s, w.Labels[twv1.ProfileLabel] == "" || !AgentTook(w))
 	if err := controllerutil.SetControllerReference(s, w, r.Scheme()); err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
@@ -153,18 +145,6 @@ func UnregisteredWindowMessage(w *twv1.BrowserWindow) string {
 	return fmt.Sprintf("BrowserSession %q does not exist in namespace %q; a window belongs to a registered session. Create it first: "+
 		"kubectl apply -f - <<<'{\"apiVersion\":\"tabwarden.dev/v1alpha1\",\"kind\":\"BrowserSession\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"thread\":\"thread-42\",\"purpose\":\"file the 2026 tax return form\",\"profileName\":\"local\"}}'",
 		w.Spec.SessionRef.Name, w.Namespace, w.Spec.SessionRef.Name, w.Namespace)
-}
-
-func sourceLabel(s twv1.WindowSource) string {
-	switch s {
-	case twv1.SourceOpen:
-		return "open"
-	case twv1.SourceSpawned:
-		return "spawned"
-	case twv1.SourceBind:
-		return "bind"
-	}
-	return "unknown"
 }
 
 // sessionToWindows maps a session to the windows that name it.

@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -270,4 +273,48 @@ func (w *BrowserWindow) Live() bool {
 		return true
 	}
 	return false
+}
+
+// SourceLabelValue is the value of the tabwarden.dev/source label for a source
+// (open, spawned, bind).
+func SourceLabelValue(s WindowSource) string {
+	switch s {
+	case SourceOpen:
+		return "open"
+	case SourceSpawned:
+		return "spawned"
+	case SourceBind:
+		return "bind"
+	}
+	return "unknown"
+}
+
+// Register ties the window to its session s: the session and source labels,
+// the session as controlling owner, and, once s is placed (status.profileName)
+// and place is true, the profile label together with the agent's page
+// finalizer, so that the finalizer is stored before any agent sees the window.
+// The controller registers every window (place is false once an agent took it:
+// a window with a page stays with that agent); a creator that already knows the
+// session's placement registers the window in its create, which saves the
+// controller's write and the hop to it (docs/design.md, "Writes per
+// operation"). The profile label routes the window to an agent; it grants
+// nothing: an agent serves a window only when its session is placed on the
+// agent's profile. Reports whether anything changed.
+func (w *BrowserWindow) Register(s *BrowserSession, place bool) bool {
+	before := w.DeepCopy()
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[SessionLabel] = s.Name
+	w.Labels[SourceLabel] = SourceLabelValue(w.Spec.Source)
+	if p := s.Status.ProfileName; p != "" && place {
+		w.Labels[ProfileLabel] = p
+		if !slices.Contains(w.Finalizers, PageFinalizer) {
+			w.Finalizers = append(w.Finalizers, PageFinalizer)
+		}
+	}
+	if metav1.GetControllerOf(w) == nil {
+		w.OwnerReferences = append(w.OwnerReferences, *metav1.NewControllerRef(s, GroupVersion.WithKind("BrowserSession")))
+	}
+	return !equality.Semantic.DeepEqual(before.ObjectMeta, w.ObjectMeta)
 }

@@ -108,7 +108,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&o.Identity, "identity", "", "name of this agent in the profile's status (default agent-<profile>)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 10*time.Second, "how often the Lease is renewed and the profile published")
 	fs.IntVar(&o.WindowWorkers, "window-workers", 16, "BrowserWindows the agent reconciles at once")
-	fs.DurationVar(&o.OpenSettle, "open-settle", 150*time.Millisecond, "how long an opened page's first status write waits for its title, so that open, url and title are one write (negative: at once)")
+	fs.DurationVar(&o.OpenSettle, "open-settle", 0, "how long an opened page's first status write may wait for its title, so that open, url and title are one write (0: at once; the title follows within --observe-interval)")
 	fs.DurationVar(&o.SpawnStatusSettle, "spawn-status-settle", time.Second, "the same for an adopted page, whose create already announced it (negative: at once)")
 	fs.DurationVar(&o.ObserveInterval, "observe-interval", time.Second, "least time between two status writes of a window that change only its page's url, title or window (negative: every change)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:8082", `address of the Prometheus metrics endpoint (loopback by default: set :8082 in a pod for Prometheus to scrape; docs/metrics.md); "0" disables it`)

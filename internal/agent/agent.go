@@ -51,9 +51,10 @@ type Options struct {
 	// (click, type, press, navigate) for the browser to report it, before the
 	// next mutating step's guards or the action's result (default 150ms).
 	SpawnSettle time.Duration
-	// OpenSettle is how long the first status write of an Open window waits
+	// OpenSettle is how long the first status write of an Open window may wait
 	// for its page's title, so that the open, the url and the title are one
-	// write (default 150ms; negative: write at once).
+	// write (default 0: at once, since whoever opened the page waits for
+	// phase Open; the title follows within ObserveInterval).
 	OpenSettle time.Duration
 	// SpawnStatusSettle is the same for a Spawned window, whose adoption the
 	// create already announced (default 1s; negative: write at once).
@@ -121,9 +122,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	}
 	if opts.SpawnSettle == 0 {
 		opts.SpawnSettle = 150 * time.Millisecond
-	}
-	if opts.OpenSettle == 0 {
-		opts.OpenSettle = 150 * time.Millisecond
 	}
 	if opts.SpawnStatusSettle == 0 {
 		opts.SpawnStatusSettle = time.Second

@@ -130,6 +130,11 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	}
 	// The label only selects what this agent caches; what it serves is decided
 	// by where the controller placed the session.
+	if s.Status.ProfileName == "" && s.Spec.ProfileName == a.opts.Profile {
+		// Pinned here and not placed yet (its creator registered the window
+		// ahead of the placement): the placement brings the window back.
+		return ctrl.Result{}, nil
+	}
 	if s.Status.ProfileName != a.opts.Profile {
 		setWindowCondition(w, twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonProfileMismatch,
 			fmt.Sprintf("The window is labelled for profile %q but its session %q is placed on %q; the agent of %q serves only windows of sessions placed on it, so nothing of this window is opened or touched here",

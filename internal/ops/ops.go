@@ -273,6 +273,10 @@ func (o *Ops) OpenWindow(ctx context.Context, session, name, url string, d twv1.
 	if name == "" {
 		w.GenerateName = session + "-"
 	}
+	// Registered in the create: labels, owner and, once the session is
+	// placed, its profile and the page finalizer. The controller has nothing
+	// to add, and the session's agent sees the window at once.
+	w.Register(s, true)
 	if err := o.Client.Create(ctx, w); err != nil {
 		return nil, o.apiError(err, "creating BrowserWindow")
 	}

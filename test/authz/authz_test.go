@@ -2,6 +2,7 @@ package authz_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,6 +72,7 @@ func newFixture(t *testing.T) *fixture {
 	for _, p := range []string{"a", "b"} {
 		s := session(f.ns, "session-"+p, p)
 		must("user creates session "+p, as[asAlice].Create(ctx, s))
+		must("controller places session "+p, statusPatch(as[asController], ctx, s, `{"status":{"profileName":"`+p+`"}}`))
 		w := open(f.ns, "open-"+p, "session-"+p)
 		must("user creates window "+w.Name, as[asAlice].Create(ctx, w))
 		must("controller labels window "+w.Name, as[asController].Patch(ctx, w, labelPatch(p)))
@@ -234,15 +236,6 @@ func TestUsers(t *testing.T) {
 			says: []string{"spec.spawn is written by the agent for Spawned windows"},
 		},
 		{
-			name: "user sets the profile label at create", as: asAlice, want: windowCreate,
-			do: func(ctx context.Context, c client.Client) error {
-				w := open(ns, "self-placed", sessA)
-				w.Labels = map[string]string{twv1.ProfileLabel: "b"}
-				return c.Create(ctx, w)
-			},
-			says: []string{"tabwarden.dev/profile label places a window in a browser", "user alice may not set it", "spec.profileName"},
-		},
-		{
 			name: "admin moves a window to another profile", as: asAdmin, want: windowUpdate,
 			do: func(ctx context.Context, c client.Client) error {
 				return c.Patch(ctx, window(ns, openA), labelPatch("b"))
@@ -318,6 +311,26 @@ func TestUsers(t *testing.T) {
 		{
 			name: "user asks for a page", as: asAlice, want: allowed,
 			do: func(ctx context.Context, c client.Client) error { return c.Create(ctx, open(ns, "asked", sessA)) },
+		},
+		{
+			// The label routes the window to agent a's cache; only the session's
+			// placement makes agent a serve it (controllers' TestForgedProfileLabelAtCreate).
+			name: "user creates a window registered for its session's placement", as: asAlice, want: allowed,
+			do: func(ctx context.Context, c client.Client) error {
+				s := &twv1.BrowserSession{}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: sessA}, s); err != nil {
+					return err
+				}
+				if s.Status.ProfileName != "a" {
+					return fmt.Errorf("fixture: session %s is placed on %q, not a", sessA, s.Status.ProfileName)
+				}
+				w := open(ns, "registered", sessA)
+				w.Register(s, true)
+				if w.Labels[twv1.ProfileLabel] != "a" || len(w.Finalizers) != 1 || len(w.OwnerReferences) != 1 {
+					return fmt.Errorf("Register left %v %v %v", w.Labels, w.Finalizers, w.OwnerReferences)
+				}
+				return c.Create(ctx, w)
+			},
 		},
 		{
 			name: "user acknowledges a spawned window", as: asAlice, want: allowed,

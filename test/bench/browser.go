@@ -207,8 +207,33 @@ func newWindow(ns, name, session, url string) *twv1.BrowserWindow {
 	}
 }
 
-// openAndWait creates an Open window and waits for the status that shows it open.
+// register makes w what kubectl tabwarden open and the MCP server create: a
+// window registered in its create (labels, owner, and the page finalizer for the
+// profile its session is placed on), so that no controller write stands between
+// the create and the agent. The session is read before the clock starts, as a
+// client driving a session already holds it.
+func (l *lab) register(ctx context.Context, w *twv1.BrowserWindow) error {
+	s := &twv1.BrowserSession{}
+	if err := poll(30*time.Second, func() (bool, error) {
+		if err := l.k8s.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return s.Status.ProfileName != "", nil
+	}); err != nil {
+		return fmt.Errorf("session %s of window %s was never placed: %w", w.Spec.SessionRef.Name, w.Name, err)
+	}
+	w.Register(s, true)
+	return nil
+}
+
+// openAndWait creates an Open window (registered, as a client would) and waits
+// for the status that shows it open.
 func (l *lab) openAndWait(ctx context.Context, w *twv1.BrowserWindow) (*twv1.BrowserWindow, time.Duration, error) {
+	if w.Labels[twv1.ProfileLabel] == "" {
+		if err := l.register(ctx, w); err != nil {
+			return nil, 0, err
+		}
+	}
 	s := l.api.expect(func(e apiEvent) bool {
 		// ADDED too: a watch that (re)starts late replays current objects as ADDED.
 		return e.Win != nil && (e.Type == watch.Modified || e.Type == watch.Added) && e.Win.Name == w.Name && e.Win.Status.Phase == twv1.WindowOpen && e.Win.Status.TabID != ""
@@ -417,7 +442,7 @@ func openSection(ctx context.Context, l *lab, rep *report) error {
 		}
 		url := l.site.Path("/landing")
 		var tw, raw sample
-		lg := newLegs(pl.name, "create → controller sends registration PATCH (watch, queue)", "registration PATCH (labels, owner, page finalizer)", "→ agent sends status PATCH (watch, queue, Target.createTarget, wait for the title)", "status PATCH", "status reply → watch MODIFIED at a client")
+		lg := newLegs(pl.name, "create → agent sends status PATCH (API create, watch, queue, Target.createTarget)", "status PATCH", "status reply → watch MODIFIED at a client")
 		var openCost, delCost costWindow
 		costN := 0
 		logf("%s: %d repetitions", pl.name, l.cfg.openReps)
@@ -430,29 +455,28 @@ func openSection(ctx context.Context, l *lab, rep *report) error {
 				before = l.mark()
 			}
 			wname := fmt.Sprintf("%s-%d", sname, i)
-			reg := l.reqs.expect(func(r reqEvent) bool {
-				return r.role == "controller" && r.key == "PATCH browserwindows" && r.name == wname
-			})
 			st := l.reqs.expect(func(r reqEvent) bool {
 				return r.role == "agent" && r.key == "PATCH browserwindows/status" && r.name == wname
 			})
+			w := newWindow(benchNS, wname, sname, url)
+			if err := l.register(ctx, w); err != nil {
+				st.cancel()
+				return err
+			}
 			t0 := time.Now()
-			w, d, err := l.openAndWait(ctx, newWindow(benchNS, wname, sname, url))
+			w, d, err := l.openAndWait(ctx, w)
 			if err != nil {
 				return err
 			}
 			if measured {
 				tw = append(tw, ms(d))
-				r1, e1 := reg.wait(time.Second)
-				r3, e3 := st.wait(time.Second)
-				if e1 == nil && e3 == nil {
-					seg := []time.Time{t0, r1.start, r1.end, r3.start, r3.end, t0.Add(d)}
+				if r, err := st.wait(time.Second); err == nil {
+					seg := []time.Time{t0, r.start, r.end, t0.Add(d)}
 					for j, n := range lg.names {
 						lg.add(n, seg[j+1].Sub(seg[j]))
 					}
 				}
 			} else {
-				reg.cancel()
 				st.cancel()
 			}
 			if costRep {
@@ -482,7 +506,7 @@ func openSection(ctx context.Context, l *lab, rep *report) error {
 			}
 		}
 		rep.legs = append(rep.legs, lg)
-		rep.latency(pl.name, tw, "Target.createTarget reply (raw CDP)", raw, "create BrowserWindow → watch shows phase Open with tabId")
+		rep.latency(pl.name, tw, "Target.createTarget reply (raw CDP)", raw, "create BrowserWindow (registered in its create, as kubectl tabwarden open and the MCP server do) → watch shows phase Open with tabId")
 		rep.cost(pl.name+" (until quiet)", openCost, costN, "per open")
 		rep.cost("delete one "+map[bool]string{false: "tab", true: "window"}[pl.newWindow]+" BrowserWindow → page closed, object gone", delCost, costN, "per page")
 	}
