@@ -54,6 +54,9 @@ type SessionReconciler struct {
 	// Finished or an idle timeout), for the cleanup duration metric; a deleted
 	// session's end is its deletionTimestamp.
 	endedAt sync.Map
+	// letGo remembers the sessions whose finalizer this controller removed
+	// (name → uid) until the cache sees them go.
+	letGo sync.Map
 }
 
 // reservation is a placement decided by this controller, counted until the
@@ -165,7 +168,18 @@ func (r *SessionReconciler) windowEvents() handler.EventHandler {
 func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	session := &twv1.BrowserSession{}
 	if err := r.Get(ctx, req.NamespacedName, session); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.letGo.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if uid, ok := r.letGo.Load(req.NamespacedName); ok {
+		if uid == session.UID {
+			// This controller removed its finalizer: the session is gone, the
+			// cache has not seen it go yet.
+			return ctrl.Result{}, nil
+		}
+		r.letGo.Delete(req.NamespacedName)
 	}
 	helper := patch.NewHelper(session, r.Client)
 	held := controllerutil.ContainsFinalizer(session, twv1.SessionFinalizer)
@@ -691,7 +705,10 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 		return ctrl.Result{RequeueAfter: r.CleanupRequeue}, nil
 	}
 	if controllerutil.ContainsFinalizer(s, twv1.SessionFinalizer) {
-		if err := r.removeFinalizer(ctx, s); err != nil {
+		removed, err := r.removeFinalizer(ctx, s)
+		if err != nil || !removed {
+			// Not removed here: an earlier reconcile did (and told it), the
+			// cache has not seen the session go yet.
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
@@ -709,8 +726,9 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 // session go, as a JSON patch that tests the finalizers it replaces rather than
 // the resourceVersion: the status written by the reconcile before (a moment
 // ago, as the windows went) is then no conflict to retry, while a finalizer
-// someone else added meanwhile still is. The object is gone after it.
-func (r *SessionReconciler) removeFinalizer(ctx context.Context, s *twv1.BrowserSession) error {
+// someone else added meanwhile still is. The object is gone after it. It
+// reports false when the session was gone already.
+func (r *SessionReconciler) removeFinalizer(ctx context.Context, s *twv1.BrowserSession) (bool, error) {
 	rest := slices.DeleteFunc(slices.Clone(s.Finalizers), func(f string) bool { return f == twv1.SessionFinalizer })
 	if rest == nil {
 		rest = []string{}
@@ -721,13 +739,15 @@ func (r *SessionReconciler) removeFinalizer(ctx context.Context, s *twv1.Browser
 	}
 	body, err := json.Marshal(ops)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := r.Patch(ctx, s, client.RawPatch(types.JSONPatchType, body)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing the finalizer of session %s: %w", s.Name, err)
+	err = r.Patch(ctx, s, client.RawPatch(types.JSONPatchType, body))
+	if client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("removing the finalizer of session %s: %w", s.Name, err)
 	}
 	controllerutil.RemoveFinalizer(s, twv1.SessionFinalizer)
-	return nil
+	r.letGo.Store(client.ObjectKeyFromObject(s), s.UID)
+	return err == nil, nil
 }
 
 // cleanup deletes every window of an ended session. The agent's page finalizer
