@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -431,4 +432,56 @@ func TestRegistrationStoresThePageFinalizer(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), &twv1.BrowserSession{}))
 	}).Should(BeTrue(), "the session goes")
+}
+
+// TestCleanupToldOnce: deleting a session with open pages reports
+// dirty_session once while they close and SessionCleaned once when they are
+// closed, however many reconciles the windows' going causes; the session goes.
+func TestCleanupToldOnce(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	startController(t)
+	startAgent(t, "told-once", b)
+
+	s := session(ns, "told", "told-once")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	var ws []*twv1.BrowserWindow
+	for i := range 5 {
+		w := openWindow(ns, fmt.Sprintf("told-%d", i), "told", fmt.Sprintf("https://work.example/told/%d", i))
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		ws = append(ws, w)
+	}
+	tabs := openedTabs(t, g, ws...)
+
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), &twv1.BrowserSession{}))
+	}).Should(BeTrue())
+	for _, id := range tabs {
+		g.Expect(b.HasPage(id)).To(BeFalse(), "page %s closed", id)
+	}
+	told := func(reason string) int32 {
+		var list eventsv1.EventList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var n int32
+		for _, e := range list.Items {
+			if e.Regarding.Kind != "BrowserSession" || e.Regarding.Name != "told" || e.Reason != reason {
+				continue
+			}
+			if e.Series != nil {
+				n += e.Series.Count
+			} else {
+				n++
+			}
+		}
+		return n
+	}
+	g.Eventually(func() int32 { return told(twv1.EventSessionCleaned) }).Should(Equal(int32(1)))
+	g.Consistently(func(g Gomega) {
+		g.Expect(told(twv1.EventSessionCleaned)).To(Equal(int32(1)), "SessionCleaned once")
+		g.Expect(told(twv1.ReasonDirtySession)).To(Equal(int32(1)), "dirty_session once")
+	}, "2s").Should(Succeed())
 }

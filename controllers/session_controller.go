@@ -54,6 +54,9 @@ type SessionReconciler struct {
 	// Finished or an idle timeout), for the cleanup duration metric; a deleted
 	// session's end is its deletionTimestamp.
 	endedAt sync.Map
+	// letGo remembers the sessions whose finalizer this controller removed
+	// (name → uid) until the cache sees them go.
+	letGo sync.Map
 }
 
 // reservation is a placement decided by this controller, counted until the
@@ -77,7 +80,7 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Window changes come in bursts (a page opens, then its url, title and
 		// counts move); coalesce them into one session reconcile and status write.
 		// Gating does not wait on this: the agent decides from its own cache.
-		Watches(&twv1.BrowserWindow{}, windowEvents()).
+		Watches(&twv1.BrowserWindow{}, r.windowEvents()).
 		// A profile's connection, capacity or tenancy changes where sessions may be placed.
 		Watches(&twv1.BrowserProfile{}, r.profileHandler()).
 		// A namespace's labels change which profiles' selectors admit it.
@@ -99,10 +102,12 @@ const sessionDelay = 200 * time.Millisecond
 // its session at once.
 const untakenDelay = 1500 * time.Millisecond
 
-// windowEvents maps window events to their session: at once when the window
-// goes (the session's finalizer may be the last thing left), after
+// windowEvents maps window events to their session: at once when the
+// session's last window goes (the session's finalizer may be the last thing
+// left) or a window is deleted
+// before an agent took it (the controller may have to let it go itself), after
 // untakenDelay while no agent has taken it, else after sessionDelay.
-func windowEvents() handler.EventHandler {
+func (r *SessionReconciler) windowEvents() handler.EventHandler {
 	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		w, ok := o.(*twv1.BrowserWindow)
 		if !ok {
@@ -110,6 +115,12 @@ func windowEvents() handler.EventHandler {
 		}
 		req := windowToSession(context.Background(), w)[0]
 		switch {
+		case !w.DeletionTimestamp.IsZero() && AgentTook(w) && controllerutil.ContainsFinalizer(w, twv1.PageFinalizer):
+			// Its agent is closing the page: only the window's going (its Delete
+			// event, at once below) can let the session go. Reconciling now would
+			// hold that reconcile behind a status write from a cache that has not
+			// seen the last one yet.
+			q.AddAfter(req, sessionDelay)
 		case !w.DeletionTimestamp.IsZero():
 			q.Add(req)
 		case !AgentTook(w):
@@ -125,11 +136,26 @@ func windowEvents() handler.EventHandler {
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(e.ObjectNew, q)
 		},
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			// controller-runtime hands over the last known object, tombstones unwrapped.
-			if w, ok := e.Object.(*twv1.BrowserWindow); ok {
-				q.Add(windowToSession(context.Background(), w)[0])
+			w, ok := e.Object.(*twv1.BrowserWindow)
+			if !ok {
+				return
 			}
+			req := windowToSession(ctx, w)[0]
+			// The cache has dropped the window already: while other windows of
+			// the session remain, the last one to go reconciles it at once and
+			// this one waits like any other event, so a session's N windows
+			// going together cost one status write, not N.
+			var list twv1.BrowserWindowList
+			if err := r.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingFields{WindowSessionIndex: w.Spec.SessionRef.Name}); err == nil &&
+				slices.ContainsFunc(list.Items, func(o twv1.BrowserWindow) bool {
+					return o.UID != w.UID && (o.DeletionTimestamp.IsZero() || len(o.Finalizers) > 0)
+				}) {
+				q.AddAfter(req, sessionDelay)
+				return
+			}
+			q.Add(req)
 		},
 		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(e.Object, q)
@@ -142,11 +168,28 @@ func windowEvents() handler.EventHandler {
 func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	session := &twv1.BrowserSession{}
 	if err := r.Get(ctx, req.NamespacedName, session); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.letGo.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if uid, ok := r.letGo.Load(req.NamespacedName); ok {
+		if uid == session.UID {
+			// This controller removed its finalizer: the session is gone, the
+			// cache has not seen it go yet.
+			return ctrl.Result{}, nil
+		}
+		r.letGo.Delete(req.NamespacedName)
+	}
 	helper := patch.NewHelper(session, r.Client)
+	held := controllerutil.ContainsFinalizer(session, twv1.SessionFinalizer)
 	var windows []twv1.BrowserWindow
 	defer func() {
+		if held && !session.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(session, twv1.SessionFinalizer) {
+			// reconcileDelete removed the finalizer (its own write) and the
+			// object is gone: a status write after it would only meet a 404.
+			return
+		}
 		summarizeSession(session, windows, retErr)
 		if retErr == nil {
 			session.Status.ObservedGeneration = session.Generation
@@ -160,6 +203,12 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	if windows, err = sessionWindows(ctx, r.Client, session); err != nil {
 		return ctrl.Result{}, err
 	}
+	// A deleted window whose last finalizer is gone is gone: the API server
+	// removed it then, and the cache shows it one event before its deletion.
+	// Counting it would hold the session (and write its status) for nothing.
+	windows = slices.DeleteFunc(windows, func(w twv1.BrowserWindow) bool {
+		return !w.DeletionTimestamp.IsZero() && len(w.Finalizers) == 0
+	})
 
 	if !session.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, session, windows)
@@ -655,7 +704,13 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 	if remaining > 0 {
 		return ctrl.Result{RequeueAfter: r.CleanupRequeue}, nil
 	}
-	if controllerutil.RemoveFinalizer(s, twv1.SessionFinalizer) {
+	if controllerutil.ContainsFinalizer(s, twv1.SessionFinalizer) {
+		removed, err := r.removeFinalizer(ctx, s)
+		if err != nil || !removed {
+			// Not removed here: an earlier reconcile did (and told it), the
+			// cache has not seen the session go yet.
+			return ctrl.Result{}, err
+		}
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
 		// A session that finished before its deletion was observed then.
 		if at, finishing := r.endedAt.LoadAndDelete(s.UID); finishing {
@@ -665,6 +720,34 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// removeFinalizer removes the session's finalizer, the write that lets the
+// session go, as a JSON patch that tests the finalizers it replaces rather than
+// the resourceVersion: the status written by the reconcile before (a moment
+// ago, as the windows went) is then no conflict to retry, while a finalizer
+// someone else added meanwhile still is. The object is gone after it. It
+// reports false when the session was gone already.
+func (r *SessionReconciler) removeFinalizer(ctx context.Context, s *twv1.BrowserSession) (bool, error) {
+	rest := slices.DeleteFunc(slices.Clone(s.Finalizers), func(f string) bool { return f == twv1.SessionFinalizer })
+	if rest == nil {
+		rest = []string{}
+	}
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/finalizers", "value": s.Finalizers},
+		{"op": "replace", "path": "/metadata/finalizers", "value": rest},
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return false, err
+	}
+	err = r.Patch(ctx, s, client.RawPatch(types.JSONPatchType, body))
+	if client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("removing the finalizer of session %s: %w", s.Name, err)
+	}
+	controllerutil.RemoveFinalizer(s, twv1.SessionFinalizer)
+	r.letGo.Store(client.ObjectKeyFromObject(s), s.UID)
+	return err == nil, nil
 }
 
 // cleanup deletes every window of an ended session. The agent's page finalizer

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,13 @@ type Agent struct {
 	profileDirty chan struct{}
 	// pool mirrors the profile's spec.pool: one browser context per session.
 	pool atomic.Bool
+	// disposing serializes the fast cleanup of a pool session's context
+	// (name → *sync.Mutex), see disposeSessionContext.
+	disposing sync.Map
+	// letGo remembers the deleted windows whose page finalizer this agent
+	// removed (name → uid) until its cache sees them go: a reconcile of one
+	// in between (a session or browser event) has nothing left to do.
+	letGo sync.Map
 	// profileRead is set once the profile was read: until then whether pages
 	// must be isolated per session (pool) is not known, and nothing opens.
 	profileRead atomic.Bool

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -11,6 +14,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
 // disposeEndedContexts ends the browser context (`<namespace>/<session>`) of
@@ -67,7 +71,75 @@ func (a *Agent) disposeEndedContexts(ctx context.Context) error {
 		if err := pool.DisposeContext(ctx, name); err != nil {
 			return err
 		}
+		metrics.PoolContextDisposed(metrics.DisposedAfterCleanup)
 		ctrl.LoggerFrom(ctx).Info("Disposed the browser context of an ended session", "context", name)
 	}
 	return nil
+}
+
+// disposeSessionContext is the fast path of a pool session's cleanup: when the
+// session has ended and every page living in its browser context is the
+// temporary page of one of its windows (no Keep window, no bound tab, nothing
+// the driver has not recorded under one of them), one disposal of the context
+// closes them all, instead of one close per page. It reports whether it
+// disposed the context; anything else falls back to the per-page path.
+//
+// Crash consistency: the driver drops the context from its ledger only after
+// every page of it is destroyed, and the windows' records stay until each
+// window's own cleanup drops them (closing a page already gone is a no-op)
+// and removes its finalizer; a restart in between redoes the disposal (a
+// context already gone is not an error) or finds the records' pages gone.
+func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSession) (bool, error) {
+	pool, ok := a.opts.Browser.(browser.ContextPool)
+	if !ok || !a.poolProfile() || s == nil || !s.Ended() {
+		return false, nil
+	}
+	name := s.Namespace + "/" + s.Name
+	// One disposal per context: the session's other windows, reconciled at the
+	// same time, wait for it and then find their pages gone.
+	l, _ := a.disposing.LoadOrStore(name, &sync.Mutex{})
+	mu := l.(*sync.Mutex)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(pool.PoolContexts(), name) {
+		return false, nil
+	}
+	if ready, _ := a.model.state(); !ready || !a.model.knowsRecords() {
+		return false, nil
+	}
+	var windows twv1.BrowserWindowList
+	if err := a.client.List(ctx, &windows, client.InNamespace(s.Namespace), client.MatchingFields{twv1.SessionRefIndex: s.Name}); err != nil {
+		return false, err
+	}
+	temporary := map[string]bool{}
+	for i := range windows.Items {
+		w := &windows.Items[i]
+		if w.Labels[twv1.ProfileLabel] != a.opts.Profile {
+			continue
+		}
+		if w.Spec.Disposition == twv1.DispositionKeep || !w.Owned() {
+			return false, nil
+		}
+		temporary[string(w.UID)] = true
+	}
+	pages := 0
+	for _, p := range a.model.all() {
+		if p.Context != name {
+			continue
+		}
+		rec, ok := a.model.record(p.ID)
+		if !ok || !rec.Owned() || !temporary[rec.Key] {
+			// Not (or not yet) the temporary page of one of the session's
+			// windows: a spawn not adopted yet, a page someone else opened in
+			// the context. The per-page path decides about each.
+			return false, nil
+		}
+		pages++
+	}
+	if err := pool.DisposeContext(ctx, name); err != nil {
+		return false, fmt.Errorf("disposing the browser context %q of ended session %s: %w", name, s.Name, err)
+	}
+	metrics.PoolContextDisposed(metrics.DisposedInCleanup)
+	ctrl.LoggerFrom(ctx).Info("Disposed the browser context of an ended session: its temporary pages are closed at once", "context", name, "pages", pages)
+	return true, nil
 }

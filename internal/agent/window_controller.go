@@ -61,10 +61,21 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	a := r.agent
 	w := &twv1.BrowserWindow{}
 	if err := a.client.Get(ctx, req.NamespacedName, w); err != nil {
+		if apierrors.IsNotFound(err) {
+			a.letGo.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if w.Labels[twv1.ProfileLabel] != a.opts.Profile {
 		return ctrl.Result{}, nil
+	}
+	if uid, ok := a.letGo.Load(req.NamespacedName); ok {
+		if uid == w.UID && !w.DeletionTimestamp.IsZero() {
+			// This agent removed its finalizer: the object is gone, the cache
+			// has not seen it go yet. Patching again would only meet a 404.
+			return ctrl.Result{}, nil
+		}
+		a.letGo.Delete(req.NamespacedName)
 	}
 	helper := patch.NewHelper(w, a.client)
 	before := w.DeepCopy()
@@ -96,6 +107,9 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		err := helper.Patch(ctx, w)
 		if err == nil && statusChanged && !helper.Skipped() {
 			a.wrote(w, now)
+		}
+		if (err == nil || apierrors.IsNotFound(err)) && !w.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(w, twv1.PageFinalizer) {
+			a.letGo.Store(req.NamespacedName, w.UID)
 		}
 		switch {
 		case err == nil:
@@ -476,6 +490,9 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 			r.event(s, w, twv1.EventPageReleased, "Released Keep page %s (%s); it stays open as a deliverable", rec.Page, w.Status.URL)
 		}
 	default:
+		if _, err := a.disposeSessionContext(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.closePage(ctx, w, rec); err != nil {
 			return ctrl.Result{}, err
 		}

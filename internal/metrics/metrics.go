@@ -27,6 +27,17 @@ const (
 	ActionResultsName        = "tabwarden_action_results_total"
 	UnacknowledgedSpawnsName = "tabwarden_unacknowledged_spawns"
 	DirtySessionsName        = "tabwarden_dirty_sessions"
+	PoolContextsDisposedName = "tabwarden_pool_contexts_disposed_total"
+)
+
+// When a pool session's browser context was disposed (label "when").
+const (
+	// DisposedInCleanup: by the session's cleanup, its temporary pages with it
+	// (one disposal instead of one close per page).
+	DisposedInCleanup = "cleanup"
+	// DisposedAfterCleanup: once nothing of the ended session lived in it any
+	// more (its pages closed one by one, or its last Keep page closed by the user).
+	DisposedAfterCleanup = "after_cleanup"
 )
 
 var (
@@ -52,10 +63,14 @@ var (
 		Name: ActionResultsName,
 		Help: "BrowserActions finished, by phase (Succeeded, Failed, Refused) and reason (a guard reason such as unacknowledged_spawns, or the step's) (agent).",
 	}, []string{"phase", "reason"})
+	poolContextsDisposed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: PoolContextsDisposedName,
+		Help: "Browser contexts of ended pool sessions disposed, by when: cleanup (the disposal closed the session's temporary pages at once) or after_cleanup (nothing of the session lived in it any more) (agent).",
+	}, []string{"when"})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(spawnsAdopted, adoptionLatency, cleanupDuration, driverConnected, actionResults)
+	crmetrics.Registry.MustRegister(spawnsAdopted, adoptionLatency, cleanupDuration, driverConnected, actionResults, poolContextsDisposed)
 }
 
 // SpawnAdopted counts a spawned page adopted for reason (opener or
@@ -87,6 +102,12 @@ func DriverConnected(profile, driver string, connected bool) {
 // the guard reason of a refusal, the failure's reason, or "" on success.
 func ActionFinished(phase, reason string) {
 	actionResults.WithLabelValues(phase, reason).Inc()
+}
+
+// PoolContextDisposed counts a pool session's browser context disposed (when:
+// DisposedInCleanup or DisposedAfterCleanup).
+func PoolContextDisposed(when string) {
+	poolContextsDisposed.WithLabelValues(when).Inc()
 }
 
 // sessionCollector reports gauges computed from the sessions in a cache at

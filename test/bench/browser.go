@@ -37,7 +37,9 @@ type lab struct {
 	ctl    *counter
 	agt    *counter
 	reqs   hub[reqEvent]
-	stop   func()
+	// pool is the pool profile's lab (cleanup section only).
+	pool *poolLab
+	stop func()
 }
 
 // reqEvent is one API request of a role, for splitting a latency into its legs.
@@ -46,7 +48,13 @@ type reqEvent struct {
 	start, end      time.Time
 }
 
-func (l *lab) both() counts { return l.ctl.snapshot().plus(l.agt.snapshot()) }
+func (l *lab) both() counts {
+	c := l.ctl.snapshot().plus(l.agt.snapshot())
+	if l.pool != nil {
+		c = c.plus(l.pool.agt.snapshot())
+	}
+	return c
+}
 
 // quiet waits until neither role has made an API request for d (at most max),
 // so that a cost window holds one operation's requests and nothing else.
@@ -156,6 +164,14 @@ func startLab(ctx context.Context, cfg config, restCfg *rest.Config) (*lab, erro
 	}); err != nil {
 		l.stop()
 		return nil, fmt.Errorf("agent never connected its profile: %w", err)
+	}
+	if cfg.sections["cleanup"] {
+		if l.pool, err = l.startPool(ctx, restCfg); err != nil {
+			l.stop()
+			return nil, fmt.Errorf("pool lab: %w", err)
+		}
+		stop := l.stop
+		l.stop = func() { l.pool.stop(); stop() }
 	}
 	return l, nil
 }

@@ -154,16 +154,26 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 			rep.latency(fmt.Sprintf("cleanup: %d page(s), tabwarden vs Playwright context.close()", n), last, "Playwright context.close()", pw, "separate Chromium launched by playwright-core, same binary and flags")
 		}
 		rep.cost(fmt.Sprintf("cleanup: delete a session with %d page(s)", n), cost, costN*n, "per page")
+		if l.pool != nil {
+			if err := cleanupPool(ctx, l, l.pool, rep, n, reps, pw); err != nil {
+				return fmt.Errorf("pool: %w", err)
+			}
+		}
 	}
 	return nil
 }
 
 // rawOpen opens n new windows on the raw connection and waits for their pages to load.
 func (l *lab) rawOpen(ctx context.Context, url string, n int) ([]string, error) {
+	return openOn(ctx, l.raw, url, n)
+}
+
+// openOn opens n new windows on raw and waits for their pages to load.
+func openOn(ctx context.Context, raw *rawCDP, url string, n int) ([]string, error) {
 	ids := make([]string, 0, n)
 	loaded := map[string]bool{}
 	var mu sync.Mutex
-	s := l.raw.events.expect(func(e cdpEvent) bool {
+	s := raw.events.expect(func(e cdpEvent) bool {
 		if e.Method != "Target.targetInfoChanged" || e.URL != url {
 			return false
 		}
@@ -173,7 +183,7 @@ func (l *lab) rawOpen(ctx context.Context, url string, n int) ([]string, error) 
 		return len(loaded) >= n
 	})
 	for i := 0; i < n; i++ {
-		id, err := l.raw.createTarget(ctx, url, true)
+		id, err := raw.createTarget(ctx, url, true)
 		if err != nil {
 			s.cancel()
 			return nil, err
@@ -199,14 +209,21 @@ func (l *lab) rawClose(ctx context.Context, ids []string, concurrent bool) (floa
 		}
 		return ms(time.Since(t0)), nil
 	}
-	s := l.raw.expectDestroyed(ids...)
+	return closeAllOn(ctx, l.raw, ids)
+}
+
+// closeAllOn closes the pages on raw all at once and returns the time until
+// the last targetDestroyed.
+func closeAllOn(ctx context.Context, raw *rawCDP, ids []string) (float64, error) {
+	t0 := time.Now()
+	s := raw.expectDestroyed(ids...)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ids))
 	for _, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.raw.closeTarget(ctx, id); err != nil {
+			if err := raw.closeTarget(ctx, id); err != nil {
 				errs <- err
 			}
 		}()

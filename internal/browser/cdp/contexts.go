@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
 
@@ -36,7 +37,9 @@ func (b *Browser) ensureContext(ctx context.Context, c *wire.Conn, name string) 
 	return r.BrowserContextID, nil
 }
 
-// DisposeContext closes a pool context and all its pages. Unknown names are not an error.
+// DisposeContext closes a pool context and all its pages, and returns once
+// the driver has seen every page of it destroyed (so a Close of one of them
+// after it is a no-op that drops its record). Unknown names are not an error.
 func (b *Browser) DisposeContext(ctx context.Context, name string) error {
 	c, err := b.current()
 	if err != nil {
@@ -48,8 +51,27 @@ func (b *Browser) DisposeContext(ctx context.Context, name string) error {
 	if !ok {
 		return nil
 	}
+	var dones []chan struct{}
+	b.mu.Lock()
+	for tid, t := range b.targets {
+		if t.info.BrowserContextID == id {
+			done := make(chan struct{})
+			b.destroyed[tid] = append(b.destroyed[tid], done)
+			dones = append(dones, done)
+		}
+	}
+	b.mu.Unlock()
 	if _, err := call(ctx, c, "", wire.DisposeBrowserContext{BrowserContextID: id}); err != nil && !wire.IsGone(err) {
 		return err
+	}
+	for _, done := range dones {
+		select {
+		case <-done:
+		case <-c.Done():
+			return fmt.Errorf("dispose context %q: %w", name, browser.ErrNotConnected)
+		case <-ctx.Done():
+			return fmt.Errorf("dispose context %q: waiting for its pages to go: %w", name, ctx.Err())
+		}
 	}
 	return b.ledger.DropContext(name)
 }
