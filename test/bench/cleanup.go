@@ -50,7 +50,11 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 				return len(opened) == n
 			})
 			for i := 0; i < n; i++ {
-				if err := l.k8s.Create(ctx, newWindow(benchNS, fmt.Sprintf("%s-w%d", name, i), name, url)); err != nil {
+				w := newWindow(benchNS, fmt.Sprintf("%s-w%d", name, i), name, url)
+				if err := l.register(ctx, w); err != nil {
+					return err
+				}
+				if err := l.k8s.Create(ctx, w); err != nil {
 					return err
 				}
 			}
