@@ -73,10 +73,19 @@ func (sh *statusHolds) forget(uid types.UID) {
 	delete(sh.m, uid)
 }
 
-// restore puts a held first-Open status back into w, read from a cache that
-// does not show it (nothing of it was written).
+// restore puts a first-Open status back into w, read from a cache that does
+// not show it: held (nothing of it written yet) or written a moment ago (the
+// cache has not seen the write). A status patch is a merge patch, whose lists
+// (conditions) replace the stored ones: a reconcile from such a cache would
+// otherwise write the page's status again without what the first write said
+// (Placed, the pin). Once the cache shows the page, what was kept is dropped.
 func (sh *statusHolds) restore(w *twv1.BrowserWindow) {
 	if w.Status.TabID != "" {
+		sh.mu.Lock()
+		if h := sh.m[w.UID]; h != nil && h.since.IsZero() {
+			h.pending = nil
+		}
+		sh.mu.Unlock()
 		return
 	}
 	if p := sh.peek(w.UID); p != nil && p.TabID != "" {
@@ -123,10 +132,14 @@ func (a *Agent) hold(before, w *twv1.BrowserWindow, now time.Time) time.Duration
 	return 0
 }
 
-// wrote records that w's status was written now.
+// wrote records that w's status was written now. A first-Open status is kept
+// until the cache shows it (restore).
 func (a *Agent) wrote(w *twv1.BrowserWindow, now time.Time) {
 	h := a.holds.get(w.UID)
 	h.since, h.pending, h.lastWrite = time.Time{}, nil, now
+	if w.Status.TabID != "" && w.Status.Phase == twv1.WindowOpen {
+		h.pending = w.Status.DeepCopy()
+	}
 }
 
 // titled reports whether a page has a title of its own: not empty, not its url

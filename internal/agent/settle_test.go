@@ -63,8 +63,17 @@ func TestHoldFoldsAPagesStagesIntoOneWrite(t *testing.T) {
 		t.Fatalf("budget spent: want a write, got hold %v", d)
 	}
 	a.wrote(w, t0.Add(1100*time.Millisecond))
+	// Written: a reconcile from a cache that has not seen the write yet starts
+	// from what was written (a merge patch from the stale object would drop
+	// its conditions); once the cache shows the page, nothing is kept.
+	stale := before.DeepCopy()
+	a.holds.restore(stale)
+	if stale.Status.TabID != "T1" || stale.Status.Title != "x.test/a" {
+		t.Fatalf("written status not restored into a stale object: %+v", stale.Status)
+	}
+	a.holds.restore(w.DeepCopy())
 	if p := a.holds.peek(w.UID); p != nil {
-		t.Fatalf("written status still held: %+v", p)
+		t.Fatalf("status still kept after the cache showed the page: %+v", p)
 	}
 
 	// After the first write: a title-only change waits for the interval.

@@ -169,6 +169,25 @@ func (b *Browser) pageLocked(t *target) browser.Page {
 	}
 }
 
+var _ browser.RecordLookup = (*Browser)(nil)
+
+// RecordOf implements browser.RecordLookup: the ledger's record under key,
+// without the browser round trips of a Snapshot (whose records are the same
+// ledger's). The agent asks it for every window deleted after its page went,
+// so a pool session's N windows after its context's disposal cost N lookups,
+// not N snapshots.
+func (b *Browser) RecordOf(_ context.Context, key string) (browser.Record, bool, error) {
+	if _, err := b.current(); err != nil {
+		return browser.Record{}, false, err
+	}
+	page, ok := b.ledger.PageOf(key)
+	if !ok {
+		return browser.Record{}, false, nil
+	}
+	r, ok := b.ledger.Get(page)
+	return r, ok && r.Key == key, nil
+}
+
 // Snapshot implements browser.Browser. devtools:// and chrome-extension:// pages
 // are left out unless they were reported earlier as something else.
 func (b *Browser) Snapshot(ctx context.Context) (browser.Snapshot, error) {
