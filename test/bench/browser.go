@@ -227,6 +227,44 @@ func (l *lab) register(ctx context.Context, w *twv1.BrowserWindow) error {
 	return nil
 }
 
+// openPages opens n pages of session (windows <session>-w<i>, registered as a
+// client would) at once and waits until every one shows open; it returns their
+// page ids.
+func (l *lab) openPages(ctx context.Context, session string, n int, url string) ([]string, error) {
+	opened := map[string]string{}
+	var mu sync.Mutex
+	ready := l.api.expect(func(e apiEvent) bool {
+		if e.Win == nil || e.Win.Spec.SessionRef.Name != session || e.Win.Status.Phase != twv1.WindowOpen || e.Win.Status.TabID == "" {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		opened[e.Win.Name] = e.Win.Status.TabID
+		return len(opened) == n
+	})
+	for i := 0; i < n; i++ {
+		w := newWindow(benchNS, fmt.Sprintf("%s-w%d", session, i), session, url)
+		err := l.register(ctx, w)
+		if err == nil {
+			err = l.k8s.Create(ctx, w)
+		}
+		if err != nil {
+			ready.cancel()
+			return nil, err
+		}
+	}
+	if _, err := ready.wait(120 * time.Second); err != nil {
+		return nil, fmt.Errorf("%d windows of %s never all opened: %w", n, session, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	ids := make([]string, 0, n)
+	for _, id := range opened {
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
 // openAndWait creates an Open window (registered, as a client would) and waits
 // for the status that shows it open.
 func (l *lab) openAndWait(ctx context.Context, w *twv1.BrowserWindow) (*twv1.BrowserWindow, time.Duration, error) {

@@ -37,36 +37,10 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 			if err := l.k8s.Create(ctx, newSession(name, twv1.PlacementWindow)); err != nil {
 				return err
 			}
-			// Open the N pages; wait until every one shows open.
-			opened := map[string]string{}
-			var mu sync.Mutex
-			s := l.api.expect(func(e apiEvent) bool {
-				if e.Win == nil || e.Win.Spec.SessionRef.Name != name || e.Win.Status.Phase != twv1.WindowOpen || e.Win.Status.TabID == "" {
-					return false
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				opened[e.Win.Name] = e.Win.Status.TabID
-				return len(opened) == n
-			})
-			for i := 0; i < n; i++ {
-				w := newWindow(benchNS, fmt.Sprintf("%s-w%d", name, i), name, url)
-				if err := l.register(ctx, w); err != nil {
-					return err
-				}
-				if err := l.k8s.Create(ctx, w); err != nil {
-					return err
-				}
+			ids, err := l.openPages(ctx, name, n, url)
+			if err != nil {
+				return err
 			}
-			if _, err := s.wait(120 * time.Second); err != nil {
-				return fmt.Errorf("%d windows of %s never all opened: %w", n, name, err)
-			}
-			ids := make([]string, 0, n)
-			mu.Lock()
-			for _, id := range opened {
-				ids = append(ids, id)
-			}
-			mu.Unlock()
 			costRep := costN < l.cfg.costReps
 			var before costWindow
 			if costRep {

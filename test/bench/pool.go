@@ -114,35 +114,10 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 		if err := l.k8s.Create(ctx, s); err != nil {
 			return err
 		}
-		opened := map[string]string{}
-		var mu sync.Mutex
-		ready := l.api.expect(func(e apiEvent) bool {
-			if e.Win == nil || e.Win.Spec.SessionRef.Name != name || e.Win.Status.Phase != twv1.WindowOpen || e.Win.Status.TabID == "" {
-				return false
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			opened[e.Win.Name] = e.Win.Status.TabID
-			return len(opened) == n
-		})
-		for i := 0; i < n; i++ {
-			w := newWindow(benchNS, fmt.Sprintf("%s-w%d", name, i), name, url)
-			if err := l.register(ctx, w); err != nil {
-				return err
-			}
-			if err := l.k8s.Create(ctx, w); err != nil {
-				return err
-			}
+		ids, err := l.openPages(ctx, name, n, url)
+		if err != nil {
+			return err
 		}
-		if _, err := ready.wait(120 * time.Second); err != nil {
-			return fmt.Errorf("%d windows of pool session %s never all opened: %w", n, name, err)
-		}
-		ids := make([]string, 0, n)
-		mu.Lock()
-		for _, id := range opened {
-			ids = append(ids, id)
-		}
-		mu.Unlock()
 		costRep := costN < l.cfg.costReps
 		var before costWindow
 		if costRep {
