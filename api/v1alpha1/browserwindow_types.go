@@ -3,7 +3,6 @@ package v1alpha1
 import (
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -299,9 +298,8 @@ func SourceLabelValue(s WindowSource) string {
 // controller's write and the hop to it (docs/design.md, "Writes per
 // operation"). The profile label routes the window to an agent; it grants
 // nothing: an agent serves a window only when its session is placed on the
-// agent's profile. Reports whether anything changed.
-func (w *BrowserWindow) Register(s *BrowserSession, place bool) bool {
-	before := w.DeepCopy()
+// agent's profile.
+func (w *BrowserWindow) Register(s *BrowserSession, place bool) {
 	if w.Labels == nil {
 		w.Labels = map[string]string{}
 	}
@@ -316,5 +314,4 @@ func (w *BrowserWindow) Register(s *BrowserSession, place bool) bool {
 	if metav1.GetControllerOf(w) == nil {
 		w.OwnerReferences = append(w.OwnerReferences, *metav1.NewControllerRef(s, GroupVersion.WithKind("BrowserSession")))
 	}
-	return !equality.Semantic.DeepEqual(before.ObjectMeta, w.ObjectMeta)
 }

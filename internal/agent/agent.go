@@ -323,7 +323,7 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reas
 	w.Labels = map[string]string{
 		twv1.SessionLabel: o.Session,
 		twv1.ProfileLabel: a.opts.Profile,
-		twv1.SourceLabel:  "spawned",
+		twv1.SourceLabel:  twv1.SourceLabelValue(twv1.SourceSpawned),
 	}
 	w.Finalizers = []string{twv1.PageFinalizer}
 	w.Spec = twv1.BrowserWindowSpec{
