@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +105,8 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 	logf("cleanup of a pool session with %d page(s): %d repetitions", n, reps)
 	var last, gone, conc sample
 	lg := newLegs(fmt.Sprintf("cleanup: pool session with %d page(s)", n), "Delete → controller's first window DELETE",
-		"first window DELETE → last page destroyed (context disposed)", "last page destroyed → session object gone")
+		"first window DELETE → last page destroyed (context disposed)", "last page destroyed → agent's last window finalizer PATCH done",
+		"→ controller's session finalizer PATCH sent", "→ session object gone (watch)")
 	var cost costWindow
 	costN := 0
 	for r := 0; r < reps; r++ {
@@ -128,15 +130,20 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 		}
 		destroyed := p.raw.expectDestroyed(ids...)
 		sessGone := l.api.expect(func(e apiEvent) bool { return e.Sess != nil && e.Type == watch.Deleted && e.Sess.Name == name })
-		var first time.Time
+		var first, lastFin, sessFin time.Time
 		var dmu sync.Mutex
 		rec := l.reqs.expect(func(r reqEvent) bool {
-			if r.role == "controller" && r.key == "DELETE browserwindows" {
-				dmu.Lock()
+			dmu.Lock()
+			defer dmu.Unlock()
+			switch {
+			case r.role == "controller" && r.key == "DELETE browserwindows":
 				if first.IsZero() || r.start.Before(first) {
 					first = r.start
 				}
-				dmu.Unlock()
+			case r.role == "pool-agent" && r.key == "PATCH browserwindows" && strings.HasPrefix(r.name, name+"-w") && r.end.After(lastFin):
+				lastFin = r.end
+			case r.role == "controller" && r.key == "PATCH browsersessions" && r.name == name:
+				sessFin = r.start
 			}
 			return false
 		})
@@ -156,10 +163,12 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 		last = append(last, ms(de.At.Sub(t0)))
 		gone = append(gone, ms(ge.At.Sub(t0)))
 		dmu.Lock()
-		if !first.IsZero() {
+		if !first.IsZero() && !lastFin.IsZero() && !sessFin.IsZero() {
 			lg.add(lg.names[0], first.Sub(t0))
 			lg.add(lg.names[1], de.At.Sub(first))
-			lg.add(lg.names[2], ge.At.Sub(de.At))
+			lg.add(lg.names[2], lastFin.Sub(de.At))
+			lg.add(lg.names[3], sessFin.Sub(lastFin))
+			lg.add(lg.names[4], ge.At.Sub(sessFin))
 		}
 		dmu.Unlock()
 		if costRep {
