@@ -16,6 +16,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/chromium"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
@@ -103,10 +104,10 @@ func (l *lab) startPool(ctx context.Context, restCfg *rest.Config) (*poolLab, er
 func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps int, pw sample) error {
 	url := l.site.Path("/landing")
 	logf("cleanup of a pool session with %d page(s): %d repetitions", n, reps)
-	var last, gone, conc sample
+	var last, gone, conc, disp sample
 	lg := newLegs(fmt.Sprintf("cleanup: pool session with %d page(s)", n), "Delete → controller's first window DELETE",
-		"first window DELETE → last page destroyed (context disposed)", "last page destroyed → agent's last window finalizer PATCH done",
-		"→ controller's session finalizer PATCH sent", "→ session object gone (watch)")
+		"first window DELETE → last page destroyed (context disposed)", "last page destroyed → session object gone",
+		"… of which: last page destroyed → the agent's last window finalizer PATCH done", "… then → the controller's session finalizer PATCH sent", "… then → session object gone (watch)")
 	var cost costWindow
 	costN := 0
 	for r := 0; r < reps; r++ {
@@ -166,9 +167,10 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 		if !first.IsZero() && !lastFin.IsZero() && !sessFin.IsZero() {
 			lg.add(lg.names[0], first.Sub(t0))
 			lg.add(lg.names[1], de.At.Sub(first))
-			lg.add(lg.names[2], lastFin.Sub(de.At))
-			lg.add(lg.names[3], sessFin.Sub(lastFin))
-			lg.add(lg.names[4], ge.At.Sub(sessFin))
+			lg.add(lg.names[2], ge.At.Sub(de.At))
+			lg.add(lg.names[3], lastFin.Sub(de.At))
+			lg.add(lg.names[4], sessFin.Sub(lastFin))
+			lg.add(lg.names[5], ge.At.Sub(sessFin))
 		}
 		dmu.Unlock()
 		if costRep {
@@ -177,7 +179,9 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 			cost = cost.add(after.since(before))
 			costN++
 		}
-		// Raw baseline on the same browser: n new windows closed all at once.
+		// Raw baselines on the same browser: n new windows closed all at once,
+		// and n new windows in a browser context of their own disposed at once
+		// (what Playwright's context.close() sends, without its browser).
 		rids, err := openOn(ctx, p.raw, url, n)
 		if err != nil {
 			return err
@@ -187,14 +191,66 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 			return err
 		}
 		conc = append(conc, d)
+		d, err = disposeOn(ctx, p.raw, url, n)
+		if err != nil {
+			return err
+		}
+		disp = append(disp, d)
 	}
 	if len(pw) > 0 {
 		rep.latency(fmt.Sprintf("cleanup: pool session with %d page(s) → last page gone", n), last, "Playwright context.close()", pw,
 			"delete a session of a pool profile (spec.pool; its own Chromium): from Delete to the last Target.targetDestroyed; its agent disposes the session's browser context. Playwright: the same n pages in one context, separate Chromium")
 	}
 	rep.latency(fmt.Sprintf("cleanup: pool session with %d page(s), vs raw concurrent close", n), last, "raw closeTarget, concurrent", conc, "")
+	rep.latency(fmt.Sprintf("cleanup: pool session with %d page(s), vs raw context disposal", n), last, "raw Target.disposeBrowserContext", disp,
+		"the same browser: n new windows opened in a fresh browser context, then one Target.disposeBrowserContext, until the last targetDestroyed")
 	rep.latency(fmt.Sprintf("cleanup: pool session with %d page(s) → session object gone", n), gone, "raw closeTarget, concurrent", conc, "")
 	rep.legs = append(rep.legs, lg)
 	rep.cost(fmt.Sprintf("cleanup: delete a pool session with %d page(s)", n), cost, costN*n, "per page")
 	return nil
+}
+
+// disposeOn opens n new windows in a new browser context on raw, lets them
+// load, then disposes the context and returns the time from the call to the
+// last targetDestroyed.
+func disposeOn(ctx context.Context, raw *rawCDP, url string, n int) (float64, error) {
+	bc, err := wire.Call(ctx, raw.c, "", wire.CreateBrowserContext{})
+	if err != nil {
+		return 0, err
+	}
+	ids := make([]string, 0, n)
+	loaded := map[string]bool{}
+	var mu sync.Mutex
+	s := raw.events.expect(func(e cdpEvent) bool {
+		if e.Method != "Target.targetInfoChanged" || e.URL != url {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		loaded[e.TargetID] = true
+		return len(loaded) >= n
+	})
+	for i := 0; i < n; i++ {
+		r, err := wire.Call(ctx, raw.c, "", wire.CreateTarget{URL: url, Background: true, NewWindow: true, BrowserContextID: bc.BrowserContextID})
+		if err != nil {
+			s.cancel()
+			return 0, err
+		}
+		ids = append(ids, r.TargetID)
+	}
+	if _, err := s.wait(60 * time.Second); err != nil {
+		return 0, fmt.Errorf("raw pages in a context never loaded: %w", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	gone := raw.expectDestroyed(ids...)
+	t0 := time.Now()
+	if _, err := wire.Call(ctx, raw.c, "", wire.DisposeBrowserContext{BrowserContextID: bc.BrowserContextID}); err != nil {
+		gone.cancel()
+		return 0, err
+	}
+	e, err := gone.wait(60 * time.Second)
+	if err != nil {
+		return 0, err
+	}
+	return ms(e.At.Sub(t0)), nil
 }
