@@ -182,7 +182,7 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 		// Raw baselines on the same browser: n new windows closed all at once,
 		// and n new windows in a browser context of their own disposed at once
 		// (what Playwright's context.close() sends, without its browser).
-		rids, err := openOn(ctx, p.raw, url, n)
+		rids, err := openOn(ctx, p.raw, url, n, "")
 		if err != nil {
 			return err
 		}
@@ -218,30 +218,10 @@ func disposeOn(ctx context.Context, raw *rawCDP, url string, n int) (float64, er
 	if err != nil {
 		return 0, err
 	}
-	ids := make([]string, 0, n)
-	loaded := map[string]bool{}
-	var mu sync.Mutex
-	s := raw.events.expect(func(e cdpEvent) bool {
-		if e.Method != "Target.targetInfoChanged" || e.URL != url {
-			return false
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		loaded[e.TargetID] = true
-		return len(loaded) >= n
-	})
-	for i := 0; i < n; i++ {
-		r, err := wire.Call(ctx, raw.c, "", wire.CreateTarget{URL: url, Background: true, NewWindow: true, BrowserContextID: bc.BrowserContextID})
-		if err != nil {
-			s.cancel()
-			return 0, err
-		}
-		ids = append(ids, r.TargetID)
+	ids, err := openOn(ctx, raw, url, n, bc.BrowserContextID)
+	if err != nil {
+		return 0, err
 	}
-	if _, err := s.wait(60 * time.Second); err != nil {
-		return 0, fmt.Errorf("raw pages in a context never loaded: %w", err)
-	}
-	time.Sleep(300 * time.Millisecond)
 	gone := raw.expectDestroyed(ids...)
 	t0 := time.Now()
 	if _, err := wire.Call(ctx, raw.c, "", wire.DisposeBrowserContext{BrowserContextID: bc.BrowserContextID}); err != nil {
