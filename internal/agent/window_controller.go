@@ -147,6 +147,14 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 				a.opts.Profile, s.Name, s.Status.ProfileName, a.opts.Profile))
 		return ctrl.Result{}, nil
 	}
+	if s.Ended() {
+		// The session's end is when its pages go: all at once, from the
+		// session's own event, not as each window's deletion arrives. Its
+		// windows are about to be deleted (the controller deletes every window
+		// of an ended session) and their cleanup lets them go; nothing else is
+		// done for them here: no page opens, no claim is checked.
+		return ctrl.Result{}, r.closeEnded(ctx, s)
+	}
 	if controllerutil.AddFinalizer(w, twv1.PageFinalizer) {
 		// The finalizer must be stored before a page exists that it would close.
 		if err := helper.Patch(ctx, w); err != nil {
@@ -498,12 +506,8 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 			r.event(s, w, twv1.EventPageReleased, "Released Keep page %s (%s); it stays open as a deliverable", rec.Page, w.Status.URL)
 		}
 	default:
-		disposed, err := a.disposeSessionContext(ctx, s)
-		if err != nil {
+		if err := r.closeEnded(ctx, s); err != nil {
 			return ctrl.Result{}, err
-		}
-		if !disposed {
-			r.closeSessionPages(ctx, s)
 		}
 		// Closed above or not, the window's own close decides: a page the
 		// batch closed is gone (a no-op that drops its record), one it did not
@@ -579,11 +583,26 @@ func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow,
 	return nil
 }
 
+// closeEnded closes the temporary pages of an ended session at once: a pool
+// session's browser context is disposed when it holds nothing else
+// (disposeSessionContext), and the pages of its windows are closed together
+// (closeSessionPages: after a disposal, this only drops the records of the
+// pages that went with the context). What either leaves is each window's own
+// cleanup.
+func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSession) error {
+	if _, err := r.agent.disposeSessionContext(ctx, s); err != nil {
+		return err
+	}
+	r.closeSessionPages(ctx, s)
+	return nil
+}
+
 // closeSessionPages is the fast path of an ended session's cleanup outside a
-// pool: the first of its windows to be cleaned up closes the temporary pages of
-// all the session's windows on this profile at once, rather than one per
-// window reconcile as each window's deletion arrives (the controller deletes
-// them a few at a time, and this agent reconciles a few windows at a time).
+// pool: the first of its windows reconciled once the session has ended (its
+// own event maps to all of them) closes the temporary pages of all the
+// session's windows on this profile at once, rather than one per window
+// reconcile as each window's deletion arrives (the controller deletes them a
+// few at a time, and this agent reconciles a few windows at a time).
 // It closes what the window's own cleanup would: an owned page recorded under
 // a window that is not Keep and not a Bind, whose status names that page (so
 // whether the page owns its window is known); everything else, and any close
@@ -690,10 +709,14 @@ func (r *WindowReconciler) sessionToWindows(ctx context.Context, o client.Object
 	if err := r.agent.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{twv1.SessionRefIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
+	ended := false
+	if s, ok := o.(*twv1.BrowserSession); ok {
+		ended = s.Ended()
+	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		w := &list.Items[i]
-		if w.Status.TabID == "" || !w.DeletionTimestamp.IsZero() {
+		if ended || w.Status.TabID == "" || !w.DeletionTimestamp.IsZero() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
 		}
 	}
