@@ -30,9 +30,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
-// WindowUIDIndex indexes BrowserWindows by uid (index.UID).
-const WindowUIDIndex = index.UID
-
 // Options configure an agent.
 type Options struct {
 	// Profile is the BrowserProfile the agent serves.
@@ -101,6 +98,9 @@ type Agent struct {
 	spawnWatch spawnWatch
 	// holds are the window statuses held back to fold a page's stages into one write.
 	holds statusHolds
+	// ownersSynced reports whether every window of the cache's first list is
+	// in the model's owners (trackOwners).
+	ownersSynced func() bool
 }
 
 // CacheOptions restricts a manager's cache of BrowserWindows to this profile's.
@@ -149,8 +149,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 		barrier:      make(chan chan struct{}),
 		observations: newObservations(),
 		spawnWatch:   spawnWatch{m: map[string]*[]twv1.SpawnedWindow{}},
+		holds:        statusHolds{keep: max(opts.ObserveInterval, 0)},
 	}
-	if err := index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowUID, index.WindowSessionRef, index.ActionSessionRef, index.SessionProfileName); err != nil {
+	if err := index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowSessionRef, index.ActionSessionRef, index.SessionProfileName); err != nil {
+		return nil, err
+	}
+	if err := a.trackOwners(ctx, mgr.GetCache()); err != nil {
 		return nil, err
 	}
 	if err := (&WindowReconciler{agent: a}).SetupWithManager(mgr); err != nil {
@@ -191,19 +195,12 @@ func (a *Agent) ownerOf(ctx context.Context, pageID string) (owner, string, bool
 	return o, r.Key, ok
 }
 
-// windowOfKey names the window a record's key (its uid) belongs to.
-func (a *Agent) windowOfKey(ctx context.Context, key string) (owner, bool) {
-	if o, ok := a.model.knownOwner(key); ok {
-		return o, true
-	}
-	var list twv1.BrowserWindowList
-	if err := a.client.List(ctx, &list, client.MatchingFields{WindowUIDIndex: key}); err != nil || len(list.Items) == 0 {
-		return owner{}, false
-	}
-	w := &list.Items[0]
-	o := owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}
-	a.model.rememberOwner(key, o)
-	return o, true
+// windowOfKey names the window a record's key (its uid) belongs to: known
+// from the open, adoption or bind that made the record, or from the cache
+// (trackOwners). A key is a uid, never a name, so a record never follows a name
+// that was deleted and made again.
+func (a *Agent) windowOfKey(_ context.Context, key string) (owner, bool) {
+	return a.model.knownOwner(key)
 }
 
 // pageOf is the page a window has authority over, from the driver's records:

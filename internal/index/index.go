@@ -20,10 +20,6 @@ const (
 	// for a session pinned by spec.profileName, "selector" for one placed by
 	// spec.profileSelector. A profile event looks up only these, never every session.
 	Unplaced = "status.unplaced"
-	// UID indexes BrowserWindows by metadata.uid: a driver's records name a window
-	// by the uid it was created with, so a record never follows a name that was
-	// deleted and made again.
-	UID = "metadata.uid"
 )
 
 // Index is one field index of one kind.
@@ -61,10 +57,6 @@ var (
 			return []string{UnplacedSelector}
 		}
 		return nil
-	}}
-	// WindowUID indexes windows by uid.
-	WindowUID = Index{&twv1.BrowserWindow{}, UID, func(o client.Object) []string {
-		return []string{string(o.GetUID())}
 	}}
 )
 
