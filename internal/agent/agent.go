@@ -134,7 +134,7 @@ func SlimSession(o any) (any, error) {
 		}
 		s.Status.Conditions = kept
 	}
-	return o, nil
+	return index.Intern(o)
 }
 
 // Setup adds the agent's reconciler and runnables to mgr. The manager's cache

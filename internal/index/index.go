@@ -5,6 +5,7 @@ package index
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -86,5 +87,17 @@ func SlimAction(o any) (any, error) {
 		a.Status.Message, a.Status.Hint = "", ""
 		a.ManagedFields = nil
 	}
-	return o, nil
+	return Intern(o)
+}
+
+// StripAndIntern is the roles' default cache transform: managedFields dropped
+// (nothing here reads them: tabwarden writes merge patches, never server-side
+// apply), then Intern.
+func StripAndIntern(o any) (any, error) {
+	if m, ok := o.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}); ok {
+		m.SetManagedFields(nil)
+	}
+	return Intern(o)
 }
