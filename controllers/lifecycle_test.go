@@ -485,3 +485,76 @@ func TestCleanupToldOnce(t *testing.T) {
 		g.Expect(told(twv1.ReasonDirtySession)).To(Equal(int32(1)), "dirty_session once")
 	}, "2s").Should(Succeed())
 }
+
+// TestEndedSessionClosesAheadOfDeletion: the first window of an ended session
+// to be cleaned up closes the temporary pages of all its windows at once, even
+// of windows whose deletion has not arrived (here the controller is down and
+// one window is deleted by hand). Those windows, reconciled meanwhile, are not
+// told their page was never tabwarden's; the Keep page and the user's tabs
+// stay; once the controller is back, every window and the session go, and no
+// page closed twice.
+func TestEndedSessionClosesAheadOfDeletion(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	b := fake.New()
+	userWin, userTabs := b.UserOpenWindow("https://user.example/reading")
+	ctl := startController(t)
+	startAgent(t, "ahead", b)
+
+	s := session(ns, "ahead", "ahead")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	var ws []*twv1.BrowserWindow
+	for i := range 3 {
+		w := openWindow(ns, fmt.Sprintf("ahead-%d", i), "ahead", fmt.Sprintf("https://work.example/ahead/%d", i))
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		ws = append(ws, w)
+	}
+	keep := openWindow(ns, "deliverable", "ahead", "https://work.example/deliverable")
+	keep.Spec.Disposition = twv1.DispositionKeep
+	g.Expect(k8s.Create(ctx, keep)).To(Succeed())
+	tabs := openedTabs(t, g, ws...)
+	keepTab := openedTabs(t, g, keep)[0]
+
+	ctl.Stop()
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Expect(k8s.Delete(ctx, ws[0])).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, id := range tabs {
+			g.Expect(b.HasPage(id)).To(BeFalse(), "page %s closed with the session's first window cleanup", id)
+		}
+	}).Should(Succeed())
+	g.Expect(b.HasPage(keepTab)).To(BeTrue(), "the Keep page stays open")
+
+	// The windows not deleted yet are reconciled (an edit wakes them): nothing
+	// claims their page was never opened by tabwarden.
+	for _, w := range ws[1:] {
+		get(t, w)
+		if w.Annotations == nil {
+			w.Annotations = map[string]string{}
+		}
+		w.Annotations["example.com/poke"] = "1"
+		g.Expect(k8s.Update(ctx, w)).To(Succeed())
+	}
+	g.Consistently(func(g Gomega) {
+		for i, w := range ws[1:] {
+			get(t, w)
+			g.Expect(w.Status.TabID).To(Equal(tabs[i+1]), "window %s keeps naming its page", w.Name)
+		}
+		var list eventsv1.EventList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		for _, e := range list.Items {
+			g.Expect(e.Reason).NotTo(Equal(twv1.ReasonSpawnNotObserved), "event on %s: %s", e.Regarding.Name, e.Note)
+		}
+	}, "2s").Should(Succeed())
+
+	startController(t)
+	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	g.Expect(windowsOf(ns, "ahead")).To(BeEmpty())
+	for _, id := range tabs {
+		g.Expect(b.CloseCount(id)).To(Equal(1), "page %s closed exactly once", id)
+	}
+	g.Expect(b.HasPage(keepTab)).To(BeTrue(), "the Keep page stays open, released")
+	g.Expect(b.WindowTabs(userWin)).To(Equal(userTabs))
+}

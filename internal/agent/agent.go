@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -83,6 +84,9 @@ type Agent struct {
 	// disposing serializes the fast cleanup of a pool session's context
 	// (name → *sync.Mutex), see disposeSessionContext.
 	disposing sync.Map
+	// closing runs one batch close per ended session at a time, see
+	// closeSessionPages; the session's other windows wait for it.
+	closing singleflight.Group
 	// letGo remembers the deleted windows whose page finalizer this agent
 	// removed (name → uid) until its cache sees them go: a reconcile of one
 	// in between (a session or browser event) has nothing left to do.

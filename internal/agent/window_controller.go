@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -180,6 +182,12 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 func (r *WindowReconciler) reconcileProvenance(ctx context.Context, s *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
 	a := r.agent
 	if _, ok := a.pageOf(w); ok || ended(w) || !a.model.knowsRecords() {
+		return ctrl.Result{}, nil
+	}
+	if s.Ended() {
+		// An ended session gains no authority, and its pages may be gone
+		// already (closeSessionPages) ahead of its windows' deletion: a status
+		// naming one is no claim to refuse.
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -490,9 +498,16 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 			r.event(s, w, twv1.EventPageReleased, "Released Keep page %s (%s); it stays open as a deliverable", rec.Page, w.Status.URL)
 		}
 	default:
-		if _, err := a.disposeSessionContext(ctx, s); err != nil {
+		disposed, err := a.disposeSessionContext(ctx, s)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if !disposed {
+			r.closeSessionPages(ctx, s)
+		}
+		// Closed above or not, the window's own close decides: a page the
+		// batch closed is gone (a no-op that drops its record), one it did not
+		// close (a failure, a page it skipped) is closed here.
 		if err := r.closePage(ctx, w, rec); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -563,6 +578,85 @@ func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow,
 	ctrl.LoggerFrom(ctx).Info("Closed page", "page", rec.Page)
 	return nil
 }
+
+// closeSessionPages is the fast path of an ended session's cleanup outside a
+// pool: the first of its windows to be cleaned up closes the temporary pages of
+// all the session's windows on this profile at once, rather than one per
+// window reconcile as each window's deletion arrives (the controller deletes
+// them a few at a time, and this agent reconciles a few windows at a time).
+// It closes what the window's own cleanup would: an owned page recorded under
+// a window that is not Keep and not a Bind, whose status names that page (so
+// whether the page owns its window is known); everything else, and any close
+// that fails, is left to that window's own cleanup. The driver's last-tab rule
+// applies to each close. The session's windows reconciled meanwhile wait for
+// the batch and then find their pages gone.
+//
+// The session ending is the decision: the controller deletes every window of
+// an ended session, and a deleted window's temporary page is closed whatever
+// it says; closing the pages of the windows whose deletion has not arrived yet
+// is that same decision, taken once. Their records go with their pages, so
+// their own cleanup then only lets go (crash consistency: a restart in between
+// finds the records of the pages not closed yet and closes them one by one).
+func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.BrowserSession) {
+	a := r.agent
+	if s == nil || !s.Ended() {
+		return
+	}
+	if ready, _ := a.model.state(); !ready || !a.model.knowsRecords() {
+		return
+	}
+	_, _, _ = a.closing.Do(string(s.UID), func() (any, error) {
+		windows, err := r.sessionWindows(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		log := ctrl.LoggerFrom(ctx)
+		var (
+			wg     sync.WaitGroup
+			sem    = make(chan struct{}, maxBatchCloses)
+			closed atomic.Int32
+		)
+		for i := range windows {
+			w := &windows[i]
+			if w.Labels[twv1.ProfileLabel] != a.opts.Profile || w.Spec.Disposition == twv1.DispositionKeep || !w.Owned() {
+				continue
+			}
+			rec, ok := a.pageOf(w)
+			if !ok || !rec.Owned() {
+				continue
+			}
+			st := &w.Status
+			if held := a.holds.peek(w.UID); held != nil {
+				st = held
+			}
+			if st.TabID != rec.Page {
+				continue
+			}
+			r.adoptSpawnsOf(ctx, w, rec)
+			owns := st.OwnsWindow
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: owns}); err != nil {
+					log.V(1).Info("Closing a page of an ended session failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
+					return
+				}
+				a.model.remove(rec.Page)
+				a.model.dropRecord(rec.Key, rec.Page)
+				closed.Add(1)
+			}()
+		}
+		wg.Wait()
+		if n := closed.Load(); n > 0 {
+			log.Info("Closed the temporary pages of an ended session at once", "session", s.Name, "pages", n)
+		}
+		return nil, nil
+	})
+}
+
+// maxBatchCloses bounds the closes closeSessionPages has in flight.
+const maxBatchCloses = 64
 
 // releasePage drops the window's record and leaves the page open.
 func (r *WindowReconciler) releasePage(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) error {

@@ -480,7 +480,7 @@ func openSection(ctx context.Context, l *lab, rep *report) error {
 			return err
 		}
 		url := l.site.Path("/landing")
-		var tw, raw sample
+		var tw, raw, seq sample
 		lg := newLegs(pl.name, "create → agent sends status PATCH (API create, watch, queue, Target.createTarget)", "status PATCH", "status reply → watch MODIFIED at a client")
 		var openCost, delCost costWindow
 		costN := 0
@@ -543,9 +543,23 @@ func openSection(ctx context.Context, l *lab, rep *report) error {
 			if err := l.raw.closeAndWait(ctx, id); err != nil {
 				return err
 			}
+			// The CDP calls the driver makes for an Open, done raw: the page
+			// list its crash-consistent intent records, the create, and the
+			// window lookup that status.windowId needs.
+			t0 = time.Now()
+			if id, err = l.raw.driverOpen(ctx, url, pl.newWindow); err != nil {
+				return err
+			}
+			if measured {
+				seq = append(seq, ms(time.Since(t0)))
+			}
+			if err := l.raw.closeAndWait(ctx, id); err != nil {
+				return err
+			}
 		}
 		rep.legs = append(rep.legs, lg)
 		rep.latency(pl.name, tw, "Target.createTarget reply (raw CDP)", raw, "create BrowserWindow (registered in its create, as kubectl tabwarden open and the MCP server do) → watch shows phase Open with tabId")
+		rep.latency(pl.name+", vs the driver's CDP calls done raw", tw, "raw getTargets + createTarget + getWindowForTarget", seq, "")
 		rep.cost(pl.name+" (until quiet)", openCost, costN, "per open")
 		rep.cost("delete one "+map[bool]string{false: "tab", true: "window"}[pl.newWindow]+" BrowserWindow → page closed, object gone", delCost, costN, "per page")
 	}

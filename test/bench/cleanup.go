@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/chromium"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
@@ -143,11 +144,12 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 
 // rawOpen opens n new windows on the raw connection and waits for their pages to load.
 func (l *lab) rawOpen(ctx context.Context, url string, n int) ([]string, error) {
-	return openOn(ctx, l.raw, url, n)
+	return openOn(ctx, l.raw, url, n, "")
 }
 
-// openOn opens n new windows on raw and waits for their pages to load.
-func openOn(ctx context.Context, raw *rawCDP, url string, n int) ([]string, error) {
+// openOn opens n new windows on raw (in browser context bc, or the default
+// one when "") and waits for their pages to load.
+func openOn(ctx context.Context, raw *rawCDP, url string, n int, bc string) ([]string, error) {
 	ids := make([]string, 0, n)
 	loaded := map[string]bool{}
 	var mu sync.Mutex
@@ -161,7 +163,8 @@ func openOn(ctx context.Context, raw *rawCDP, url string, n int) ([]string, erro
 		return len(loaded) >= n
 	})
 	for i := 0; i < n; i++ {
-		id, err := raw.createTarget(ctx, url, true)
+		r, err := wire.Call(ctx, raw.c, "", wire.CreateTarget{URL: url, Background: true, NewWindow: true, BrowserContextID: bc})
+		id := r.TargetID
 		if err != nil {
 			s.cancel()
 			return nil, err

@@ -74,6 +74,7 @@ func main() {
 		memLimit = flag.Int("role-memory-limit", 0, "run the scale case's controller and agent as under a container memory limit of this many MiB: GOMEMLIMIT at 90 % of it, the soft limit the roles set in a container (0: none, as the bench's processes have no limit; the limit itself is not enforced)")
 		clean    = flag.String("clean-reps", "", "cleanup repetitions per N, e.g. 1:200,10:30,50:10")
 		date     = flag.String("date", time.Now().Format("2006-01-02"), "date in the results file name")
+		verbose  = flag.Bool("v", false, "log the in-process roles at info level (default: errors only) to bench.log in the run's directory")
 	)
 	flag.Parse()
 	cfg := config{short: *short, out: *out, sections: map[string]bool{}, scaleWin: 5, workers: 8, roleQPS: *qps, date: *date}
@@ -141,7 +142,12 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	zl := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(lf), zapcore.ErrorLevel))
+	level := zapcore.ErrorLevel
+	if *verbose {
+		level = zapcore.InfoLevel
+	}
+	logf("role logs: %s", cfg.logFile)
+	zl := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(lf), level))
 	ctrl.SetLogger(zapr.NewLogger(zl))
 
 	if err := benchMain(context.Background(), cfg); err != nil {

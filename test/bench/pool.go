@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/chromium"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
@@ -102,9 +104,10 @@ func (l *lab) startPool(ctx context.Context, restCfg *rest.Config) (*poolLab, er
 func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps int, pw sample) error {
 	url := l.site.Path("/landing")
 	logf("cleanup of a pool session with %d page(s): %d repetitions", n, reps)
-	var last, gone, conc sample
+	var last, gone, conc, disp sample
 	lg := newLegs(fmt.Sprintf("cleanup: pool session with %d page(s)", n), "Delete → controller's first window DELETE",
-		"first window DELETE → last page destroyed (context disposed)", "last page destroyed → session object gone")
+		"first window DELETE → last page destroyed (context disposed)", "last page destroyed → session object gone",
+		"… of which: last page destroyed → the agent's last window finalizer PATCH done", "… then → the controller's session finalizer PATCH sent", "… then → session object gone (watch)")
 	var cost costWindow
 	costN := 0
 	for r := 0; r < reps; r++ {
@@ -128,15 +131,20 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 		}
 		destroyed := p.raw.expectDestroyed(ids...)
 		sessGone := l.api.expect(func(e apiEvent) bool { return e.Sess != nil && e.Type == watch.Deleted && e.Sess.Name == name })
-		var first time.Time
+		var first, lastFin, sessFin time.Time
 		var dmu sync.Mutex
 		rec := l.reqs.expect(func(r reqEvent) bool {
-			if r.role == "controller" && r.key == "DELETE browserwindows" {
-				dmu.Lock()
+			dmu.Lock()
+			defer dmu.Unlock()
+			switch {
+			case r.role == "controller" && r.key == "DELETE browserwindows":
 				if first.IsZero() || r.start.Before(first) {
 					first = r.start
 				}
-				dmu.Unlock()
+			case r.role == "pool-agent" && r.key == "PATCH browserwindows" && strings.HasPrefix(r.name, name+"-w") && r.end.After(lastFin):
+				lastFin = r.end
+			case r.role == "controller" && r.key == "PATCH browsersessions" && r.name == name:
+				sessFin = r.start
 			}
 			return false
 		})
@@ -156,10 +164,13 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 		last = append(last, ms(de.At.Sub(t0)))
 		gone = append(gone, ms(ge.At.Sub(t0)))
 		dmu.Lock()
-		if !first.IsZero() {
+		if !first.IsZero() && !lastFin.IsZero() && !sessFin.IsZero() {
 			lg.add(lg.names[0], first.Sub(t0))
 			lg.add(lg.names[1], de.At.Sub(first))
 			lg.add(lg.names[2], ge.At.Sub(de.At))
+			lg.add(lg.names[3], lastFin.Sub(de.At))
+			lg.add(lg.names[4], sessFin.Sub(lastFin))
+			lg.add(lg.names[5], ge.At.Sub(sessFin))
 		}
 		dmu.Unlock()
 		if costRep {
@@ -168,8 +179,10 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 			cost = cost.add(after.since(before))
 			costN++
 		}
-		// Raw baseline on the same browser: n new windows closed all at once.
-		rids, err := openOn(ctx, p.raw, url, n)
+		// Raw baselines on the same browser: n new windows closed all at once,
+		// and n new windows in a browser context of their own disposed at once
+		// (what Playwright's context.close() sends, without its browser).
+		rids, err := openOn(ctx, p.raw, url, n, "")
 		if err != nil {
 			return err
 		}
@@ -178,14 +191,46 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 			return err
 		}
 		conc = append(conc, d)
+		d, err = disposeOn(ctx, p.raw, url, n)
+		if err != nil {
+			return err
+		}
+		disp = append(disp, d)
 	}
 	if len(pw) > 0 {
 		rep.latency(fmt.Sprintf("cleanup: pool session with %d page(s) → last page gone", n), last, "Playwright context.close()", pw,
 			"delete a session of a pool profile (spec.pool; its own Chromium): from Delete to the last Target.targetDestroyed; its agent disposes the session's browser context. Playwright: the same n pages in one context, separate Chromium")
 	}
 	rep.latency(fmt.Sprintf("cleanup: pool session with %d page(s), vs raw concurrent close", n), last, "raw closeTarget, concurrent", conc, "")
+	rep.latency(fmt.Sprintf("cleanup: pool session with %d page(s), vs raw context disposal", n), last, "raw Target.disposeBrowserContext", disp,
+		"the same browser: n new windows opened in a fresh browser context, then one Target.disposeBrowserContext, until the last targetDestroyed")
 	rep.latency(fmt.Sprintf("cleanup: pool session with %d page(s) → session object gone", n), gone, "raw closeTarget, concurrent", conc, "")
 	rep.legs = append(rep.legs, lg)
 	rep.cost(fmt.Sprintf("cleanup: delete a pool session with %d page(s)", n), cost, costN*n, "per page")
 	return nil
+}
+
+// disposeOn opens n new windows in a new browser context on raw, lets them
+// load, then disposes the context and returns the time from the call to the
+// last targetDestroyed.
+func disposeOn(ctx context.Context, raw *rawCDP, url string, n int) (float64, error) {
+	bc, err := wire.Call(ctx, raw.c, "", wire.CreateBrowserContext{})
+	if err != nil {
+		return 0, err
+	}
+	ids, err := openOn(ctx, raw, url, n, bc.BrowserContextID)
+	if err != nil {
+		return 0, err
+	}
+	gone := raw.expectDestroyed(ids...)
+	t0 := time.Now()
+	if _, err := wire.Call(ctx, raw.c, "", wire.DisposeBrowserContext{BrowserContextID: bc.BrowserContextID}); err != nil {
+		gone.cancel()
+		return 0, err
+	}
+	e, err := gone.wait(60 * time.Second)
+	if err != nil {
+		return 0, err
+	}
+	return ms(e.At.Sub(t0)), nil
 }

@@ -64,6 +64,23 @@ func (r *rawCDP) createTarget(ctx context.Context, url string, newWindow bool) (
 	return res.TargetID, err
 }
 
+// driverOpen makes, raw, the CDP calls the driver makes to open a page: the
+// page list (the driver's crash-consistent intent records it), the create, and
+// the window lookup (status.windowId). It returns the page's id.
+func (r *rawCDP) driverOpen(ctx context.Context, url string, newWindow bool) (string, error) {
+	if _, err := wire.Call(ctx, r.c, "", wire.GetTargets{}); err != nil {
+		return "", err
+	}
+	id, err := r.createTarget(ctx, url, newWindow)
+	if err != nil {
+		return "", err
+	}
+	if _, err := wire.Call(ctx, r.c, "", wire.GetWindowForTarget{TargetID: id}); err != nil {
+		return id, err
+	}
+	return id, nil
+}
+
 // closeTarget asks Chrome to close a page (it is gone at targetDestroyed).
 func (r *rawCDP) closeTarget(ctx context.Context, id string) error {
 	_, err := wire.Call(ctx, r.c, "", wire.CloseTarget{TargetID: id})

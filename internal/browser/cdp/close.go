@@ -34,25 +34,33 @@ func (b *Browser) Close(ctx context.Context, req browser.CloseRequest) error {
 		}
 		return err
 	}
+	// The window's lock is held for the decision only, not for the close: a
+	// tab whose close is in flight counts as gone, so of concurrent closes in
+	// one window the last to decide opens the placeholder, and the closes
+	// themselves run at once (a session's N tabs in one window close in about
+	// the time of one, not N). A close that fails leaves its tab and maybe an
+	// extra blank one: never a window with none.
 	l := lockFor(b.winLocks, &b.mu, w)
 	l.Lock()
-	defer l.Unlock()
 	if !b.has(req.ID) {
+		l.Unlock()
 		return b.ledger.Closed(req.Key, req.ID)
 	}
 	if err := b.resolveAll(ctx, c); err != nil {
+		l.Unlock()
 		return err
 	}
 	b.mu.Lock()
 	last := true
 	for id, t := range b.targets {
-		if id != req.ID && t.windowID == w {
+		if id != req.ID && t.windowID == w && t.closing == 0 {
 			last = false
 			break
 		}
 	}
 	ctxID, popup := "", false
-	if t, ok := b.targets[req.ID]; ok {
+	t, ok := b.targets[req.ID]
+	if ok {
 		ctxID, popup = t.info.BrowserContextID, t.popup
 	}
 	b.mu.Unlock()
@@ -60,9 +68,23 @@ func (b *Browser) Close(ctx context.Context, req browser.CloseRequest) error {
 	// never the user's window, whatever the caller says.
 	if last && !popup {
 		if err := b.placeholder(ctx, c, req.ID, w, ctxID); err != nil {
+			l.Unlock()
 			return fmt.Errorf("close %s: last tab of window %s: %w", req.ID, w, err)
 		}
 	}
+	b.mu.Lock()
+	if ok {
+		t.closing++
+	}
+	b.mu.Unlock()
+	l.Unlock()
+	defer func() {
+		b.mu.Lock()
+		if ok {
+			t.closing--
+		}
+		b.mu.Unlock()
+	}()
 	return b.closeOwned(ctx, c, req)
 }
 

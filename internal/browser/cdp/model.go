@@ -24,6 +24,7 @@ type target struct {
 	shown      bool // reported to the consumer at least once
 	seq        int64
 	updates    int64 // target infos applied from events, to keep refreshes from going back in time
+	closing    int   // Closes in flight past the last-tab check (close.go)
 }
 
 type actEntry struct {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -215,6 +216,15 @@ func TestCleanupOfTenPages(t *testing.T) {
 	for _, id := range tabs {
 		g.Expect(now).NotTo(HaveKey(id))
 	}
+	// The pages went together, ahead of their windows' deletion: no window
+	// was told its page was never tabwarden's.
+	g.Consistently(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		for _, e := range list.Items {
+			g.Expect(e.Reason).NotTo(Equal(twv1.ReasonSpawnNotObserved), "event on %s/%s: %s", e.Regarding.Kind, e.Regarding.Name, e.Note)
+		}
+	}, "2s").Should(Succeed())
 }
 
 // TestReconnectDeclaresNothingClosed: the agent's DevTools connection drops mid-
