@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
@@ -30,6 +31,11 @@ func (ad *adopter) Start(ctx context.Context) error {
 	a := ad.agent
 	log := ctrl.LoggerFrom(ctx).WithName("adopter").WithValues("profile", a.opts.Profile)
 	ctx = ctrl.LoggerInto(ctx, log)
+	// The first snapshot's records find their windows by the owners the
+	// cache's windows fill in (trackOwners).
+	if a.ownersSynced != nil && !toolscache.WaitForCacheSync(ctx.Done(), a.ownersSynced) {
+		return nil
+	}
 	resync := time.NewTimer(0) // take the first snapshot at once
 	defer resync.Stop()
 	events := a.opts.Browser.Events()

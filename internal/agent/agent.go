@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,9 +31,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/index"
 	"github.com/tabwarden/tabwarden/internal/metrics"
 )
-
-// WindowUIDIndex indexes BrowserWindows by uid (index.UID).
-const WindowUIDIndex = index.UID
 
 // Options configure an agent.
 type Options struct {
@@ -105,14 +103,42 @@ type Agent struct {
 	spawnWatch spawnWatch
 	// holds are the window statuses held back to fold a page's stages into one write.
 	holds statusHolds
+	// ownersSynced reports whether every window of the cache's first list is
+	// in the model's owners (trackOwners).
+	ownersSynced func() bool
 }
 
-// CacheOptions restricts a manager's cache of BrowserWindows to this profile's.
+// CacheOptions restricts a manager's cache of BrowserWindows to this profile's,
+// and keeps of BrowserActions and BrowserSessions what the agent reads.
 func CacheOptions(profile string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&twv1.BrowserWindow{}: {Label: labels.SelectorFromSet(labels.Set{twv1.ProfileLabel: profile})},
-		&twv1.BrowserAction{}: {Transform: index.SlimAction},
+		&twv1.BrowserWindow{}:  {Label: labels.SelectorFromSet(labels.Set{twv1.ProfileLabel: profile})},
+		&twv1.BrowserAction{}:  {Transform: index.SlimAction},
+		&twv1.BrowserSession{}: {Transform: SlimSession},
 	}}
+}
+
+// SlimSession is the agent's cache transform of BrowserSessions. The agent
+// caches every session of the cluster (placement is in status, which no
+// selector reaches) and never writes one; of a session's status it reads the
+// placement, the phase, the end reason and whether the Admitted condition is
+// False. The controller's other conditions are dropped, and the message of
+// Admitted: each carries a message, a few hundred bytes while a session cleans
+// up, which at 10,000 sessions was the larger part of a cached session.
+func SlimSession(o any) (any, error) {
+	if s, ok := o.(*twv1.BrowserSession); ok {
+		s.ManagedFields = nil
+		var kept []metav1.Condition
+		for _, c := range s.Status.Conditions {
+			if c.Type == twv1.AdmittedCondition {
+				c.Message = ""
+				kept = []metav1.Condition{c}
+				break
+			}
+		}
+		s.Status.Conditions = kept
+	}
+	return index.Intern(o)
 }
 
 // Setup adds the agent's reconciler and runnables to mgr. The manager's cache
@@ -153,8 +179,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 		barrier:      make(chan chan struct{}),
 		observations: newObservations(),
 		spawnWatch:   spawnWatch{m: map[string]*[]twv1.SpawnedWindow{}},
+		holds:        statusHolds{keep: max(opts.ObserveInterval, 0)},
 	}
-	if err := index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowUID, index.WindowSessionRef, index.ActionSessionRef, index.SessionProfileName); err != nil {
+	if err := index.Setup(ctx, mgr.GetFieldIndexer(), index.WindowSessionRef, index.ActionSessionRef, index.SessionProfileName); err != nil {
+		return nil, err
+	}
+	if err := a.trackOwners(ctx, mgr.GetCache()); err != nil {
 		return nil, err
 	}
 	if err := (&WindowReconciler{agent: a}).SetupWithManager(mgr); err != nil {
@@ -195,19 +225,12 @@ func (a *Agent) ownerOf(ctx context.Context, pageID string) (owner, string, bool
 	return o, r.Key, ok
 }
 
-// windowOfKey names the window a record's key (its uid) belongs to.
-func (a *Agent) windowOfKey(ctx context.Context, key string) (owner, bool) {
-	if o, ok := a.model.knownOwner(key); ok {
-		return o, true
-	}
-	var list twv1.BrowserWindowList
-	if err := a.client.List(ctx, &list, client.MatchingFields{WindowUIDIndex: key}); err != nil || len(list.Items) == 0 {
-		return owner{}, false
-	}
-	w := &list.Items[0]
-	o := owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}
-	a.model.rememberOwner(key, o)
-	return o, true
+// windowOfKey names the window a record's key (its uid) belongs to: known
+// from the open, adoption or bind that made the record, or from the cache
+// (trackOwners). A key is a uid, never a name, so a record never follows a name
+// that was deleted and made again.
+func (a *Agent) windowOfKey(_ context.Context, key string) (owner, bool) {
+	return a.model.knownOwner(key)
 }
 
 // pageOf is the page a window has authority over, from the driver's records:

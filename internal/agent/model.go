@@ -28,9 +28,10 @@ type model struct {
 	// authority over a page. keys maps a record's key to its page.
 	records map[string]browser.Record
 	keys    map[string]string
-	// owners names the window behind a record's key (a window uid) for windows the
-	// agent opened, adopted or bound before the cache shows them, so that a
-	// spawn's own spawn is never missed.
+	// owners names the window behind a record's key (a window uid): every
+	// window in the cache (trackOwners), and those the agent opened, adopted or
+	// bound before the cache shows them, so that a spawn's own spawn is never
+	// missed.
 	owners map[string]owner
 	// recSeq numbers record changes; recLog keeps those a snapshot taken
 	// meanwhile may not show, so that replace never forgets a record the driver
@@ -277,6 +278,16 @@ func (m *model) forgetOwner(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.owners, key)
+}
+
+// forgetOwnerUnrecorded drops the name of a key whose window left the cache,
+// unless a record still names the key (an orphan, collected by name).
+func (m *model) forgetOwnerUnrecorded(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.keys[key]; !ok {
+		delete(m.owners, key)
+	}
 }
 
 // knowsRecords reports whether the mirror holds the driver's records: until the

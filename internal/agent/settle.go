@@ -26,9 +26,18 @@ import (
 // memory: the ledger, not the object, is the agent's authority over a page, so
 // an agent that stops while holding loses nothing but the wait (its next
 // reconcile observes the page again).
+//
+// An entry that holds nothing (no first Open waiting, nothing pending) and
+// whose last write is older than the observe interval decides nothing a
+// missing entry would not: sweep drops those, at most once per interval, so
+// the map holds the windows written recently, not every window of the profile.
 type statusHolds struct {
 	mu sync.Mutex
 	m  map[types.UID]*statusHold
+	// keep is how long a written entry is kept (Options.ObserveInterval).
+	keep time.Duration
+	// swept is when sweep last ran.
+	swept time.Time
 }
 
 type statusHold struct {
@@ -56,6 +65,21 @@ func (sh *statusHolds) get(uid types.UID) *statusHold {
 		sh.m[uid] = h
 	}
 	return h
+}
+
+// sweep drops the entries that hold nothing, at most once per keep.
+func (sh *statusHolds) sweep(now time.Time) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if now.Sub(sh.swept) < max(sh.keep, settlePoll) {
+		return
+	}
+	sh.swept = now
+	for uid, h := range sh.m {
+		if h.since.IsZero() && h.pending == nil && now.Sub(h.lastWrite) >= sh.keep {
+			delete(sh.m, uid)
+		}
+	}
 }
 
 func (sh *statusHolds) peek(uid types.UID) *twv1.BrowserWindowStatus {
@@ -86,6 +110,7 @@ func (sh *statusHolds) restore(w *twv1.BrowserWindow) {
 			h.pending = nil
 		}
 		sh.mu.Unlock()
+		sh.sweep(time.Now())
 		return
 	}
 	if p := sh.peek(w.UID); p != nil && p.TabID != "" {
@@ -140,6 +165,7 @@ func (a *Agent) wrote(w *twv1.BrowserWindow, now time.Time) {
 	if w.Status.TabID != "" && w.Status.Phase == twv1.WindowOpen {
 		h.pending = w.Status.DeepCopy()
 	}
+	a.holds.sweep(now)
 }
 
 // titled reports whether a page has a title of its own: not empty, not its url

@@ -107,3 +107,58 @@ func TestHoldFoldsAPagesStagesIntoOneWrite(t *testing.T) {
 		t.Fatalf("untitled open after OpenSettle: want a write, got %v", d)
 	}
 }
+
+// TestHoldsKeepOnlyWhatDecides: once a window's status is written, shown by the
+// cache and older than the observe interval, its entry is dropped (the map holds
+// the windows written recently, not every window of the profile), while a
+// recent write still spaces the next title-only change and a held first Open
+// status stays.
+func TestHoldsKeepOnlyWhatDecides(t *testing.T) {
+	a := &Agent{opts: Options{OpenSettle: time.Second, ObserveInterval: time.Second}, holds: statusHolds{keep: time.Second}}
+	t0 := time.Now()
+	titledOpen := func(uid string) (before, after *twv1.BrowserWindow) {
+		before = openWindow(uid, twv1.SourceOpen)
+		after = before.DeepCopy()
+		after.Status.Phase, after.Status.TabID, after.Status.URL, after.Status.Title = twv1.WindowOpen, "T-"+uid, "https://x.test/", "X"
+		return before, after
+	}
+	_, old := titledOpen("old")
+	a.wrote(old, t0)
+	a.holds.restore(old.DeepCopy()) // the cache shows the page
+	_, recent := titledOpen("recent")
+	a.wrote(recent, t0.Add(time.Second))
+	a.holds.restore(recent.DeepCopy())
+	heldBefore, held := titledOpen("held")
+	held.Status.Title = "" // untitled: the first write waits
+	if d := a.hold(heldBefore, held, t0.Add(time.Second)); d <= 0 {
+		t.Fatalf("untitled first Open: want a hold, got %v", d)
+	}
+
+	a.holds.sweep(t0.Add(1100 * time.Millisecond))
+	if _, ok := a.holds.m[old.UID]; ok {
+		t.Errorf("entry of a window written 1.1s ago and shown by the cache still kept")
+	}
+	if _, ok := a.holds.m[recent.UID]; !ok {
+		t.Errorf("entry of a window written 100ms ago dropped: its next title-only change would not wait")
+	}
+	if a.holds.peek(held.UID) == nil {
+		t.Errorf("held first Open status dropped by the sweep")
+	}
+	// What the entries decide is unchanged: the old window writes a title-only
+	// change at once, the recent one waits the rest of its interval.
+	for _, c := range []struct {
+		w        *twv1.BrowserWindow
+		min, max time.Duration
+	}{{old, 0, 0}, {recent, 800 * time.Millisecond, 900 * time.Millisecond}} {
+		changed := c.w.DeepCopy()
+		changed.Status.Title = "Y"
+		if d := a.hold(c.w, changed, t0.Add(1150*time.Millisecond)); d < c.min || d > c.max {
+			t.Errorf("%s: title-only change: hold %v, want %v..%v", c.w.Name, d, c.min, c.max)
+		}
+	}
+	// A window deleted is forgotten at once (its finalizer's removal).
+	a.holds.forget(recent.UID)
+	if _, ok := a.holds.m[recent.UID]; ok {
+		t.Errorf("entry of a deleted window kept")
+	}
+}

@@ -5,6 +5,7 @@ package index
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -20,10 +21,6 @@ const (
 	// for a session pinned by spec.profileName, "selector" for one placed by
 	// spec.profileSelector. A profile event looks up only these, never every session.
 	Unplaced = "status.unplaced"
-	// UID indexes BrowserWindows by metadata.uid: a driver's records name a window
-	// by the uid it was created with, so a record never follows a name that was
-	// deleted and made again.
-	UID = "metadata.uid"
 )
 
 // Index is one field index of one kind.
@@ -62,10 +59,6 @@ var (
 		}
 		return nil
 	}}
-	// WindowUID indexes windows by uid.
-	WindowUID = Index{&twv1.BrowserWindow{}, UID, func(o client.Object) []string {
-		return []string{string(o.GetUID())}
-	}}
 )
 
 // UnplacedSelector is the Unplaced value of sessions placed by selector.
@@ -94,5 +87,17 @@ func SlimAction(o any) (any, error) {
 		a.Status.Message, a.Status.Hint = "", ""
 		a.ManagedFields = nil
 	}
-	return o, nil
+	return Intern(o)
+}
+
+// StripAndIntern is the roles' default cache transform: managedFields dropped
+// (nothing here reads them: tabwarden writes merge patches, never server-side
+// apply), then Intern.
+func StripAndIntern(o any) (any, error) {
+	if m, ok := o.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}); ok {
+		m.SetManagedFields(nil)
+	}
+	return Intern(o)
 }

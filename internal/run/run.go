@@ -82,7 +82,8 @@ func (c Common) options() ctrl.Options {
 		// user, the controller, the agent) and nothing here reads them: tabwarden
 		// writes merge patches, never server-side apply. Dropping them from the
 		// caches is most of the memory a cached object costs at 10,000 sessions.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// The strings most objects repeat are shared (index.Intern).
+		Cache: cache.Options{DefaultTransform: index.StripAndIntern},
 	}
 }
 

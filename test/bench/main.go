@@ -50,6 +50,10 @@ type config struct {
 	roleQPS    float64
 	roleBurst  int
 	ctlWorkers int
+	// roleMemMiB runs the scale case's roles as under a container memory limit
+	// of this many MiB: GOMEMLIMIT at 90 % of it, as run.SoftMemoryLimit sets
+	// in a container (0: none, like the bench's processes, which have no limit).
+	roleMemMiB int
 	profileDir string
 	date       string
 	logFile    string
@@ -67,6 +71,7 @@ func main() {
 		reps     = flag.Int("reps", 0, "repetitions for spawn and open (default 200; -short 20)")
 		qps      = flag.Float64("role-qps", 2000, "client QPS of the controller and agent in the scale case (run.Common.QPS; 0 = the shipped default 200/400)")
 		workers  = flag.Int("ctl-workers", 0, "experiment: run the scale case's controller with this many workers per reconciler (0: as shipped)")
+		memLimit = flag.Int("role-memory-limit", 0, "run the scale case's controller and agent as under a container memory limit of this many MiB: GOMEMLIMIT at 90 % of it, the soft limit the roles set in a container (0: none, as the bench's processes have no limit; the limit itself is not enforced)")
 		clean    = flag.String("clean-reps", "", "cleanup repetitions per N, e.g. 1:200,10:30,50:10")
 		date     = flag.String("date", time.Now().Format("2006-01-02"), "date in the results file name")
 		verbose  = flag.Bool("v", false, "log the in-process roles at info level (default: errors only) to bench.log in the run's directory")
@@ -78,6 +83,7 @@ func main() {
 	}
 	cfg.roleBurst = int(2 * cfg.roleQPS)
 	cfg.ctlWorkers = *workers
+	cfg.roleMemMiB = *memLimit
 	if cfg.short {
 		// Under two minutes on 2 cores: each spawn and open case costs a cost
 		// repetition (three waits for quiet) and about a second per repetition.

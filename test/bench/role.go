@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +33,11 @@ type roleStats struct {
 	Pages      int    `json:"pages"`
 	Goroutines int    `json:"goroutines"`
 	Done       bool   `json:"done"`
+	// LiveHeap is the heap in use right after the collection that SIGUSR1
+	// forces (runtime.MemStats.HeapAlloc, bytes): what the process keeps alive.
+	LiveHeap uint64 `json:"liveHeap,omitempty"`
+	// MemLimit is the Go runtime's soft memory limit (bytes; 0: none).
+	MemLimit int64 `json:"memLimit,omitempty"`
 }
 
 // restFile is the part of a rest.Config a child needs to reach the API server.
@@ -101,15 +109,19 @@ func roleMain(args []string) int {
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }() // best-effort cleanup
 		}
 	}
+	var liveHeap atomic.Uint64
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	go func() {
 		for s := range sigs {
 			if s == syscall.SIGUSR1 {
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				liveHeap.Store(ms.HeapAlloc)
 				if *heapprofile != "" {
 					if f, err := os.Create(*heapprofile); err == nil {
-						runtime.GC()
 						_ = pprof.WriteHeapProfile(f)
 						_ = f.Close() // best-effort cleanup
 					}
@@ -122,7 +134,10 @@ func roleMain(args []string) int {
 	common := run.Common{QPS: float32(*qps), Burst: *burst, SkipNameValidation: true}
 	var b *fake.Browser
 	write := func(done bool) {
-		st := roleStats{Counts: cnt.snapshot(), Goroutines: runtime.NumGoroutine(), Done: done}
+		st := roleStats{Counts: cnt.snapshot(), Goroutines: runtime.NumGoroutine(), Done: done, LiveHeap: liveHeap.Load(), MemLimit: debug.SetMemoryLimit(-1)}
+		if st.MemLimit == math.MaxInt64 {
+			st.MemLimit = 0
+		}
 		if b != nil {
 			st.Pages = b.PageCount()
 		}

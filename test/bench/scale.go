@@ -40,6 +40,8 @@ type scaleRow struct {
 	ctlCreate, agtCreate      counts
 	ctlDelete, agtDelete      counts
 	floorWritesCreate         int64
+	// ctlLive and agtLive are the roles' live heaps at Ready (bytes, after a forced GC).
+	ctlLive, agtLive uint64
 	// load is /proc/loadavg's 1-minute figure when this S began (before its floor).
 	load string
 }
@@ -374,6 +376,10 @@ func startChild(cfg config, role, restPath, tag string) (*child, error) {
 		args = append(args, "-workers", fmt.Sprint(cfg.ctlWorkers))
 	}
 	cmd := exec.Command(exe, args...)
+	if cfg.roleMemMiB > 0 {
+		// What run.SoftMemoryLimit sets under a container limit of that size.
+		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", int64(cfg.roleMemMiB)<<20/10*9))
+	}
 	logf, err := os.Create(filepath.Join(cfg.profileDir, role+"-"+tag+".log"))
 	if err != nil {
 		return nil, err
@@ -544,6 +550,12 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 	row.ctlCreate, row.agtCreate = c1.minus(c0), a1.minus(a0)
 	ctl.signal(syscall.SIGUSR1)
 	agt.signal(syscall.SIGUSR1)
+	_ = poll(time.Minute, func() (bool, error) {
+		row.ctlLive, row.agtLive = ctl.read().LiveHeap, agt.read().LiveHeap
+		return row.ctlLive > 0 && row.agtLive > 0, nil
+	})
+	logf("  live heap at Ready: controller %.1f MB, agent %.1f MB (%.0f and %.0f bytes per window)", float64(row.ctlLive)/1e6, float64(row.agtLive)/1e6,
+		float64(row.ctlLive)/float64(S*cfg.scaleWin), float64(row.agtLive)/float64(S*cfg.scaleWin))
 	logf("  ready in %v (floor %v)", row.ready.Round(time.Millisecond), row.floorReady.Round(time.Millisecond))
 
 	smp = startSampler(pm)
@@ -579,6 +591,11 @@ func (r *report) scaleMarkdown() string {
 	if r.cfg.roleQPS > 0 {
 		qps = fmt.Sprintf("client QPS %.0f, burst %d (run.Common; the shipped default is 200/400)", r.cfg.roleQPS, r.cfg.roleBurst)
 	}
+	if r.cfg.roleMemMiB > 0 {
+		qps += fmt.Sprintf("; roles under a soft memory limit GOMEMLIMIT=%d MiB, as in a container limited to %d MiB (-role-memory-limit; the limit itself is not enforced)", r.cfg.roleMemMiB*9/10, r.cfg.roleMemMiB)
+	} else {
+		qps += "; no memory limit (GOGC=100, as shipped outside a container limit)"
+	}
 	if r.cfg.ctlWorkers > 0 {
 		qps += fmt.Sprintf("; EXPERIMENT: every controller reconciler runs %d workers (shipped: 1)", r.cfg.ctlWorkers)
 	}
@@ -602,6 +619,8 @@ func (r *report) scaleMarkdown() string {
 	if len(r.scale) > 0 {
 		s := r.scale[len(r.scale)-1]
 		nw := float64(s.S * s.W)
+		fmt.Fprintf(&b, "\nLive heap at Ready at S=%d (after a forced GC): controller %.1f MB, agent %.1f MB (%.0f and %.0f bytes per window).\n", s.S,
+			float64(s.ctlLive)/1e6, float64(s.agtLive)/1e6, float64(s.ctlLive)/nw, float64(s.agtLive)/nw)
 		fmt.Fprintf(&b, "\nRequests per window at S=%d, create phase — controller: %s; agent: %s.\n", s.S, s.ctlCreate.breakdown(nw, false), s.agtCreate.breakdown(nw, false))
 		fmt.Fprintf(&b, "Delete phase — controller: %s; agent: %s.\n", s.ctlDelete.breakdown(nw, false), s.agtDelete.breakdown(nw, false))
 	}
