@@ -87,11 +87,12 @@ func main() {
 	if cfg.short {
 		// Under two minutes on 2 cores: each spawn and open case costs a cost
 		// repetition (three waits for quiet) and about a second per repetition.
-		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 5, 5, 1, 1
+		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 4, 4, 1, 1
 		// N=50 opens 50 windows four times (tabwarden, two raw baselines,
-		// Playwright): over a minute on 2 cores, so only the full run has it.
+		// Playwright): over a minute on 2 cores, so only the full run has it;
+		// one repetition per N keeps the pool cases' extra baseline in.
 		cfg.cleanNs = []int{1, 10}
-		cfg.cleanReps = map[int]int{1: 2, 10: 1}
+		cfg.cleanReps = map[int]int{1: 1, 10: 1}
 		cfg.scaleS = []int{10, 20}
 	} else {
 		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 200, 200, 10, 3
