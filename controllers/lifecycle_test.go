@@ -18,6 +18,18 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 )
 
+// createOpenWindows creates n Open windows of session, named and pointed at
+// urls from the two formats (each given the window's index).
+func createOpenWindows(g *WithT, ns, session, nameFmt, urlFmt string, n int) []*twv1.BrowserWindow {
+	var ws []*twv1.BrowserWindow
+	for i := range n {
+		w := openWindow(ns, fmt.Sprintf(nameFmt, i), session, fmt.Sprintf(urlFmt, i))
+		g.Expect(k8s.Create(context.Background(), w)).To(Succeed())
+		ws = append(ws, w)
+	}
+	return ws
+}
+
 func openedTabs(t *testing.T, g *WithT, ws ...*twv1.BrowserWindow) []string {
 	t.Helper()
 	var ids []string
@@ -46,12 +58,7 @@ func TestRestartMidCleanup(t *testing.T) {
 
 	s := session(ns, "ten", "restart")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
-	var ws []*twv1.BrowserWindow
-	for i := range 10 {
-		w := openWindow(ns, fmt.Sprintf("page-%d", i), "ten", fmt.Sprintf("https://work.example/%d", i))
-		g.Expect(k8s.Create(ctx, w)).To(Succeed())
-		ws = append(ws, w)
-	}
+	ws := createOpenWindows(g, ns, "ten", "page-%d", "https://work.example/%d", 10)
 	tabs := openedTabs(t, g, ws...)
 
 	// The agent goes away; the session is deleted; the controller marks every
@@ -448,12 +455,7 @@ func TestCleanupToldOnce(t *testing.T) {
 
 	s := session(ns, "told", "told-once")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
-	var ws []*twv1.BrowserWindow
-	for i := range 5 {
-		w := openWindow(ns, fmt.Sprintf("told-%d", i), "told", fmt.Sprintf("https://work.example/told/%d", i))
-		g.Expect(k8s.Create(ctx, w)).To(Succeed())
-		ws = append(ws, w)
-	}
+	ws := createOpenWindows(g, ns, "told", "told-%d", "https://work.example/told/%d", 5)
 	tabs := openedTabs(t, g, ws...)
 
 	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
@@ -505,12 +507,7 @@ func TestEndedSessionClosesAheadOfDeletion(t *testing.T) {
 
 	s := session(ns, "ahead", "ahead")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
-	var ws []*twv1.BrowserWindow
-	for i := range 3 {
-		w := openWindow(ns, fmt.Sprintf("ahead-%d", i), "ahead", fmt.Sprintf("https://work.example/ahead/%d", i))
-		g.Expect(k8s.Create(ctx, w)).To(Succeed())
-		ws = append(ws, w)
-	}
+	ws := createOpenWindows(g, ns, "ahead", "ahead-%d", "https://work.example/ahead/%d", 3)
 	keep := openWindow(ns, "deliverable", "ahead", "https://work.example/deliverable")
 	keep.Spec.Disposition = twv1.DispositionKeep
 	g.Expect(k8s.Create(ctx, keep)).To(Succeed())

@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -57,12 +56,7 @@ func TestSessionMonitorPublishes(t *testing.T) {
 	s := session(ns, "taxes", "monitored")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	// A burst: ten windows at once.
-	var ws []*twv1.BrowserWindow
-	for i := range 10 {
-		w := openWindow(ns, fmt.Sprintf("page-%02d", i), "taxes", fmt.Sprintf("https://site.example/%d", i))
-		g.Expect(k8s.Create(ctx, w)).To(Succeed())
-		ws = append(ws, w)
-	}
+	ws := createOpenWindows(g, ns, "taxes", "page-%02d", "https://site.example/%d", 10)
 	g.Eventually(func(g Gomega) {
 		last, _ := b.last()
 		g.Expect(last).To(HaveLen(1), "only the session placed on this profile")
