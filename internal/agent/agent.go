@@ -81,11 +81,9 @@ type Agent struct {
 	profileDirty chan struct{}
 	// pool mirrors the profile's spec.pool: one browser context per session.
 	pool atomic.Bool
-	// disposing serializes the fast cleanup of a pool session's context
-	// (name → *sync.Mutex), see disposeSessionContext.
-	disposing sync.Map
-	// closing runs one batch close per ended session at a time, see
-	// closeSessionPages; the session's other windows wait for it.
+	// closing runs one cleanup of an ended session at a time (a pool
+	// context's disposal, the batch close), see closeEnded; the session's
+	// other windows wait for it.
 	closing singleflight.Group
 	// letGo remembers the deleted windows whose page finalizer this agent
 	// removed (name → uid) until its cache sees them go: a reconcile of one

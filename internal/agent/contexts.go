@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -95,12 +94,7 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 		return false, nil
 	}
 	name := s.Namespace + "/" + s.Name
-	// One disposal per context: the session's other windows, reconciled at the
-	// same time, wait for it and then find their pages gone.
-	l, _ := a.disposing.LoadOrStore(name, &sync.Mutex{})
-	mu := l.(*sync.Mutex)
-	mu.Lock()
-	defer mu.Unlock()
+	// One disposal per context: closeEnded runs it once per session at a time.
 	if !slices.Contains(pool.PoolContexts(), name) {
 		return false, nil
 	}

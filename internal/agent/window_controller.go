@@ -573,13 +573,21 @@ func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow,
 	if !ended(w) {
 		w.Status.Phase = twv1.WindowClosing
 	}
-	err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: w.Status.OwnsWindow})
-	if err != nil {
+	if err := a.closeRecorded(ctx, rec, w.Status.OwnsWindow); err != nil {
 		return fmt.Errorf("closing page %s: %w", rec.Page, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Closed page", "page", rec.Page)
+	return nil
+}
+
+// closeRecorded closes a recorded page (the driver checks the record again)
+// and forgets it: the page, then its record.
+func (a *Agent) closeRecorded(ctx context.Context, rec browser.Record, ownsWindow bool) error {
+	if err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: ownsWindow}); err != nil {
+		return err
 	}
 	a.model.remove(rec.Page)
 	a.model.dropRecord(rec.Key, rec.Page)
-	ctrl.LoggerFrom(ctx).Info("Closed page", "page", rec.Page)
 	return nil
 }
 
@@ -589,12 +597,19 @@ func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow,
 // (closeSessionPages: after a disposal, this only drops the records of the
 // pages that went with the context). What either leaves is each window's own
 // cleanup.
+// One at a time per session: the session's other windows, reconciled
+// meanwhile, wait for it and then find their pages gone.
 func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSession) error {
-	if _, err := r.agent.disposeSessionContext(ctx, s); err != nil {
-		return err
+	if s == nil || !s.Ended() {
+		return nil
 	}
-	r.closeSessionPages(ctx, s)
-	return nil
+	_, err, _ := r.agent.closing.Do(string(s.UID), func() (any, error) {
+		if _, err := r.agent.disposeSessionContext(ctx, s); err != nil {
+			return nil, err
+		}
+		return nil, r.closeSessionPages(ctx, s)
+	})
+	return err
 }
 
 // closeSessionPages is the fast path of an ended session's cleanup outside a
@@ -616,62 +631,55 @@ func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSessio
 // is that same decision, taken once. Their records go with their pages, so
 // their own cleanup then only lets go (crash consistency: a restart in between
 // finds the records of the pages not closed yet and closes them one by one).
-func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.BrowserSession) {
+func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.BrowserSession) error {
 	a := r.agent
-	if s == nil || !s.Ended() {
-		return
-	}
 	if ready, _ := a.model.state(); !ready || !a.model.knowsRecords() {
-		return
+		return nil
 	}
-	_, _, _ = a.closing.Do(string(s.UID), func() (any, error) {
-		windows, err := r.sessionWindows(ctx, s)
-		if err != nil {
-			return nil, err
+	windows, err := r.sessionWindows(ctx, s)
+	if err != nil {
+		return err
+	}
+	log := ctrl.LoggerFrom(ctx)
+	var (
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, maxBatchCloses)
+		closed atomic.Int32
+	)
+	for i := range windows {
+		w := &windows[i]
+		if w.Labels[twv1.ProfileLabel] != a.opts.Profile || w.Spec.Disposition == twv1.DispositionKeep || !w.Owned() {
+			continue
 		}
-		log := ctrl.LoggerFrom(ctx)
-		var (
-			wg     sync.WaitGroup
-			sem    = make(chan struct{}, maxBatchCloses)
-			closed atomic.Int32
-		)
-		for i := range windows {
-			w := &windows[i]
-			if w.Labels[twv1.ProfileLabel] != a.opts.Profile || w.Spec.Disposition == twv1.DispositionKeep || !w.Owned() {
-				continue
-			}
-			rec, ok := a.pageOf(w)
-			if !ok || !rec.Owned() {
-				continue
-			}
-			st := &w.Status
-			if held := a.holds.peek(w.UID); held != nil {
-				st = held
-			}
-			if st.TabID != rec.Page {
-				continue
-			}
-			r.adoptSpawnsOf(ctx, w, rec)
-			owns := st.OwnsWindow
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				if err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: owns}); err != nil {
-					log.V(1).Info("Closing a page of an ended session failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
-					return
-				}
-				a.model.remove(rec.Page)
-				a.model.dropRecord(rec.Key, rec.Page)
-				closed.Add(1)
-			}()
+		rec, ok := a.pageOf(w)
+		if !ok || !rec.Owned() {
+			continue
 		}
-		wg.Wait()
-		if n := closed.Load(); n > 0 {
-			log.Info("Closed the temporary pages of an ended session at once", "session", s.Name, "pages", n)
+		st := &w.Status
+		if held := a.holds.peek(w.UID); held != nil {
+			st = held
 		}
-		return nil, nil
-	})
+		if st.TabID != rec.Page {
+			continue
+		}
+		r.adoptSpawnsOf(ctx, w, rec)
+		owns := st.OwnsWindow
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := a.closeRecorded(ctx, rec, owns); err != nil {
+				log.V(1).Info("Closing a page of an ended session failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
+				return
+			}
+			closed.Add(1)
+		}()
+	}
+	wg.Wait()
+	if n := closed.Load(); n > 0 {
+		log.Info("Closed the temporary pages of an ended session at once", "session", s.Name, "pages", n)
+	}
+	return nil
 }
 
 // maxBatchCloses bounds the closes closeSessionPages has in flight.
