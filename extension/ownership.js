@@ -7,7 +7,7 @@
 // API, the platform functions, the process handles) and installs every part's functions on
 // it; a part calls another part's functions through `ctx`.
 
-import { CommandError, KIND_BOUND, KIND_OPENED, KIND_SPAWNED, OWNED_KINDS, attrKey, bornKey, isReportableTab, isReportableWindow, kindOf, pendingKey, recKey, requireId, requireOpenUrl, requireOwner, requireParent } from "./shapes.js";
+import { CLOSED_BY_KEY, CLOSED_KEEP, CommandError, KIND_BOUND, KIND_OPENED, KIND_SPAWNED, OWNED_KINDS, attrKey, bornKey, isReportableTab, isReportableWindow, kindOf, pendingKey, recKey, requireId, requireOpenUrl, requireOwner, requireParent } from "./shapes.js";
 
 /** Installs open, adopt, bind, release, closeRecorded, closeOwned, cleanup on the worker context ctx. */
 export function installOwnership(ctx) {
@@ -92,7 +92,11 @@ export function installOwnership(ctx) {
     // Or, for a tab without an opener, the act it appeared during is parent's (attr:<tabId>).
     const attributed = await ctx.getOne(session, attrKey(tabId));
     const opener = attributed ? undefined : await ctx.openerOf(tab);
-    const openerRec = Number.isInteger(opener) ? await ctx.getOne(session, recKey(opener)) : undefined;
+    // An opener closed since (its owner's session ended as it spawned this tab) still names
+    // its owner: the record of that close is this extension's own.
+    const openerRec = Number.isInteger(opener)
+      ? ((await ctx.getOne(session, recKey(opener))) ?? (await closedOwner(opener)))
+      : undefined;
     if (Number.isInteger(opener) ? !openerRec || openerRec.owner !== parent : attributed !== parent) {
       throw new CommandError(
         "not_observed",
@@ -189,7 +193,21 @@ export function installOwnership(ctx) {
       closed = false;
     }
     await session.remove(recKey(rec.tabId));
+    if (OWNED_KINDS.has(kindOf(rec))) await rememberClosed(rec);
     return closed;
+  }
+
+  /** Remembers who closed an owned tab, for the tabs it spawned as it closed (adopt). */
+  async function rememberClosed(rec) {
+    const list = ((await ctx.getOne(session, CLOSED_BY_KEY)) ?? []).filter(([id]) => id !== rec.tabId);
+    list.push([rec.tabId, rec.owner]);
+    await session.set({ [CLOSED_BY_KEY]: list.slice(-CLOSED_KEEP) });
+  }
+
+  /** The record-shaped owner of a tab closed lately, or undefined. */
+  async function closedOwner(tabId) {
+    const hit = ((await ctx.getOne(session, CLOSED_BY_KEY)) ?? []).find(([id]) => id === tabId);
+    return hit ? { owner: hit[1], tabId } : undefined;
   }
 
   async function closeOwned(owner, tabId) {

@@ -32,7 +32,7 @@ export const HIDDEN_URL_PREFIXES = [
 ];
 export const WINDOW_TYPES = new Set(["normal", "popup", "app", "panel"]);
 
-// Storage layout. storage.session: rec:<tabId>, pending:<owner>, born:<windowId>,
+// Storage layout. storage.session: rec:<tabId>, pending:<owner>, born:<windowId>, closedBy,
 // opener:<tabId>, attr:<tabId> (the act key an opener-less tab is attributed to), act:<key>
 // (act.js: an act's window of attribution), conn, sessions. storage.local: key (the pairing key, base64url), port, and
 // pairedAt, so the popup never reads the key. (An older build stored the raw token as `token`;
@@ -42,6 +42,11 @@ export const pendingKey = (owner) => `pending:${owner}`;
 export const bornKey = (windowId) => `born:${windowId}`;
 export const openerKey = (tabId) => `opener:${tabId}`;
 export const attrKey = (tabId) => `attr:${tabId}`;
+// closedBy: the owners of the owned tabs closed lately ([[tabId, owner], ...], the last
+// CLOSED_KEEP of them): a tab such a tab spawned just before it closed is still its owner's to
+// adopt (ownership.js adopt), though its record is gone.
+export const CLOSED_BY_KEY = "closedBy";
+export const CLOSED_KEEP = 1024;
 
 // Record kinds (docs/extension-protocol.md "Ownership"): opened and spawned tabs are owned
 // (closeable by their owner); a bound tab is only used, never closed.

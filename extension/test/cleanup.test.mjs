@@ -327,3 +327,19 @@ test("a failed tab lookup is not 'gone': the record of an open tab is kept", asy
   assert.equal(ok(await env.cmd("records")).records.length, 1);
   assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [a.tabId] });
 });
+
+test("a tab spawned by an owned tab just before it closed is still adopted under that owner; nobody else's", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const t1 = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/1", windowId: user.windowId }));
+  // The page spawns a popup as its session ends; the host has not adopted it when the
+  // session's cleanup closes the opener.
+  const spawned = browser.openTab(user.windowId, { url: "https://a.example/compose", openerTabId: t1.tabId, active: false });
+  await env.settle();
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-a" })), { closed: [t1.tabId] });
+  // Only the closed opener's owner may adopt it, as if its record were still there.
+  refused(await env.cmd("adopt", { owner: "uid-x", tabId: spawned, parent: "uid-b" }), "not_observed");
+  ok(await env.cmd("adopt", { owner: "uid-s", tabId: spawned, parent: "uid-a" }));
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-s" })), { closed: [spawned] });
+  assert.deepEqual(browser.tabIds(), [user.tabId]);
+});

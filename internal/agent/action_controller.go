@@ -187,18 +187,32 @@ func (run *actionRun) execute(ctx context.Context) {
 	run.claimed = true
 	run.spawned = a.spawnWatch.start(s.Namespace, s.Name)
 	defer a.spawnWatch.stop(s.Namespace, s.Name, run.spawned)
+	// The steps run under the session's fence: its end cancels them, and its
+	// cleanup waits for this function to return before closing anything.
+	stepCtx, end := a.fence.begin(ctx, s.UID)
+	defer end()
 
 	mayHaveSpawned := false
 	for i, step := range act.Spec.Steps {
+		if sessionEnded(stepCtx) {
+			run.collectSpawns(ctx, mayHaveSpawned)
+			run.finish(ctx, twv1.ActionRefused, run.endedRefusal(i))
+			return
+		}
 		if step.Type.Mutating() && mayHaveSpawned {
 			a.settle(ctx)
 			mayHaveSpawned = false
 		}
-		res, rf, err := run.step(ctx, i, step)
+		res, rf, err := run.step(stepCtx, i, step)
+		if err != nil && sessionEnded(stepCtx) {
+			// The step in flight was cut short by the session's end.
+			rf, err = run.endedRefusal(i+1), nil
+			res.Phase, res.Reason, res.Message = twv1.ActionRefused, rf.reason, rf.message
+		}
 		act.Status.Steps = append(act.Status.Steps, res)
 		switch {
 		case rf != nil:
-			run.collectSpawns(ctx, mayHaveSpawned)
+			run.collectSpawns(ctx, mayHaveSpawned || rf.reason == twv1.ReasonSessionFinished)
 			run.finish(ctx, twv1.ActionRefused, rf)
 			return
 		case err != nil:
@@ -212,6 +226,14 @@ func (run *actionRun) execute(ctx context.Context) {
 	}
 	run.collectSpawns(ctx, mayHaveSpawned)
 	run.finish(ctx, twv1.ActionSucceeded, nil)
+}
+
+// endedRefusal is session_finished for an action whose session ended before
+// step next: no step from next on ran.
+func (run *actionRun) endedRefusal(next int) *refusal {
+	s := run.session
+	return refuse(twv1.ReasonSessionFinished, fmt.Sprintf("kubectl get browsersession %s -n %s", s.Name, s.Namespace),
+		"session %q ended while the action ran: step %d and after did not run, and the session's pages close. Start a new session to continue", s.Name, next)
 }
 
 // collectSpawns copies the windows adopted meanwhile into the status, after

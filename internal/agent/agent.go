@@ -94,6 +94,9 @@ type Agent struct {
 	profileRead atomic.Bool
 	// barrier asks the adopter to handle every event received so far.
 	barrier chan chan struct{}
+	// fence stops a session's running action before its cleanup closes
+	// anything (closeEnded).
+	fence fence
 	// observations binds refs to the session, page and document they came from.
 	observations *observations
 	// spawnWatch collects the windows adopted for a session while one of its

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
 )
 
 // spawnWatch collects the windows adopted into a session while one of its
@@ -56,17 +57,33 @@ func (a *Agent) settle(ctx context.Context) {
 		return
 	case <-time.After(a.opts.SpawnSettle):
 	}
+	// A busy adopter (a snapshot) is not waited for long: the guards read the
+	// API anyway.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = a.eventsHandled(ctx)
+}
+
+// eventsHandled returns once the adopter has handled every event the driver
+// reported before the call: a page spawned until then is adopted (or known
+// not to be the session's) when it returns. The driver's own queue is flushed
+// first (browser.EventFlusher), then the adopter drains its channel.
+func (a *Agent) eventsHandled(ctx context.Context) error {
+	if f, ok := a.opts.Browser.(browser.EventFlusher); ok {
+		if err := f.FlushEvents(ctx); err != nil {
+			return err
+		}
+	}
 	done := make(chan struct{})
 	select {
 	case a.barrier <- done:
 	case <-ctx.Done():
-		return
-	case <-time.After(5 * time.Second):
-		return // the adopter is busy (a snapshot); the guards read the API anyway
+		return ctx.Err()
 	}
 	select {
 	case <-done:
+		return nil
 	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
+		return ctx.Err()
 	}
 }

@@ -582,14 +582,33 @@ func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow,
 
 // closeRecorded closes a recorded page (the driver checks the record again)
 // and forgets it: the page, then its record.
+//
+// A page can spawn another until the moment it closes, and the driver reports
+// such a spawn before the close completes, but the adopter may not have
+// handled it yet. The record is forgotten only once the adopter has handled
+// every event reported until the close returned: the spawn is adopted into the
+// page's session while the record still names its window (the driver accepts
+// a closed opener's owner as the parent, ledger.Closed), never left open and
+// owned by nobody. A spawn racing the session's deletion is the case:
+// TestSpawnRacingDeletionIsAdopted.
 func (a *Agent) closeRecorded(ctx context.Context, rec browser.Record, ownsWindow bool) error {
 	if err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: ownsWindow}); err != nil {
 		return err
+	}
+	wait, cancel := context.WithTimeout(ctx, spawnDrainTimeout)
+	defer cancel()
+	if err := a.eventsHandled(wait); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Waiting for the spawns of a closed page to be adopted; forgetting its record anyway", "page", rec.Page)
 	}
 	a.model.remove(rec.Page)
 	a.model.dropRecord(rec.Key, rec.Page)
 	return nil
 }
+
+// spawnDrainTimeout bounds how long a close waits for the adopter
+// (closeRecorded): it is busy only while it takes a snapshot or writes an
+// adoption.
+const spawnDrainTimeout = 30 * time.Second
 
 // closeEnded closes the temporary pages of an ended session at once: a pool
 // session's browser context is disposed when it holds nothing else
@@ -604,6 +623,11 @@ func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSessio
 		return nil
 	}
 	_, err, _ := r.agent.closing.Do(string(s.UID), func() (any, error) {
+		// Work in flight first: the running action stops before its next step
+		// and what it spawned is adopted, so that it is closed with the rest.
+		if err := r.agent.fence.stop(ctx, s.UID); err != nil {
+			return nil, err
+		}
 		if _, err := r.agent.disposeSessionContext(ctx, s); err != nil {
 			return nil, err
 		}

@@ -354,6 +354,15 @@ type Browser interface {
 	Connected() bool
 }
 
+// EventFlusher is implemented by drivers that queue events on their way to
+// Events(): FlushEvents returns once every event reported before the call is
+// in the Events() channel, so that a consumer draining the channel has seen
+// them all (the agent does so before it forgets a closed page's record). A
+// driver that sends to the channel directly needs nothing.
+type EventFlusher interface {
+	FlushEvents(ctx context.Context) error
+}
+
 // ContextPool is implemented by drivers that isolate pool sessions in browser
 // contexts of their own (cdp). The agent checks for it with a type assertion;
 // the fake and extension drivers need nothing.

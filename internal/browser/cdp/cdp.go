@@ -279,6 +279,10 @@ func (b *Browser) Records() []browser.Record { return b.ledger.Records() }
 // Events implements browser.Browser.
 func (b *Browser) Events() <-chan browser.Event { return b.events.out }
 
+// FlushEvents implements browser.EventFlusher: events wait in a queue between
+// the connection's reader and Events().
+func (b *Browser) FlushEvents(ctx context.Context) error { return b.events.flush(ctx) }
+
 // Connected implements browser.Browser.
 func (b *Browser) Connected() bool {
 	b.mu.Lock()

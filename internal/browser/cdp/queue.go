@@ -1,6 +1,7 @@
 package cdp
 
 import (
+	"context"
 	"sync"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
@@ -13,8 +14,11 @@ type eventQueue struct {
 	cond   *sync.Cond
 	items  []browser.Event
 	closed bool
-	out    chan browser.Event
-	done   chan struct{}
+	// pushed and delivered count events into the queue and into out: flush
+	// waits for delivered to reach what was pushed before it.
+	pushed, delivered int64
+	out               chan browser.Event
+	done              chan struct{}
 }
 
 func newEventQueue() *eventQueue {
@@ -28,7 +32,8 @@ func (q *eventQueue) push(e browser.Event) {
 	q.mu.Lock()
 	if !q.closed {
 		q.items = append(q.items, e)
-		q.cond.Signal()
+		q.pushed++
+		q.cond.Broadcast()
 	}
 	q.mu.Unlock()
 }
@@ -53,7 +58,32 @@ func (q *eventQueue) run() {
 		case <-q.done:
 			return
 		}
+		q.mu.Lock()
+		q.delivered++
+		q.cond.Broadcast()
+		q.mu.Unlock()
 	}
+}
+
+// flush returns once every event pushed before the call is in out (or the
+// queue is closed, or ctx ends).
+func (q *eventQueue) flush(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	})
+	defer stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	target := q.pushed
+	for q.delivered < target && !q.closed {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q.cond.Wait()
+	}
+	return nil
 }
 
 func (q *eventQueue) close() {

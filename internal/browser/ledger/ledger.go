@@ -33,7 +33,19 @@ type Ledger struct {
 	// (Keep pages, deliverables that are the user's now): never adopted again,
 	// though their opener may still be recorded.
 	released map[string]bool
+	// closed remembers the key of each owned page closed lately (page → key),
+	// the last maxClosed of them: a page that page spawned just before it
+	// closed is reported by the browser before the close completes, but may
+	// reach the agent's adopter after its opener's record is gone. The closed
+	// record is still the driver's own proof of the opener's owner, so such a
+	// spawn is adopted into that owner's session (Adopt), never left behind.
+	closed      map[string]string
+	closedOrder []string
 }
+
+// maxClosed bounds the closed records kept for late spawns: far more than the
+// closes that can be in flight while their spawns' events are handled.
+const maxClosed = 4096
 
 // Intent is an open about to be asked of the browser, recorded before the
 // create so that a driver stopped between the create and the record can tell,
@@ -61,7 +73,8 @@ type fileFormat struct {
 // (a missing file is an empty ledger) and persists every change to it.
 func New(path string) (*Ledger, error) {
 	l := &Ledger{path: path, pages: map[string]browser.Record{}, keys: map[string]string{},
-		intents: map[string]Intent{}, contexts: map[string]string{}, released: map[string]bool{}}
+		intents: map[string]Intent{}, contexts: map[string]string{}, released: map[string]bool{},
+		closed: map[string]string{}}
 	if path == "" {
 		return l, nil
 	}
@@ -251,8 +264,12 @@ func (l *Ledger) Adopt(req browser.AdoptRequest, opener, attributed string) erro
 	}
 	observed := false
 	if opener != "" {
-		p, ok := l.pages[opener]
-		observed = ok && p.Key == req.Parent
+		if p, ok := l.pages[opener]; ok {
+			observed = p.Key == req.Parent
+		} else {
+			// The opener was closed under req.Parent after it spawned the page.
+			observed = l.closed[opener] == req.Parent
+		}
 	} else {
 		observed = attributed != "" && attributed == req.Parent
 	}
@@ -321,12 +338,24 @@ func (l *Ledger) MayAct(owner, page string) error {
 	return nil
 }
 
-// Closed drops the record of a page that is gone after key closed it.
+// Closed drops the record of a page that is gone after key closed it, and
+// remembers that key closed it (see Ledger.closed).
 func (l *Ledger) Closed(key, page string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r, ok := l.pages[page]; !ok || r.Key != key {
+	r, ok := l.pages[page]
+	if !ok || r.Key != key {
 		return nil
+	}
+	if r.Owned() {
+		if _, again := l.closed[page]; !again {
+			if len(l.closedOrder) >= maxClosed {
+				delete(l.closed, l.closedOrder[0])
+				l.closedOrder = l.closedOrder[1:]
+			}
+			l.closedOrder = append(l.closedOrder, page)
+		}
+		l.closed[page] = key
 	}
 	return l.dropLocked(page)
 }

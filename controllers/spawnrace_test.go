@@ -1,0 +1,178 @@
+package controllers_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/agent"
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/fake"
+)
+
+// laggingBrowser is the fake browser whose events reach the agent late: while
+// held, what the browser reports waits, and it is delivered only as a page
+// closes (before Close returns, as every driver's events are: a page's spawn is
+// reported before its close completes). It puts the agent's adopter exactly
+// where the fuzz found it (seed 5, episode 4): a popup spawned by a session's
+// page is not handled yet when the session's cleanup closes that page.
+type laggingBrowser struct {
+	*fake.Browser
+	out chan browser.Event
+
+	mu      sync.Mutex
+	held    bool
+	pending []browser.Event
+}
+
+func newLaggingBrowser(t *testing.T, b *fake.Browser) *laggingBrowser {
+	l := &laggingBrowser{Browser: b, out: make(chan browser.Event, 4096)}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		in := b.Events()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-in:
+				l.mu.Lock()
+				if l.held {
+					l.pending = append(l.pending, ev)
+				} else {
+					l.out <- ev
+				}
+				l.mu.Unlock()
+			}
+		}
+	}()
+	return l
+}
+
+func (l *laggingBrowser) Events() <-chan browser.Event { return l.out }
+
+// hold keeps what the browser reports from the agent until the next Close.
+func (l *laggingBrowser) hold() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = true
+}
+
+// Close closes the page, then delivers what was held, before returning.
+func (l *laggingBrowser) Close(ctx context.Context, req browser.CloseRequest) error {
+	err := l.Browser.Close(ctx, req)
+	// Let the forwarder move what the fake emitted so far into pending.
+	time.Sleep(10 * time.Millisecond)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = false
+	for _, ev := range l.pending {
+		l.out <- ev
+	}
+	l.pending = nil
+	return err
+}
+
+// TestSpawnRacingDeletionIsAdopted: a popup spawned by a session's page just
+// before the session ends, and reported to the agent only as that page closes,
+// is adopted into the session and closed with it, whether the session is
+// deleted or finished. Nothing is left open and owned by nobody; the user's
+// tab stays.
+func TestSpawnRacingDeletionIsAdopted(t *testing.T) {
+	for _, end := range []string{"delete", "finish"} {
+		t.Run(end, func(t *testing.T) {
+			g := NewWithT(t)
+			g.SetDefaultEventuallyTimeout(30 * time.Second)
+			ctx := context.Background()
+			ns := newNamespace(t)
+			fb := fake.New()
+			userWin, userTabs := fb.UserOpenWindow("https://user.example/reading")
+			b := newLaggingBrowser(t, fb)
+			startController(t)
+			startAgent(t, "race-"+end, b)
+
+			s := session(ns, "racing", "race-"+end)
+			g.Expect(k8s.Create(ctx, s)).To(Succeed())
+			contacts := openWindow(ns, "contacts", "racing", "https://work.example/contacts")
+			g.Expect(k8s.Create(ctx, contacts)).To(Succeed())
+			opener := openedTabs(t, g, contacts)[0]
+
+			b.hold()
+			popup, err := fb.Spawn(opener, "https://spawn.example/compose", true)
+			g.Expect(err).NotTo(HaveOccurred())
+			switch end {
+			case "delete":
+				g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+			case "finish":
+				g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
+			}
+
+			g.Eventually(func(g Gomega) {
+				g.Expect(fb.HasPage(opener)).To(BeFalse(), "the session's page closed")
+				g.Expect(fb.HasPage(popup)).To(BeFalse(), "the popup its page spawned as the session ended closed with the session")
+				g.Expect(windowsOf(ns, "racing")).To(BeEmpty())
+				g.Expect(fb.Records()).To(BeEmpty(), "no record is left")
+			}).Should(Succeed())
+			if end == "delete" {
+				g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+			} else {
+				g.Eventually(func(g Gomega) {
+					get(t, s)
+					g.Expect(s.Status.Phase).To(Equal(twv1.SessionPhaseFinished))
+				}).Should(Succeed())
+			}
+			// The fake closes only a page recorded under the closing key: the popup
+			// was adopted into the session, then closed with it.
+			g.Expect(fb.CloseCount(popup)).To(Equal(1), "the popup was closed by tabwarden, once")
+			g.Expect(fb.WindowTabs(userWin)).To(Equal(userTabs), "the user's tab stays")
+		})
+	}
+}
+
+// TestEndingFencesTheRunningAction: a session finished while its action waits
+// in a Wait step ends that action at once with session_finished: its next step
+// (a click that would spawn a popup) never runs, and the session's pages close
+// only after the action returned.
+func TestEndingFencesTheRunningAction(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	startController(t)
+	w := newActionWorld(t, g, "fence", agent.Options{})
+	tab := get(t, w.contacts).Status.TabID
+	pages := w.b.PageCount()
+
+	act := &twv1.BrowserAction{}
+	act.Namespace, act.GenerateName = w.ns, "taxes-"
+	act.Spec = twv1.BrowserActionSpec{
+		SessionRef: twv1.SessionReference{Name: "taxes"}, Thread: w.s.Spec.Thread,
+		WindowRef: twv1.ActionWindowReference{Name: "contacts"},
+		Steps: []twv1.ActionStep{
+			{Type: twv1.StepWait, Duration: &metav1.Duration{Duration: 25 * time.Second}},
+			clickText("ada@example.com"),
+		},
+	}
+	g.Expect(w.user.Create(ctx, act)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(t, act).Status.Phase).To(Equal(twv1.ActionRunning))
+	}).Should(Succeed())
+
+	finished := time.Now()
+	g.Expect(w.user.Patch(ctx, w.s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
+	w.agent.Timeout = 20 * time.Second
+	done := w.agent.Wait(act)
+	g.Expect(time.Since(finished)).To(BeNumerically("<", 15*time.Second), "the Wait step ended with the session, not after its 25 s")
+	g.Expect(done.Status.Phase).To(Equal(twv1.ActionRefused))
+	g.Expect(done.Status.Reason).To(Equal(twv1.ReasonSessionFinished))
+	g.Expect(done.Status.Steps).To(HaveLen(1), "the click after the Wait never ran")
+	g.Expect(done.Status.Spawned).To(BeEmpty())
+	g.Eventually(func() bool { return w.b.HasPage(tab) }).Should(BeFalse(), "the session's page closes")
+	g.Expect(w.b.PageCount()).To(Equal(pages-1), "nothing was spawned, only the session's page closed")
+}
