@@ -176,3 +176,45 @@ func TestEndingFencesTheRunningAction(t *testing.T) {
 	g.Eventually(func() bool { return w.b.HasPage(tab) }).Should(BeFalse(), "the session's page closes")
 	g.Expect(w.b.PageCount()).To(Equal(pages-1), "nothing was spawned, only the session's page closed")
 }
+
+// TestActionsOfOneSessionRunOneAtATime: two actions of one session created
+// together run one after the other (the second starts once the first has
+// finished), while an action of another session on the same profile runs
+// meanwhile.
+func TestActionsOfOneSessionRunOneAtATime(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	startController(t)
+	w := newActionWorld(t, g, "serial", agent.Options{})
+	other := session(w.ns, "other", "serial")
+	g.Expect(w.user.Create(ctx, other)).To(Succeed())
+	otherWin := openWindow(w.ns, "other-page", "other", contactsURL)
+	g.Expect(w.user.Create(ctx, otherWin)).To(Succeed())
+	openedTabs(t, g, otherWin)
+
+	mk := func(sess, thread, window string, steps ...twv1.ActionStep) *twv1.BrowserAction {
+		a := &twv1.BrowserAction{}
+		a.Namespace, a.GenerateName = w.ns, sess+"-"
+		a.Spec = twv1.BrowserActionSpec{SessionRef: twv1.SessionReference{Name: sess}, Thread: thread,
+			WindowRef: twv1.ActionWindowReference{Name: window}, Steps: steps}
+		g.Expect(w.user.Create(ctx, a)).To(Succeed())
+		return a
+	}
+	wait := twv1.ActionStep{Type: twv1.StepWait, Duration: &metav1.Duration{Duration: 2 * time.Second}}
+	first := mk("taxes", w.s.Spec.Thread, "contacts", wait)
+	second := mk("taxes", w.s.Spec.Thread, "contacts", wait)
+	third := mk("other", other.Spec.Thread, "other-page", wait)
+	for _, a := range []*twv1.BrowserAction{first, second, third} {
+		w.agent.Wait(a)
+		g.Expect(a.Status.Phase).To(Equal(twv1.ActionSucceeded), "%s: %s", a.Name, a.Status.Message)
+	}
+	a, b := first, second
+	if b.Status.StartTime.Before(a.Status.StartTime) {
+		a, b = b, a
+	}
+	g.Expect(b.Status.StartTime.Time).NotTo(BeTemporally("<", a.Status.CompletionTime.Time.Truncate(time.Second)),
+		"the session's second action started after its first finished")
+	g.Expect(third.Status.StartTime.Time).To(BeTemporally("<", b.Status.StartTime.Time),
+		"another session's action does not wait for this session's")
+}
