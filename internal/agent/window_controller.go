@@ -605,6 +605,10 @@ func (a *Agent) closeRecorded(ctx context.Context, rec browser.Record, ownsWindo
 	return nil
 }
 
+// fenceTimeout bounds how long an ended session's cleanup waits for its running
+// action to stop (closeEnded).
+const fenceTimeout = 30 * time.Second
+
 // spawnDrainTimeout bounds how long a close waits for the adopter
 // (closeRecorded): it is busy only while it takes a snapshot or writes an
 // adoption.
@@ -625,8 +629,12 @@ func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSessio
 	_, err, _ := r.agent.closing.Do(string(s.UID), func() (any, error) {
 		// Work in flight first: the running action stops before its next step
 		// and what it spawned is adopted, so that it is closed with the rest.
-		if err := r.agent.fence.stop(ctx, s.UID); err != nil {
-			return nil, err
+		// A step that ignores its cancellation (a driver call stuck) holds the
+		// cleanup for fenceTimeout at most: then the pages close under it.
+		fenced, cancel := context.WithTimeout(ctx, fenceTimeout)
+		defer cancel()
+		if err := r.agent.fence.stop(fenced, s.UID); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "The session's running action did not stop; closing its pages anyway", "session", s.Name)
 		}
 		if _, err := r.agent.disposeSessionContext(ctx, s); err != nil {
 			return nil, err
