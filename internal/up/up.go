@@ -9,9 +9,11 @@
 // certificate in a kubeconfig of its own; the user gets an admin kubeconfig. It
 // prints what to run next and, when its context ends, stops everything it started.
 //
-// State does not persist across runs: envtest keeps etcd's data in a temporary
-// directory removed on exit. Only the extension pairing (the state directory)
-// and the kubeconfig files stay.
+// It is private to the OS user that runs it: the directory (Options.Dir) is
+// forced to 0700 and etcd admits only the API server's client certificate
+// (controlplane.go). State does not persist across runs: etcd's data is in
+// Dir/controlplane, removed on exit. Only the extension pairing (the state
+// directory) and the kubeconfig files stay.
 package up
 
 import (

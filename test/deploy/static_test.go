@@ -9,6 +9,7 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -426,4 +427,69 @@ func dockerIgnores(rules, path string) bool {
 		}
 	}
 	return ignored
+}
+
+// TestSandboxShipped: nothing shipped runs Chromium with --no-sandbox, and the
+// pool's Chromium container gets the Localhost seccomp profile its sandbox needs,
+// which is shipped and allows the namespace calls. Static: no container runtime
+// enforces the profile here.
+func TestSandboxShipped(t *testing.T) {
+	root := testenv.Root()
+	for _, f := range []string{"Dockerfile", "hack/chromium-image/Dockerfile"} {
+		for _, in := range parseDockerfile(t, filepath.Join(root, f)) {
+			if strings.Contains(in.args, "--no-sandbox") {
+				t.Errorf("%s: %s %s: the pool's Chromium runs with its sandbox", f, in.op, in.args)
+			}
+		}
+	}
+	_, sts := workloads(t, render(t))
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+			if a == "--no-sandbox" || strings.HasPrefix(a, "--no-sandbox=") {
+				t.Errorf("container %s runs with %s", c.Name, a)
+			}
+		}
+	}
+	chr := container(t, &sts.Spec.Template.Spec, "chromium")
+	sp := chr.SecurityContext.SeccompProfile
+	if sp == nil || sp.Type != corev1.SeccompProfileTypeLocalhost || sp.LocalhostProfile == nil || *sp.LocalhostProfile != "tabwarden/chromium.json" {
+		t.Fatalf("the chromium container's seccompProfile is %+v, want Localhost tabwarden/chromium.json (config/agent/seccomp/chromium.json)", sp)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "config", "agent", "seccomp", "chromium.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profile struct {
+		DefaultAction string `json:"defaultAction"`
+		Syscalls      []struct {
+			Names    []string        `json:"names"`
+			Action   string          `json:"action"`
+			Args     []any           `json:"args"`
+			Includes json.RawMessage `json:"includes"`
+		} `json:"syscalls"`
+	}
+	if err := json.Unmarshal(b, &profile); err != nil {
+		t.Fatalf("config/agent/seccomp/chromium.json: %v", err)
+	}
+	if profile.DefaultAction != "SCMP_ACT_ERRNO" || len(profile.Syscalls) < 50 {
+		t.Errorf("the profile denies nothing by default (%s, %d rules): it must be the runtime default plus additions", profile.DefaultAction, len(profile.Syscalls))
+	}
+	allowed := map[string]bool{}
+	for _, r := range profile.Syscalls {
+		if r.Action == "SCMP_ACT_ALLOW" && len(r.Args) == 0 && (len(r.Includes) == 0 || string(r.Includes) == "{}") {
+			for _, n := range r.Names {
+				allowed[n] = true
+			}
+		}
+	}
+	for _, n := range []string{"clone", "unshare", "chroot", "read", "mmap"} {
+		if !allowed[n] {
+			t.Errorf("the profile does not allow %s unconditionally: Chromium's sandbox (or Chromium) cannot run", n)
+		}
+	}
+	for _, n := range []string{"mount", "bpf", "ptrace", "kexec_load", "init_module"} {
+		if allowed[n] {
+			t.Errorf("the profile allows %s: only the namespace calls are added to the runtime default", n)
+		}
+	}
 }
