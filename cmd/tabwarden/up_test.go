@@ -63,6 +63,13 @@ func TestUp(t *testing.T) {
 	// `up` runs from a scratch directory (its state in .tabwarden there), with the
 	// repository given explicitly, and the extension host on a free port.
 	stateDir := filepath.Join(work, ".tabwarden")
+	// Left open (0755) by an older tabwarden: up makes it private.
+	if err := os.Mkdir(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "up", "--repo", repo, "--assets", assets, "--extension-addr", "127.0.0.1:0", "--ready-timeout", "4m")
 	cmd.Dir = work
 	stdout, err := cmd.StdoutPipe()
@@ -118,6 +125,15 @@ func TestUp(t *testing.T) {
 	readJSON(t, filepath.Join(stateDir, up.InfoFile), &info)
 	t.Logf("up reports it started in %.1fs; processes: %v", info.StartSeconds, info.Processes)
 	kubeconfig := filepath.Join(stateDir, up.KubeconfigFile)
+	for path, want := range map[string]os.FileMode{stateDir: 0o700, kubeconfig: 0o600, filepath.Join(stateDir, up.InfoFile): 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s has mode %v, want %v (private to the user)", path, fi.Mode().Perm(), want)
+		}
+	}
 	if info.Kubeconfig != kubeconfig {
 		t.Fatalf("up.json names kubeconfig %s, want %s", info.Kubeconfig, kubeconfig)
 	}

@@ -9,9 +9,11 @@
 // certificate in a kubeconfig of its own; the user gets an admin kubeconfig. It
 // prints what to run next and, when its context ends, stops everything it started.
 //
-// State does not persist across runs: envtest keeps etcd's data in a temporary
-// directory removed on exit. Only the extension pairing (the state directory)
-// and the kubeconfig files stay.
+// It is private to the OS user that runs it: the directory (Options.Dir) is
+// forced to 0700 and etcd admits only the API server's client certificate
+// (controlplane.go). State does not persist across runs: etcd's data is in
+// Dir/controlplane, removed on exit. Only the extension pairing (the state
+// directory) and the kubeconfig files stay.
 package up
 
 import (
@@ -50,6 +52,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 	"github.com/tabwarden/tabwarden/internal/chromium"
 	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/private"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/up/access"
 )
@@ -303,8 +306,14 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Private to this OS user: it holds the admin's kubeconfig, the roles' keys,
+	// etcd's certificates and the pairing; one left open (0755) is closed.
+	tightened, err := private.Dir(dir)
+	if err != nil {
 		return fmt.Errorf("state directory: %w", err)
+	}
+	for _, t := range tightened {
+		progress("made private: %s", t)
 	}
 	unlock, err := lock(filepath.Join(dir, lockFile))
 	if err != nil {
@@ -341,7 +350,7 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	// From here on, everything started is stopped on the way out, users before
 	// what they use: roles, extension host, cdp driver, Chromium, control plane.
 	var (
-		env        *envtest.Environment
+		cp         *controlPlane
 		chrome     *launch
 		cdpBrowser *cdp.Browser
 		host       *extension.Host
@@ -362,8 +371,8 @@ func Run(ctx context.Context, o Options) (retErr error) {
 				_ = p.Close()
 			}
 		}
-		if env != nil {
-			if err := env.Stop(); err != nil {
+		if cp != nil {
+			if err := cp.Stop(); err != nil {
 				log.Error(err, "Stopping kube-apiserver and etcd")
 			}
 		}
@@ -430,20 +439,17 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	}
 
 	progress("starting kube-apiserver and etcd from %s", assets)
-	env = &envtest.Environment{
-		CRDDirectoryPaths:        []string{crds},
-		ErrorIfCRDPathMissing:    true,
-		BinaryAssetsDirectory:    assets,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  30 * time.Second,
-	}
-	cfg, err := env.Start()
+	cp, err = startControlPlane(ctx, dir, assets, crds, 2*time.Minute, 30*time.Second)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
+	cfg := cp.Config
 	progress("control plane up at %s after %.1fs", strings.TrimSuffix(cfg.Host, "/"), time.Since(began).Seconds())
 
-	user, err := env.AddUser(envtest.User{Name: "tabwarden-admin", Groups: []string{"system:masters"}}, nil)
+	user, err := cp.AddUser(envtest.User{Name: "tabwarden-admin", Groups: []string{"system:masters"}})
 	if err != nil {
 		return fmt.Errorf("creating the admin user: %w", err)
 	}
@@ -503,7 +509,7 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	}
 	// Each role's own identity, written as a kubeconfig and run from it.
 	roleConfig := func(file, user, group string) (*rest.Config, error) {
-		u, err := env.AddUser(envtest.User{Name: user, Groups: []string{group}}, nil)
+		u, err := cp.AddUser(envtest.User{Name: user, Groups: []string{group}})
 		if err != nil {
 			return nil, fmt.Errorf("creating the identity %s: %w", user, err)
 		}

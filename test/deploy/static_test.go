@@ -9,6 +9,8 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,33 +59,79 @@ func parseDockerfile(t *testing.T, path string) []instruction {
 	return out
 }
 
-// pinned: a base image named with a tag other than latest, or a digest.
-var pinnedRE = regexp.MustCompile(`^[a-z0-9./-]+(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$`)
+// pinnedRE: a base image named by tag and digest, registry/name:tag@sha256:<64 hex>.
+// The digest fixes the bytes pulled; the tag says what they are.
+var pinnedRE = regexp.MustCompile(`^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*:[A-Za-z0-9._-]+@sha256:[a-f0-9]{64}$`)
 
-func checkBases(t *testing.T, ins []instruction) (final []instruction) {
+// checkBases fails for every base that is not pinned (unpinned) and returns the
+// last stage's instructions.
+func checkBases(t *testing.T, path string, ins []instruction) (final []instruction) {
 	t.Helper()
+	problems, final := unpinned(ins)
+	for _, p := range problems {
+		t.Errorf("%s: %s", path, p)
+	}
+	if final == nil {
+		t.Fatalf("%s: no FROM", path)
+	}
+	return final
+}
+
+// unpinned lists every FROM whose image is not an earlier stage and is not
+// pinned by digest (a tag alone moves under the build), and returns the last
+// stage's instructions.
+func unpinned(ins []instruction) (problems []string, final []instruction) {
 	stages := map[string]bool{}
 	for i, in := range ins {
 		if in.op != "FROM" {
 			continue
 		}
 		f := strings.Fields(in.args)
+		for len(f) > 0 && strings.HasPrefix(f[0], "--") { // --platform=…
+			f = f[1:]
+		}
+		if len(f) == 0 {
+			problems = append(problems, "FROM without an image")
+			continue
+		}
 		img := f[0]
-		if !stages[img] {
-			ok := pinnedRE.MatchString(img) && (strings.Contains(img, "@sha256:") || strings.Contains(img[strings.LastIndex(img, "/")+1:], ":"))
-			if !ok || strings.HasSuffix(img, ":latest") {
-				t.Errorf("FROM %s: pin the base image by a tag other than latest (or a digest)", img)
-			}
+		if !stages[img] && (!pinnedRE.MatchString(img) || strings.Contains(img, ":latest@")) {
+			name, _, _ := strings.Cut(img, "@")
+			problems = append(problems, fmt.Sprintf("FROM %s: pin the base by tag and digest, FROM %s@sha256:<digest>, the digest from "+
+				"`crane digest %s` (a tag, or an image from a build argument, can change under the build)", img, name, name))
 		}
 		if len(f) == 3 && strings.EqualFold(f[1], "AS") {
 			stages[f[2]] = true
 		}
 		final = ins[i+1:]
 	}
-	if final == nil {
-		t.Fatal("no FROM")
+	return problems, final
+}
+
+// TestUnpinnedBasesRefused: what image-check refuses, and what it lets through.
+func TestUnpinnedBasesRefused(t *testing.T) {
+	digest := "@sha256:" + strings.Repeat("ab", 32)
+	for from, ok := range map[string]bool{
+		"golang:1.26-bookworm" + digest + " AS build":                         true,
+		"gcr.io/distroless/static-debian12:nonroot" + digest:                  true,
+		"--platform=$BUILDPLATFORM registry:5000/team/go:1.26" + digest:       true,
+		"golang:1.26-bookworm AS build":                                       false, // a tag moves
+		"debian:bookworm-slim":                                                false,
+		"debian" + digest:                                                     false, // say what it is
+		"debian:latest" + digest:                                              false,
+		"debian:bookworm-slim@sha256:abc":                                     false,
+		"${BASE}":                                                             false, // whatever the build says
+		"gcr.io/distroless/static-debian12@sha256:" + strings.Repeat("A", 64): false,
+	} {
+		problems, _ := unpinned([]instruction{{"FROM", from}})
+		if got := len(problems) == 0; got != ok {
+			t.Errorf("FROM %s: accepted %v, want %v (%v)", from, got, ok, problems)
+		}
 	}
-	return final
+	// A stage built earlier is not a base.
+	if problems, _ := unpinned([]instruction{{"FROM", "golang:1.26" + digest + " AS build"}, {"FROM", "build"}}); len(problems) != 0 {
+		t.Errorf("FROM an earlier stage refused: %v", problems)
+	}
 }
 
 // user returns the last USER of a stage, failing when it is missing or root.
@@ -104,12 +152,12 @@ func nonRootUser(t *testing.T, stage []instruction) string {
 }
 
 // TestDockerfile: the tabwarden image builds the binary with a command that builds
-// here (run for real), on pinned bases, into a runtime stage without a shell as
+// here (run for real), on bases pinned by digest, into a runtime stage without a shell as
 // user 65532; the Chromium image runs as a non-root user too.
 func TestDockerfile(t *testing.T) {
 	root := testenv.Root()
 	ins := parseDockerfile(t, filepath.Join(root, "Dockerfile"))
-	final := checkBases(t, ins)
+	final := checkBases(t, "Dockerfile", ins)
 	if uid := nonRootUser(t, final); uid != "65532" {
 		t.Errorf("the tabwarden image runs as %s, want 65532 (config/manager and config/agent say so)", uid)
 	}
@@ -172,7 +220,7 @@ func TestDockerfile(t *testing.T) {
 	}
 
 	chromium := parseDockerfile(t, filepath.Join(root, "hack", "chromium-image", "Dockerfile"))
-	final = checkBases(t, chromium)
+	final = checkBases(t, "hack/chromium-image/Dockerfile", chromium)
 	nonRootUser(t, final)
 }
 
@@ -379,4 +427,69 @@ func dockerIgnores(rules, path string) bool {
 		}
 	}
 	return ignored
+}
+
+// TestSandboxShipped: nothing shipped runs Chromium with --no-sandbox, and the
+// pool's Chromium container gets the Localhost seccomp profile its sandbox needs,
+// which is shipped and allows the namespace calls. Static: no container runtime
+// enforces the profile here.
+func TestSandboxShipped(t *testing.T) {
+	root := testenv.Root()
+	for _, f := range []string{"Dockerfile", "hack/chromium-image/Dockerfile"} {
+		for _, in := range parseDockerfile(t, filepath.Join(root, f)) {
+			if strings.Contains(in.args, "--no-sandbox") {
+				t.Errorf("%s: %s %s: the pool's Chromium runs with its sandbox", f, in.op, in.args)
+			}
+		}
+	}
+	_, sts := workloads(t, render(t))
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+			if a == "--no-sandbox" || strings.HasPrefix(a, "--no-sandbox=") {
+				t.Errorf("container %s runs with %s", c.Name, a)
+			}
+		}
+	}
+	chr := container(t, &sts.Spec.Template.Spec, "chromium")
+	sp := chr.SecurityContext.SeccompProfile
+	if sp == nil || sp.Type != corev1.SeccompProfileTypeLocalhost || sp.LocalhostProfile == nil || *sp.LocalhostProfile != "tabwarden/chromium.json" {
+		t.Fatalf("the chromium container's seccompProfile is %+v, want Localhost tabwarden/chromium.json (config/agent/seccomp/chromium.json)", sp)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "config", "agent", "seccomp", "chromium.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profile struct {
+		DefaultAction string `json:"defaultAction"`
+		Syscalls      []struct {
+			Names    []string        `json:"names"`
+			Action   string          `json:"action"`
+			Args     []any           `json:"args"`
+			Includes json.RawMessage `json:"includes"`
+		} `json:"syscalls"`
+	}
+	if err := json.Unmarshal(b, &profile); err != nil {
+		t.Fatalf("config/agent/seccomp/chromium.json: %v", err)
+	}
+	if profile.DefaultAction != "SCMP_ACT_ERRNO" || len(profile.Syscalls) < 50 {
+		t.Errorf("the profile denies nothing by default (%s, %d rules): it must be the runtime default plus additions", profile.DefaultAction, len(profile.Syscalls))
+	}
+	allowed := map[string]bool{}
+	for _, r := range profile.Syscalls {
+		if r.Action == "SCMP_ACT_ALLOW" && len(r.Args) == 0 && (len(r.Includes) == 0 || string(r.Includes) == "{}") {
+			for _, n := range r.Names {
+				allowed[n] = true
+			}
+		}
+	}
+	for _, n := range []string{"clone", "unshare", "chroot", "read", "mmap"} {
+		if !allowed[n] {
+			t.Errorf("the profile does not allow %s unconditionally: Chromium's sandbox (or Chromium) cannot run", n)
+		}
+	}
+	for _, n := range []string{"mount", "bpf", "ptrace", "kexec_load", "init_module"} {
+		if allowed[n] {
+			t.Errorf("the profile allows %s: only the namespace calls are added to the runtime default", n)
+		}
+	}
 }

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package private
+
+import "os"
+
+func mine(string, os.FileInfo) error { return nil }
