@@ -13,14 +13,20 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/controllers"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 	"github.com/tabwarden/tabwarden/internal/metrics"
+	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
@@ -167,4 +173,46 @@ func TestMetricsAfterIncident(t *testing.T) {
 		g.Expect(value(m, metrics.CleanupDurationName)).To(Equal(cleanup0 + 1))
 	}).Should(Succeed())
 	g.Expect(get(t, s).Status.Phase).To(Equal(twv1.SessionPhaseFinished))
+}
+
+// TestMetricsServeAcrossControllerRestarts scrapes as Prometheus would while
+// a controller stops and another starts (a rollout, a lost leadership): the
+// stopped controller's cache no longer answers, the new one has not synced
+// yet, and no scrape may fail meanwhile; the session gauges come back once
+// the new cache can answer.
+func TestMetricsServeAcrossControllerRestarts(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	g.Expect(k8s.Create(context.Background(), session(ns, "early", "nowhere"))).To(Succeed())
+	first := startController(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(value(scrape(g), metrics.DirtySessionsName, "namespace", ns)).To(Equal(0.0))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	first.Stop()
+	scrape(g) // fails the test on an unparsable (error) body
+	startController(t)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		scrape(g)
+		time.Sleep(10 * time.Millisecond)
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(value(scrape(g), metrics.DirtySessionsName, "namespace", ns)).To(Equal(0.0))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
+
+// TestMetricsServeBeforeTheCacheSyncs scrapes a controller that is set up
+// but whose cache has not started, as Prometheus may when the pod comes up
+// (the metrics endpoint serves before the caches): the scrape succeeds, and
+// the session gauges, which read that cache, are simply absent until then.
+func TestMetricsServeBeforeTheCacheSyncs(t *testing.T) {
+	g := NewWithT(t)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     run.Scheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect((&controllers.SessionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test")}).SetupWithManager(mgr)).To(Succeed())
+	scrape(g) // fails the test on an unparsable (error) body
 }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -74,7 +75,20 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.CleanupRequeue = 30 * time.Second
 	}
 	r.reserved = map[types.NamespacedName]reservation{}
-	metrics.SetSessionReader(mgr.GetClient())
+	// The session gauges read the cache at scrape time: only once it has
+	// synced (the metrics endpoint serves earlier), and no longer once this
+	// manager stopped.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		withdraw := metrics.SetSessionReader(mgr.GetClient())
+		<-ctx.Done()
+		withdraw()
+		return nil
+	})); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&twv1.BrowserSession{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletingPredicate()))).
 		// Window changes come in bursts (a page opens, then its url, title and

@@ -115,6 +115,7 @@ func PoolContextDisposed(when string) {
 type sessionCollector struct {
 	mu             sync.Mutex
 	reader         client.Reader
+	gen            uint64 // counts SetSessionReader calls
 	unacknowledged *prometheus.Desc
 	dirty          *prometheus.Desc
 }
@@ -132,11 +133,24 @@ func init() { crmetrics.Registry.MustRegister(sessions) }
 
 // SetSessionReader makes the unacknowledged spawns and dirty sessions gauges
 // read the sessions from reader (the controller's cache) at each scrape. The
-// last call wins; until one, the gauges report nothing.
-func SetSessionReader(reader client.Reader) {
+// last call wins; until one, the gauges report nothing. The returned func
+// withdraws reader again, unless another call replaced it meanwhile.
+//
+// Call it once reader can answer (the cache has synced): the metrics endpoint
+// serves before the caches start, and a scrape then must not fail.
+func SetSessionReader(reader client.Reader) (withdraw func()) {
 	sessions.mu.Lock()
 	defer sessions.mu.Unlock()
 	sessions.reader = reader
+	sessions.gen++
+	gen := sessions.gen
+	return func() {
+		sessions.mu.Lock()
+		defer sessions.mu.Unlock()
+		if sessions.gen == gen {
+			sessions.reader = nil
+		}
+	}
 }
 
 func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) {
