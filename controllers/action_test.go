@@ -160,7 +160,7 @@ func TestActionIncident(t *testing.T) {
 // TestGuardCoverage classifies every step type against every guard and runs
 // each pair: in the guard's situation, a step the guard applies to is refused
 // with the guard's reason (or warned, for no_keepalive), any other step is not.
-// Adding a step type to the CRD or a guard to DESIGN.md's table without
+// Adding a step type to the CRD or a guard to the contract's table (docs/contract.md) without
 // classifying it fails here.
 func TestGuardCoverage(t *testing.T) {
 	g := NewWithT(t)

@@ -192,7 +192,7 @@ const (
 	EventActionRefused = "ActionRefused"
 )
 
-// Guards lists every guard reason of DESIGN.md's guard table, in its order. The
+// Guards lists every guard reason of the contract's guard table (docs/contract.md), in its order. The
 // guard coverage test classifies every step type against each one.
 var Guards = []string{
 	ReasonSessionUnregistered,

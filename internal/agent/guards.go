@@ -26,7 +26,7 @@ func all(c Coverage) map[twv1.StepType]Coverage {
 	return m
 }
 
-// GuardCoverage classifies every step type against every guard of DESIGN.md's
+// GuardCoverage classifies every step type against every guard of the contract's (docs/contract.md)
 // guard table (twv1.Guards). The guard coverage test fails when a step type or a
 // guard is missing here, and runs every pair against the real system: a step a
 // guard applies to is refused (or warned) in the guard's situation, any other

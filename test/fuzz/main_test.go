@@ -4,7 +4,7 @@
 // Seeded random sequences of operations (sessions, opens, spawns with and without
 // an opener, the user's own tabs, binds, acknowledgements, finishes, deletes,
 // forged objects, controller and agent restarts, browser disconnects) run in
-// episodes; after each quiescence the invariants of DESIGN.md are checked
+// episodes; after each quiescence the invariants of docs/contract.md are checked
 // against a reference model. A failing episode is minimized (delta debugging)
 // and printed with the flags that replay it.
 //
