@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -212,23 +212,18 @@ func runPair(name string, args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	code, expires, err := extension.RequestPairingCode(ctx, stateDir)
+	p, err := extension.RequestPairing(ctx, stateDir)
 	if err != nil {
 		return fmt.Errorf("%w\n(start one first: `tabwarden up`, or `tabwarden agent --driver extension --profile my-chrome --state-dir %s`)", err, stateDir)
 	}
-	fmt.Fprintf(stdout, "Pairing code: %s   (single use, expires %s, in %s)\n\n", code,
-		expires.Local().Format("15:04:05"), time.Until(expires).Round(time.Second))
+	fmt.Fprintf(stdout, "Pairing code: %s   (single use, expires %s, in %s)\n\n", p.Code,
+		p.Expires.Local().Format("15:04:05"), time.Until(p.Expires).Round(time.Second))
 	fmt.Fprintf(stdout, "To pair your Chrome:\n")
 	fmt.Fprintf(stdout, "  1. Open chrome://extensions, turn on Developer mode, and Load unpacked: the extension/ directory of tabwarden.\n")
 	fmt.Fprintf(stdout, "  2. Click the tabwarden icon in the toolbar (pin it from the puzzle-piece menu).\n")
-	fmt.Fprintf(stdout, "  3. Enter the code %s and the agent's port (%d unless you changed --extension-addr), then press Pair.\n", code, defaultPort())
+	_, port, _ := net.SplitHostPort(p.Addr)
+	fmt.Fprintf(stdout, "  3. Enter the code %s and the agent's port %s, then press Pair.\n", p.Code, port)
 	fmt.Fprintf(stdout, "  4. Check: kubectl get browserprofiles   (the extension profile shows Connected True)\n")
 	fmt.Fprintf(stdout, "\nPairing again replaces the previous pairing; `tabwarden unpair` forgets it.\n")
 	return nil
-}
-
-func defaultPort() int {
-	_, port, _ := strings.Cut(extension.DefaultAddr, ":")
-	n, _ := strconv.Atoi(port) // DefaultAddr is a constant with a numeric port
-	return n
 }

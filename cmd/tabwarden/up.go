@@ -28,7 +28,7 @@ func runUp(name string, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.LocalProfile, "profile", up.DefaultLocalProfile, "name of the profile of the Chromium agent")
 	fs.StringVar(&o.ExtensionProfile, "extension-profile", up.DefaultExtensionProfile, "name of the profile of the extension agent")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 0, "how long to wait for the agents once the control plane runs (default 3m)")
-	fs.StringVar(&o.FixtureAddr, "fixture-addr", "127.0.0.1:0", `loopback address of the fixture site the demo plays the incident on; "off" disables it`)
+	fs.StringVar(&o.FixtureAddr, "fixture-addr", up.DefaultFixtureAddr, `loopback address of the fixture site config/samples and the demo use; "off" disables it`)
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:0", `loopback address of the roles' Prometheus metrics (docs/metrics.md); "off" disables it`)
 	lf.bind(fs, true)
 	if err := parse(fs, args); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -160,6 +161,15 @@ func TestUp(t *testing.T) {
 			t.Errorf("the ready message does not mention %q:\n%s", want, printed.String())
 		}
 	}
+	// `tabwarden pair` names the port the extension host really listens on
+	// (a free one here, not the default 47321).
+	pairOut, err := exec.Command(bin, "pair", "--state-dir", info.StateDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tabwarden pair: %v\n%s", err, pairOut)
+	}
+	if _, port, _ := net.SplitHostPort(info.ExtensionAddr); !strings.Contains(string(pairOut), "the agent's port "+port+",") {
+		t.Errorf("tabwarden pair does not name the host's port %s (%s):\n%s", port, info.ExtensionAddr, pairOut)
+	}
 	pidsFile, err := os.ReadFile(filepath.Join(stateDir, up.PidsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -246,12 +256,14 @@ func TestUp(t *testing.T) {
 		t.Errorf("an admin's Spawned window: %v\n%s\nwant the policy's refusal", err, out)
 	}
 
-	// A session and an Open window, as the README says, with the page on the fixture
-	// site (there is no internet here).
-	must("", "apply", "-f", "config/samples/session.yaml")
+	// The quick start as the README gives it, offline: the samples, unchanged,
+	// open the form on up's own fixture site and the sample action fills it.
+	must("", "apply", "-f", "config/samples/session.yaml", "-f", "config/samples/window-open.yaml")
 	window := sample(t, repo, "window-open.yaml")
-	openURL := site.Path("/quiet")
-	must(strings.Replace(window, "https://example.com/", openURL, 1), "apply", "-f", "-")
+	openURL := "http://" + up.DefaultFixtureAddr + "/form"
+	if !strings.Contains(window, "url: "+openURL+"\n") {
+		t.Fatalf("config/samples/window-open.yaml does not open %s on up's fixture site:\n%s", openURL, window)
+	}
 
 	var tabID string
 	eventually(t, 2*time.Minute, "window example Open with a tab id", func() (bool, string) {
@@ -267,10 +279,15 @@ func TestUp(t *testing.T) {
 		t.Fatalf("the window reports tab %s Open, but Chromium has no such page at %s", tabID, openURL)
 	}
 	t.Logf("window example Open as tab %s", tabID)
+	must("", "apply", "-f", "config/samples/action.yaml")
+	eventually(t, 2*time.Minute, "the sample action Succeeded, the form saved", func() (bool, string) {
+		out, err := kubectl("", "get", "browseraction", "tax-form-fill", "-o", "jsonpath={.status.phase} {.status.reason} {.status.observation.title}")
+		return err == nil && strings.TrimSpace(out) == "Succeeded  "+fixture.TitleSaved, out
+	})
 
 	// A second window, closed with `kubectl tabwarden ack` (disposition Close).
 	secondURL := site.Path("/landing")
-	second := strings.Replace(strings.Replace(window, "https://example.com/", secondURL, 1), "name: example", "name: second", 1)
+	second := strings.Replace(strings.Replace(window, openURL, secondURL, 1), "name: example", "name: second", 1)
 	must(second, "apply", "-f", "-")
 	var secondTab string
 	eventually(t, 2*time.Minute, "window second Open", func() (bool, string) {

@@ -73,6 +73,10 @@ const (
 	DefaultDir              = ".tabwarden"
 	DefaultLocalProfile     = "local"
 	DefaultExtensionProfile = "my-chrome"
+	// DefaultFixtureAddr is where `tabwarden up` serves the fixture site unless
+	// told otherwise: a fixed port, so that config/samples and the README's
+	// quick start name their pages offline (http://127.0.0.1:47322/form).
+	DefaultFixtureAddr = "127.0.0.1:47322"
 	// ExtensionOff as Options.ExtensionAddr disables the extension agent.
 	ExtensionOff = "off"
 	// Off as Options.FixtureAddr or Options.MetricsAddr disables that server.
@@ -417,6 +421,9 @@ func Run(ctx context.Context, o Options) (retErr error) {
 			continue
 		}
 		u, closeSrv, err := serveLoopback(srv.addr, srv.handler)
+		if err != nil && srv.addr == DefaultFixtureAddr {
+			return fmt.Errorf("serving %s on %s: %w\n(another tabwarden up may be running: stop it, or pass --fixture-addr 127.0.0.1:0 and use the printed address instead of the samples' %s)", srv.what, srv.addr, err, srv.addr)
+		}
 		if err != nil {
 			return fmt.Errorf("serving %s on %s: %w", srv.what, srv.addr, err)
 		}

@@ -83,6 +83,9 @@ type unpairResponse struct {
 type pairCodeResponse struct {
 	Code      string    `json:"code"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// Addr is where the host listens for the extension (host:port): the
+	// port the person types into the popup.
+	Addr string `json:"addr"`
 }
 
 func (h *Host) serveControl(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +104,7 @@ func (h *Host) serveControl(w http.ResponseWriter, r *http.Request) {
 		code, exp := h.NewPairingCode()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		_ = json.NewEncoder(w).Encode(pairCodeResponse{Code: code, ExpiresAt: exp.UTC()})
+		_ = json.NewEncoder(w).Encode(pairCodeResponse{Code: code, ExpiresAt: exp.UTC(), Addr: h.Addr()})
 	case "/unpair":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
@@ -125,17 +128,26 @@ func (h *Host) serveControl(w http.ResponseWriter, r *http.Request) {
 // SocketPath is where the agent with this state directory listens for `tabwarden pair`.
 func SocketPath(stateDir string) string { return filepath.Join(stateDir, socketFileName) }
 
-// RequestPairingCode asks the agent running with stateDir for a pairing code, over
+// Pairing is a pairing code and where to use it.
+type Pairing struct {
+	Code    string
+	Expires time.Time
+	// Addr is the host's listening address (host:port) as it runs, which may
+	// differ from DefaultAddr.
+	Addr string
+}
+
+// RequestPairing asks the agent running with stateDir for a pairing code, over
 // its control socket. Only the OS user running the agent can do this.
-func RequestPairingCode(ctx context.Context, stateDir string) (code string, expires time.Time, err error) {
+func RequestPairing(ctx context.Context, stateDir string) (Pairing, error) {
 	var out pairCodeResponse
 	if err := controlCall(ctx, stateDir, "/pair-code", "asking the agent for a pairing code", &out); err != nil {
-		return "", time.Time{}, err
+		return Pairing{}, err
 	}
-	if out.Code == "" {
-		return "", time.Time{}, fmt.Errorf("agent sent a malformed pairing code answer")
+	if out.Code == "" || out.Addr == "" {
+		return Pairing{}, fmt.Errorf("agent sent a malformed pairing code answer")
 	}
-	return out.Code, out.ExpiresAt, nil
+	return Pairing{Code: out.Code, Expires: out.ExpiresAt, Addr: out.Addr}, nil
 }
 
 // RequestUnpair asks the agent running with stateDir to forget its pairing (the

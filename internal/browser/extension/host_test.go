@@ -769,14 +769,18 @@ func TestControlSocket(t *testing.T) {
 	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %v %v", fi.Mode(), err)
 	}
-	code, exp, err := RequestPairingCode(context.Background(), th.dir)
+	p, err := RequestPairing(context.Background(), th.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !exp.Equal(th.clock.Now().Add(CodeTTL)) || len(code) != 7 || code[3] != '-' {
-		t.Fatalf("code %q expires %v", code, exp)
+	if !p.Expires.Equal(th.clock.Now().Add(CodeTTL)) || len(p.Code) != 7 || p.Code[3] != '-' {
+		t.Fatalf("code %q expires %v", p.Code, p.Expires)
 	}
-	pairWith(t, th, testOrigin, code)
+	// The port to type is the one the host listens on (a free one here), not the default.
+	if p.Addr != th.Addr() || p.Addr == DefaultAddr {
+		t.Fatalf("pairing names address %q, want the host's %q", p.Addr, th.Addr())
+	}
+	pairWith(t, th, testOrigin, p.Code)
 
 	// A second agent on the same state directory is refused while the first runs.
 	h2, err := New(Options{Addr: "127.0.0.1:0", StateDir: th.dir})
@@ -793,11 +797,11 @@ func TestControlSocket(t *testing.T) {
 	th.mu.Lock()
 	th.ctlUID = os.Getuid() + 1
 	th.mu.Unlock()
-	if _, _, err := RequestPairingCode(context.Background(), th.dir); err == nil {
+	if _, err := RequestPairing(context.Background(), th.dir); err == nil {
 		t.Fatal("control socket served another uid")
 	}
 	// No agent: a clear error.
-	if _, _, err := RequestPairingCode(context.Background(), stateDir(t)); err == nil || !strings.Contains(err.Error(), "no tabwarden agent") {
+	if _, err := RequestPairing(context.Background(), stateDir(t)); err == nil || !strings.Contains(err.Error(), "no tabwarden agent") {
 		t.Fatalf("no agent: %v", err)
 	}
 	// Close removes the socket; a restart finds no stale socket in its way.

@@ -92,11 +92,15 @@ func pairThroughPopup(t *testing.T, open func(context.Context) (string, error), 
 	}
 	begin := time.Now()
 	// 1. `tabwarden pair`: ask the running agent for a code over its control socket.
-	code, expires, err := extension.RequestPairingCode(ctx, stateDir)
+	pairing, err := extension.RequestPairing(ctx, stateDir)
 	if err != nil {
 		return err
 	}
-	t.Logf("pairing code %s (expires %s), host port %s", code, expires.Format(time.TimeOnly), port)
+	code := pairing.Code
+	if pairing.Addr != host.Addr() {
+		return fmt.Errorf("the pairing names address %s, but the host listens on %s", pairing.Addr, host.Addr())
+	}
+	t.Logf("pairing code %s (expires %s), host port %s", code, pairing.Expires.Format(time.TimeOnly), port)
 
 	// 2. The user clicks the toolbar button: the action popup opens.
 	epoch := host.Driver().Epoch()
