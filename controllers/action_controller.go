@@ -16,6 +16,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/conditions"
+	"github.com/tabwarden/tabwarden/internal/handlers"
 	"github.com/tabwarden/tabwarden/internal/hint"
 )
 
@@ -40,7 +41,7 @@ func (r *ActionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&twv1.BrowserAction{}).
 		Watches(&twv1.BrowserSession{}, handler.EnqueueRequestsFromMapFunc(r.sessionToActions)).
 		Named("browseraction").
-		Complete(r)
+		Complete(handlers.Quiet(r))
 }
 
 func (r *ActionReconciler) sessionToActions(ctx context.Context, o client.Object) []reconcile.Request {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/handlers"
 )
 
 // LeasePrefix + profile names the heartbeat Lease an agent renews.
@@ -72,7 +73,7 @@ func (r *ProfileLivenessReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: strings.TrimPrefix(o.GetName(), LeasePrefix)}}}
 		}), builder.WithPredicates(ours)).
 		Named("browserprofile-liveness").
-		Complete(r)
+		Complete(handlers.Quiet(r))
 }
 
 // Reconcile judges one profile's agent by its Lease.

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/handlers"
 	"github.com/tabwarden/tabwarden/internal/hint"
 	"github.com/tabwarden/tabwarden/internal/index"
 	"github.com/tabwarden/tabwarden/internal/metrics"
@@ -100,7 +101,7 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A namespace's labels change which profiles' selectors admit it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToSessions), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Named("browsersession").
-		Complete(r)
+		Complete(handlers.Quiet(r))
 }
 
 // sessionDelay is how long window events wait before their session is

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/handlers"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -41,7 +42,7 @@ func (r *WindowRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		For(&twv1.BrowserWindow{}).
 		Watches(&twv1.BrowserSession{}, handler.EnqueueRequestsFromMapFunc(r.sessionToWindows)).
 		Named("browserwindow-registration").
-		Complete(r)
+		Complete(handlers.Quiet(r))
 }
 
 // Reconcile registers one window.

@@ -225,6 +225,24 @@ func TestUp(t *testing.T) {
 			t.Errorf("%s authenticates as %q, want %s", path, out, user)
 		}
 	}
+	// The person's own non-admin kubeconfig, for an agent or an MCP client:
+	// tabwarden-edit in default and the profile viewer, nothing else. Every
+	// kubeconfig up writes names its context tabwarden, in namespace default.
+	userKC := filepath.Join(stateDir, up.UserKubeconfigFile)
+	if info.UserKubeconfig != userKC {
+		t.Errorf("up.json names user kubeconfig %q, want %s", info.UserKubeconfig, userKC)
+	}
+	if out := must("", "--kubeconfig", userKC, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); strings.TrimSpace(out) != up.UserName {
+		t.Errorf("%s authenticates as %q, want %s", userKC, out, up.UserName)
+	}
+	for _, path := range []string{kubeconfig, userKC, wantRoles[access.ControllerUser]} {
+		if out := must("", "--kubeconfig", path, "config", "view", "--minify", "-o", "jsonpath={.contexts[0].name} {.contexts[0].context.namespace}"); strings.TrimSpace(out) != up.ContextName+" default" {
+			t.Errorf("%s: context and namespace %q, want %q", path, out, up.ContextName+" default")
+		}
+	}
+	if !strings.Contains(printed.String(), up.UserKubeconfigFile) {
+		t.Errorf("the ready message does not name the user's kubeconfig %s:\n%s", up.UserKubeconfigFile, printed.String())
+	}
 	canI := func(kubeconfig string, args ...string) string {
 		out, _ := kubectl("", append([]string{"--kubeconfig", kubeconfig, "auth", "can-i"}, args...)...)
 		lines := strings.Split(strings.TrimSpace(out), "\n") // warnings first, the answer last
@@ -244,6 +262,12 @@ func TestUp(t *testing.T) {
 		{controllerKC, []string{"patch", "browsersessions/status", "-n", "default"}, "yes"},
 		{controllerKC, []string{"create", "browserprofiles"}, "no"},
 		{controllerKC, []string{"create", "browserwindows", "-n", "default"}, "no"},
+		{userKC, []string{"create", "browsersessions", "-n", "default"}, "yes"},
+		{userKC, []string{"create", "browseractions", "-n", "default"}, "yes"},
+		{userKC, []string{"list", "browserprofiles"}, "yes"},
+		{userKC, []string{"create", "browsersessions", "-n", "kube-system"}, "no"},
+		{userKC, []string{"patch", "browserprofiles"}, "no"},
+		{userKC, []string{"create", "rolebindings", "-n", "default"}, "no"},
 	} {
 		if got := canI(c.kubeconfig, c.args...); got != c.want {
 			t.Errorf("kubectl --kubeconfig %s auth can-i %s: %q, want %q", filepath.Base(c.kubeconfig), strings.Join(c.args, " "), got, c.want)
@@ -258,7 +282,8 @@ func TestUp(t *testing.T) {
 
 	// The quick start as the README gives it, offline: the samples, unchanged,
 	// open the form on up's own fixture site and the sample action fills it.
-	must("", "apply", "-f", "config/samples/session.yaml", "-f", "config/samples/window-open.yaml")
+	// As the person's own non-admin user.
+	must("", "--kubeconfig", userKC, "apply", "-f", "config/samples/session.yaml", "-f", "config/samples/window-open.yaml")
 	window := sample(t, repo, "window-open.yaml")
 	openURL := "http://" + up.DefaultFixtureAddr + "/form"
 	if !strings.Contains(window, "url: "+openURL+"\n") {
@@ -279,7 +304,7 @@ func TestUp(t *testing.T) {
 		t.Fatalf("the window reports tab %s Open, but Chromium has no such page at %s", tabID, openURL)
 	}
 	t.Logf("window example Open as tab %s", tabID)
-	must("", "apply", "-f", "config/samples/action.yaml")
+	must("", "--kubeconfig", userKC, "apply", "-f", "config/samples/action.yaml")
 	eventually(t, 2*time.Minute, "the sample action Succeeded, the form saved", func() (bool, string) {
 		out, err := kubectl("", "get", "browseraction", "tax-form-fill", "-o", "jsonpath={.status.phase} {.status.reason} {.status.observation.title}")
 		return err == nil && strings.TrimSpace(out) == "Succeeded  "+fixture.TitleSaved, out

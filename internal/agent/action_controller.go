@@ -24,6 +24,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/conditions"
+	"github.com/tabwarden/tabwarden/internal/handlers"
 	"github.com/tabwarden/tabwarden/internal/hint"
 	"github.com/tabwarden/tabwarden/internal/metrics"
 )
@@ -61,7 +62,7 @@ func (r *ActionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8, NeedLeaderElection: ptrTo(false)}).
 		Named("browseraction-agent").
-		Complete(r)
+		Complete(handlers.Quiet(r))
 }
 
 func sessionPlacementChanged(o, n client.Object) bool {

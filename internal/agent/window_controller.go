@@ -46,7 +46,7 @@ func (r *WindowReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.agent.wake, handlers.Coalescing(observeDelay, handlers.Self))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.agent.opts.WindowWorkers, NeedLeaderElection: ptrTo(false)}).
 		Named("browserwindow-agent").
-		Complete(r)
+		Complete(handlers.Quiet(r))
 }
 
 func ptrTo[T any](v T) *T { return &v }

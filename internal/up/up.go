@@ -87,6 +87,9 @@ const (
 const (
 	// KubeconfigFile is the user's, an administrator's (system:masters).
 	KubeconfigFile = "kubeconfig"
+	// UserKubeconfigFile is UserName's: not an admin, what a driver of
+	// sessions needs (give this one to an agent or an MCP client).
+	UserKubeconfigFile = "user.kubeconfig"
 	// ControllerKubeconfigFile is the controller's identity (tabwarden:controller).
 	ControllerKubeconfigFile = "controller.kubeconfig"
 	InfoFile                 = "up.json"
@@ -168,6 +171,9 @@ type Info struct {
 	Processes []Proc `json:"processes"`
 	// StartSeconds is how long up took to become ready.
 	StartSeconds float64 `json:"startSeconds"`
+
+	// UserKubeconfig is UserName's kubeconfig (UserKubeconfigFile).
+	UserKubeconfig string `json:"userKubeconfig,omitempty"`
 }
 
 // FindRepo walks up from dir to the directory whose go.mod declares Module.
@@ -461,6 +467,9 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		return fmt.Errorf("creating the admin user: %w", err)
 	}
 	kc, err := user.KubeConfig()
+	if err == nil {
+		kc, err = localKubeconfig(kc, SessionNamespace)
+	}
 	if err != nil {
 		return fmt.Errorf("writing the admin kubeconfig: %w", err)
 	}
@@ -516,11 +525,18 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	}
 	// Each role's own identity, written as a kubeconfig and run from it.
 	roleConfig := func(file, user, group string) (*rest.Config, error) {
-		u, err := cp.AddUser(envtest.User{Name: user, Groups: []string{group}})
+		var groups []string
+		if group != "" {
+			groups = []string{group}
+		}
+		u, err := cp.AddUser(envtest.User{Name: user, Groups: groups})
 		if err != nil {
 			return nil, fmt.Errorf("creating the identity %s: %w", user, err)
 		}
 		kc, err := u.KubeConfig()
+		if err == nil {
+			kc, err = localKubeconfig(kc, SessionNamespace)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("writing the kubeconfig of %s: %w", user, err)
 		}
@@ -531,6 +547,18 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		info.RoleKubeconfigs[user] = path
 		return clientcmd.RESTConfigFromKubeConfig(kc)
 	}
+	// The person's own non-admin identity, to hand to an agent or MCP client.
+	if err := grantUser(ctx, k8s, SessionNamespace); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if _, err := roleConfig(UserKubeconfigFile, UserName, ""); err != nil {
+		return err
+	}
+	info.UserKubeconfig = info.RoleKubeconfigs[UserName]
+	delete(info.RoleKubeconfigs, UserName)
 	controllerCfg, err := roleConfig(ControllerKubeconfigFile, access.ControllerUser, access.ControllerGroup)
 	if err != nil {
 		return err
@@ -794,6 +822,9 @@ func readyText(o Options, repo string, info Info) string {
 	samples := rel(filepath.Join(repo, "config", "samples"))
 	fmt.Fprintf(&b, "%s in %.1fs\n\n", ReadyPrefix, info.StartSeconds)
 	fmt.Fprintf(&b, "  API server     %s   kubeconfig %s (admin)\n", info.APIServer, kc)
+	if info.UserKubeconfig != "" {
+		fmt.Fprintf(&b, "  you, not admin %s   kubeconfig %s (tabwarden-edit in %s: give this one to an agent or MCP client)\n", UserName, rel(info.UserKubeconfig), SessionNamespace)
+	}
 	fmt.Fprintf(&b, "  controller     running as %s (kubeconfig %s)\n", access.ControllerUser, rel(info.RoleKubeconfigs[access.ControllerUser]))
 	browserDesc := "headless Chromium"
 	if o.CDPEndpoint != "" {
@@ -821,6 +852,7 @@ func readyText(o Options, repo string, info Info) string {
 	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", info.Kubeconfig)
 	fmt.Fprintf(&b, "  kubectl apply -f %s/session.yaml -f %s/window-open.yaml\n", samples, samples)
 	fmt.Fprintf(&b, "  kubectl get browsersessions,browserwindows          # the window turns Open with a tab id\n")
+	fmt.Fprintf(&b, "  kubectl apply -f %s/action.yaml                     # observe the form, type a name, save\n", samples)
 	fmt.Fprintf(&b, "  kubectl get browserprofiles                         # profiles, their drivers and connections\n")
 	fmt.Fprintf(&b, "  kubectl delete browsersession tax-form              # ends the session: its pages close\n")
 	if info.ExtensionAddr != "" {
