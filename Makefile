@@ -17,13 +17,14 @@ build:
 ## plugin: kubectl-tabwarden into bin/, then next to kubectl when that directory is writable (else how).
 plugin:
 	$(GO) build -o bin/kubectl-tabwarden ./cmd/kubectl-tabwarden
+	install -m 0755 hack/kubectl_complete-tabwarden bin/kubectl_complete-tabwarden
 	@kubectl=$$(command -v kubectl || true); dir=$$(dirname "$${kubectl:-/nonexistent/kubectl}"); \
 	if [ -n "$$kubectl" ] && [ -w "$$dir" ]; then \
-		install -m 0755 bin/kubectl-tabwarden "$$dir/kubectl-tabwarden" && \
-		echo "installed $$dir/kubectl-tabwarden: try kubectl tabwarden --help"; \
+		install -m 0755 bin/kubectl-tabwarden bin/kubectl_complete-tabwarden "$$dir/" && \
+		echo "installed $$dir/kubectl-tabwarden and its completion: try kubectl tabwarden --help, kubectl tabwarden <TAB>"; \
 	else \
-		echo "built bin/kubectl-tabwarden; put it on your PATH, for example:"; \
-		echo "  sudo install -m 0755 bin/kubectl-tabwarden $${kubectl:+$$dir}$${kubectl:-/usr/local/bin}/"; \
+		echo "built bin/kubectl-tabwarden and bin/kubectl_complete-tabwarden; put both on your PATH, for example:"; \
+		echo "  sudo install -m 0755 bin/kubectl-tabwarden bin/kubectl_complete-tabwarden $${kubectl:+$$dir}$${kubectl:-/usr/local/bin}/"; \
 		echo "then: kubectl tabwarden --help   (kubectl plugin list shows it)"; \
 	fi
 

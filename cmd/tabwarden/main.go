@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -83,13 +84,14 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	case "-version", "--version":
 		name = "version"
 	}
-	if slices.Contains(cli.Verbs, name) {
+	if slices.Contains(cli.Verbs, name) || slices.Contains(completionCommands, name) {
 		// The client logs nothing a user needs; errors come back as errors.
 		ctrl.SetLogger(logr.Discard())
 		return cli.Main(&cli.Env{
 			Streams: genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr},
 			Name:    "tabwarden",
 			Version: fullVersion(),
+			Extra:   roleCommands(stdout, stderr),
 		}, args)
 	}
 	cmd, ok := commands[name]
@@ -109,6 +111,32 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tabwarden %s: %v\n", name, err)
 		return 1
 	}
+}
+
+// completionCommands are cobra's: `tabwarden completion bash|zsh|fish|powershell`
+// writes a completion script; the shells call __complete.
+var completionCommands = []string{"completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd}
+
+// roleCommands are the commands of this binary outside internal/cli, as cobra
+// commands for the shared help and completion; each parses its own flags.
+func roleCommands(stdout, stderr io.Writer) []*cobra.Command {
+	shorts := map[string]string{
+		"up":         "Run everything on this machine: kube-apiserver and etcd, the controller, Chromium with an agent, the extension host",
+		"demo":       "Play the incident step by step against a running tabwarden up",
+		"controller": "Run the controller role",
+		"agent":      "Run an agent for one browser profile",
+		"pair":       "Print a code to pair the tabwarden Chrome extension with a running agent",
+		"unpair":     "Make a running agent forget its pairing with the Chrome extension",
+		"version":    "Print the version",
+	}
+	var cs []*cobra.Command
+	for name, run := range commands {
+		cs = append(cs, &cobra.Command{
+			Use: name, Short: shorts[name], DisableFlagParsing: true,
+			RunE: func(_ *cobra.Command, args []string) error { return run(name, args, stdout, stderr) },
+		})
+	}
+	return cs
 }
 
 // errUsage is returned after the flag package printed a usage error.

@@ -60,6 +60,9 @@ type Env struct {
 	Name string
 	// Version is printed by --version.
 	Version string
+	// Extra are more commands of the binary's tree, for its help and shell
+	// completion (the tabwarden binary's roles: up, controller, agent...).
+	Extra []*cobra.Command
 }
 
 // Ops connects to the API server with the kubeconfig flags.
@@ -124,6 +127,8 @@ every refusal names a stable reason and the corrected call.`,
 	root.AddCommand(
 		newOwned(env), newAck(env), newFinish(env), newCleanup(env), newProfiles(env), newAct(env), newMCP(env),
 	)
+	root.AddCommand(env.Extra...)
+	addCompletion(env, root)
 	return root
 }
 

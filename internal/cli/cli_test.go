@@ -467,3 +467,53 @@ func TestAct(t *testing.T) {
 	w.g.Expect(out).To(MatchRegexp(`(?m)^reason:  \w+$`))
 	w.g.Expect(w.browser.HasPage(w.userTab)).To(BeTrue(), "the user's tab is untouched")
 }
+
+// complete runs the shell's completion request as bash would for
+// `kubectl tabwarden --kubeconfig K words...` and returns the candidates.
+func (w *world) complete(words ...string) []string {
+	w.t.Helper()
+	out, errOut, code := w.runRaw(append([]string{"__complete", "--kubeconfig", w.kubeconfig}, words...)...)
+	w.g.Expect(code).To(Equal(0), errOut)
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(l, ":") { // the directive
+			continue
+		}
+		name, _, _ := strings.Cut(l, "\t") // a description follows a tab
+		got = append(got, name)
+	}
+	return got
+}
+
+func (w *world) runRaw(args ...string) (string, string, int) {
+	var out, errOut bytes.Buffer
+	env := &cli.Env{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, Name: "kubectl tabwarden"}
+	code := cli.Main(env, args)
+	return out.String(), errOut.String(), code
+}
+
+// TestCompletion completes what a person types: the verbs, the sessions of
+// the kubeconfig's namespace for a SESSION, windows and dispositions for
+// ack, windows for act --window, and profiles.
+func TestCompletion(t *testing.T) {
+	w := newWorld(t, "cli-complete")
+	w.session("tax-form")
+	w.session("price-check")
+	w.open("tax-form", "form", "https://forms.example/contacts")
+	// Another namespace's session is not offered.
+	other := testenv.NewNamespace(t, k8s, "cli-other-")
+	w.g.Expect(k8s.Create(context.Background(), &twv1.BrowserSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "elsewhere"},
+		Spec:       twv1.BrowserSessionSpec{Thread: "t", Purpose: "p", ProfileName: w.profile},
+	})).To(Succeed())
+
+	w.g.Expect(w.complete("")).To(ContainElements("owned", "ack", "finish", "act", "mcp"))
+	w.g.Expect(w.complete("owned", "")).To(ConsistOf("tax-form", "price-check"))
+	w.g.Expect(w.complete("finish", "ta")).To(ConsistOf("tax-form"))
+	w.g.Expect(w.complete("owned", "tax-form", "")).To(BeEmpty())
+	w.g.Expect(w.complete("ack", "")).To(ConsistOf("form"))
+	w.g.Expect(w.complete("ack", "form", "")).To(ConsistOf("form", "keep", "close", "temporary"))
+	w.g.Expect(w.complete("ack", "--all-unacked", "")).To(ConsistOf("tax-form", "price-check"))
+	w.g.Expect(w.complete("act", "tax-form", "--window", "")).To(ConsistOf("form"))
+	w.g.Expect(w.complete("profiles", "cli-comp")).To(ContainElement("cli-complete"))
+}
