@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -142,22 +143,25 @@ func roleCommands(stdout, stderr io.Writer) []*cobra.Command {
 // errUsage is returned after the flag package printed a usage error.
 var errUsage = errors.New("usage")
 
-// newFlagSet is a FlagSet whose errors come back to dispatch.
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("tabwarden "+name, flag.ContinueOnError)
+// newFlagSet is a FlagSet whose errors come back to dispatch. Its flags are
+// GNU-style (--flag value, --flag=value), like the verbs' and kubectl's.
+func newFlagSet(name, synopsis string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("tabwarden "+name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: tabwarden %s [flags]\n\n%s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "Usage: tabwarden %s [flags]\n\n%s\n\nFlags:\n%s", name, synopsis, fs.FlagUsages())
 	}
 	return fs
 }
 
-func parse(fs *flag.FlagSet, args []string) error {
+func parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+		if errors.Is(err, pflag.ErrHelp) {
+			return flag.ErrHelp
 		}
+		fmt.Fprintf(fs.Output(), "%v\n", err)
+		fs.Usage()
 		return errUsage
 	}
 	if fs.NArg() > 0 {
@@ -166,6 +170,14 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return errUsage
 	}
 	return nil
+}
+
+// goFlags adds flags defined on a standard library FlagSet by bind (zap's,
+// controller-runtime's --kubeconfig) to fs, GNU-style.
+func goFlags(fs *pflag.FlagSet, bind func(*flag.FlagSet)) {
+	gfs := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	bind(gfs)
+	fs.AddGoFlagSet(gfs)
 }
 
 // logFlags are the logging flags every long-running command takes:
@@ -177,13 +189,13 @@ type logFlags struct {
 	level string
 }
 
-func (l *logFlags) bind(fs *flag.FlagSet, devel bool) {
+func (l *logFlags) bind(fs *pflag.FlagSet, devel bool) {
 	// Info unless asked: --zap-devel alone would turn on debug logging.
 	l.opts = crzap.Options{Development: devel, Level: zapcore.InfoLevel}
 	if devel {
 		l.opts.TimeEncoder = zapcore.TimeEncoderOfLayout("15:04:05.000")
 	}
-	l.opts.BindFlags(fs)
+	goFlags(fs, l.opts.BindFlags)
 	fs.StringVar(&l.level, "log-level", "", "the older name of --zap-log-level: debug, info, error, or a number (higher is more verbose)")
 }
 
@@ -220,7 +232,7 @@ func parseLevel(s string) (zapcore.Level, error) {
 
 // bindKubeconfig adds --kubeconfig to fs; config.GetConfig then uses it, else
 // the KUBECONFIG environment variable, the in-cluster config, or ~/.kube/config.
-func bindKubeconfig(fs *flag.FlagSet) { config.RegisterFlags(fs) }
+func bindKubeconfig(fs *pflag.FlagSet) { goFlags(fs, config.RegisterFlags) }
 
 func runVersion(name string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(name, "Print the version.", stderr)
