@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,4 +159,35 @@ func TestDrivenSessionDoesNotIdleOut(t *testing.T) {
 	gone := w.finished(t, g, twv1.ReasonIdleTimeout)
 	t.Logf("last action -> idle end, page gone: %s (idleTimeout %s)", gone.Sub(stopped), idle)
 	g.Expect(gone.Sub(stopped)).To(BeNumerically("<", idle+3*time.Second))
+}
+
+// TestHostilePagesCloseWithTheirSession: a session's pages that resist
+// closing (an unsent draft with a beforeunload handler, a page stuck in
+// alert(), a crashed tab) close with the session's deletion; no dialog is left
+// showing, and the prompt the draft raised was accepted, the alert dismissed.
+func TestHostilePagesCloseWithTheirSession(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	ctx := context.Background()
+	w := newLifecycleWorld(t, g, "hostile", func(*twv1.BrowserSessionSpec) {})
+	alert, crash := openWindow(w.ns, "alert", "captcha", "https://work.example/alert"), openWindow(w.ns, "crash", "captcha", "https://work.example/crash")
+	g.Expect(w.user.Create(ctx, alert)).To(Succeed())
+	g.Expect(w.user.Create(ctx, crash)).To(Succeed())
+	tabs := openedTabs(t, g, w.page, alert, crash)
+	w.b.ArmBeforeUnload(tabs[0])
+	w.b.OpenDialog(tabs[1], "alert")
+	w.b.CrashPage(tabs[2])
+	g.Expect(w.b.DialogsShowing()).To(Equal(1))
+
+	start := time.Now()
+	g.Expect(w.user.Delete(ctx, w.s)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, id := range tabs {
+			g.Expect(w.b.HasPage(id)).To(BeFalse(), "page %s closed", id)
+		}
+	}).WithPolling(20 * time.Millisecond).Should(Succeed())
+	t.Logf("delete -> draft, alert and crashed pages gone: %s", time.Since(start))
+	g.Expect(w.b.DialogsShowing()).To(BeZero())
+	g.Expect(w.b.Answered()).To(ConsistOf("beforeunload:accepted", "alert:dismissed"))
+	g.Eventually(func() bool { return apierrors.IsNotFound(w.user.Get(ctx, client.ObjectKeyFromObject(w.s), &twv1.BrowserSession{})) }).Should(BeTrue())
 }
