@@ -189,5 +189,7 @@ func TestHostilePagesCloseWithTheirSession(t *testing.T) {
 	t.Logf("delete -> draft, alert and crashed pages gone: %s", time.Since(start))
 	g.Expect(w.b.DialogsShowing()).To(BeZero())
 	g.Expect(w.b.Answered()).To(ConsistOf("beforeunload:accepted", "alert:dismissed"))
-	g.Eventually(func() bool { return apierrors.IsNotFound(w.user.Get(ctx, client.ObjectKeyFromObject(w.s), &twv1.BrowserSession{})) }).Should(BeTrue())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(w.user.Get(ctx, client.ObjectKeyFromObject(w.s), &twv1.BrowserSession{}))
+	}).Should(BeTrue())
 }
