@@ -660,21 +660,12 @@ func (r *SessionReconciler) reconcileSpawns(_ context.Context, s *twv1.BrowserSe
 // reconcileLifecycle sets the phase and, once the session is Finished, cleans up
 // like a deletion does but keeps the session. Sets Clean (reason dirty_session).
 func (r *SessionReconciler) reconcileLifecycle(ctx context.Context, s *twv1.BrowserSession, windows []twv1.BrowserWindow) (ctrl.Result, error) {
-	var idleIn time.Duration
-	if s.Spec.IdleTimeout != nil && s.Spec.IdleTimeout.Duration > 0 && !s.Ended() {
-		since := s.CreationTimestamp.Time
-		if s.Status.LastActivityTime != nil {
-			since = s.Status.LastActivityTime.Time
-		}
-		if idleIn = time.Until(since.Add(s.Spec.IdleTimeout.Duration)); idleIn <= 0 {
-			s.Status.EndReason = twv1.ReasonIdleTimeout
-			ctrl.LoggerFrom(ctx).Info("Session idle; finishing it", "idleTimeout", s.Spec.IdleTimeout.Duration)
-			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.ReasonIdleTimeout, "Finish",
-				"No activity for %s (spec.idleTimeout): the session finishes; temporary pages close, Keep pages are released", s.Spec.IdleTimeout.Duration)
-		}
+	next, err := r.reconcileTimers(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	switch {
-	case s.Spec.State == twv1.SessionFinished || s.IdledOut():
+	case s.Spec.State == twv1.SessionFinished || s.Status.EndReason != "":
 		remaining, err := r.cleanup(ctx, s, windows)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -704,8 +695,8 @@ func (r *SessionReconciler) reconcileLifecycle(ctx context.Context, s *twv1.Brow
 		return ctrl.Result{}, nil
 	}
 	setCondition(s, twv1.CleanCondition, metav1.ConditionTrue, twv1.ReasonClean, "The session is running; its pages are its own")
-	// Look again when the idle timeout would expire (activity moves it on).
-	return ctrl.Result{RequeueAfter: idleIn}, nil
+	// Look again when a timer would expire (activity moves the idle one on).
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 // reconcileDelete cleans up and lets the session go once none of its windows remain.

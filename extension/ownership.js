@@ -9,9 +9,66 @@
 
 import { CLOSED_BY_KEY, CLOSED_KEEP, CommandError, KIND_BOUND, KIND_OPENED, KIND_SPAWNED, OWNED_KINDS, attrKey, bornKey, isReportableTab, isReportableWindow, kindOf, pendingKey, recKey, requireId, requireOpenUrl, requireOwner, requireParent } from "./shapes.js";
 
+// A tab's close is bounded and answers the page's dialogs. chrome.tabs.remove waits for the
+// page, and a page can hold it for ever: a beforeunload prompt over an unsent draft blocks its
+// renderer, and a DevTools session attached after the prompt showed is told of no dialog (and
+// its Page.enable never returns). So the worker attaches its debugger (the permission act.js
+// uses) before the remove, with Page events on: a beforeunload prompt is accepted (leaving is
+// what was asked), any other dialog dismissed (no answer on anyone's behalf). Every step is
+// bounded; a tab still open after CLOSE_BOUND_MS throws `failed` (the agent retries) instead
+// of stalling the ownership queue.
+export const CLOSE_STEP_MS = 1000;
+export const CLOSE_BOUND_MS = 5000;
+const TIMED_OUT = Symbol("timed out");
+
 /** Installs open, adopt, bind, release, closeRecorded, closeOwned, cleanup on the worker context ctx. */
 export function installOwnership(ctx) {
   const { chrome, now, ownTabs, session } = ctx;
+
+  /** p's value, or TIMED_OUT after ms. */
+  function within(p, ms) {
+    let timer = null;
+    const late = new Promise((resolve) => {
+      timer = ctx.setTimer(() => resolve(TIMED_OUT), ms);
+    });
+    return Promise.race([p, late]).finally(() => ctx.clearTimer(timer));
+  }
+
+  /** chrome.tabs.remove, bounded, with the page's dialogs answered (see CLOSE_BOUND_MS). */
+  async function removeTab(tabId) {
+    const target = { tabId };
+    const answer = (source, method, params) => {
+      if (source?.tabId !== tabId || method !== "Page.javascriptDialogOpening") return;
+      chrome.debugger
+        .sendCommand(target, "Page.handleJavaScriptDialog", { accept: params?.type === "beforeunload" })
+        .catch(() => {}); // the dialog or the tab went meanwhile: nothing to answer
+    };
+    const settled = (p) =>
+      p.then(
+        () => null,
+        (e) => e ?? new Error("failed"),
+      );
+    let attached = false;
+    chrome.debugger.onEvent.addListener(answer);
+    try {
+      attached = (await within(settled(chrome.debugger.attach(target, "1.3")), CLOSE_STEP_MS)) === null;
+      if (attached) {
+        // A renderer already blocked (a dialog it opened earlier) never answers Page.enable: the
+        // remove below is still tried, bounded.
+        await within(settled(chrome.debugger.sendCommand(target, "Page.enable")), CLOSE_STEP_MS);
+        await within(settled(chrome.debugger.sendCommand(target, "Page.handleJavaScriptDialog", { accept: false })), CLOSE_STEP_MS); // no dialog showing: the usual case
+      }
+      const r = await within(settled(chrome.tabs.remove(tabId)), CLOSE_BOUND_MS);
+      if (r === TIMED_OUT) {
+        if (await ctx.lookupTab(tabId)) throw new Error(`the page held its close for ${Math.round(CLOSE_BOUND_MS / 1000)} s`);
+      } else if (r) {
+        throw r;
+      }
+    } finally {
+      chrome.debugger.onEvent.removeListener(answer);
+      if (attached) await within(settled(chrome.debugger.detach(target)), CLOSE_STEP_MS); // gone with its tab: nothing to detach
+    }
+  }
 
   async function open(args) {
     const owner = requireOwner(args);
@@ -183,7 +240,7 @@ export function installOwnership(ctx) {
     }
     let closed = true;
     try {
-      await chrome.tabs.remove(rec.tabId);
+      await removeTab(rec.tabId);
     } catch (e) {
       // Gone between get and remove, or refused ("Tabs cannot be edited right now (user may
       // be dragging a tab)"): only a second look tells. A tab still open stays recorded.

@@ -90,10 +90,19 @@ type BrowserSessionSpec struct {
 	State SessionState `json:"state,omitempty"`
 
 	// idleTimeout finishes the session (as state Finished would) after this long
-	// without activity: no window created, opened or closed. Unset: never. Activity
-	// times have one-second resolution.
+	// without activity: no window created, opened or closed, no action claimed,
+	// running or finished, no wait for the user ending. It does not run while
+	// state is WaitingForUser (see userWaitTimeout). Unset: never. Activity times
+	// have one-second resolution.
 	// +optional
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+
+	// userWaitTimeout ends a wait (state WaitingForUser) that lasts longer than
+	// this, with status.endReason UserWaitTimeout, as state Finished would. Unset:
+	// the session waits for its user for ever. The idle timeout never runs while
+	// the session waits.
+	// +optional
+	UserWaitTimeout *metav1.Duration `json:"userWaitTimeout,omitempty"`
 
 	// keepalive keeps the browser's connection busy while the session is active,
 	// on hosts that end idle connections (BrowserProfile spec.hostIdleTimeout).
@@ -171,7 +180,8 @@ type BrowserSessionStatus struct {
 	// +kubebuilder:validation:MaxItems=256
 	Deliverables []Deliverable `json:"deliverables,omitempty"`
 
-	// endReason is IdleTimeout once the idle timeout has ended the session.
+	// endReason says which timer ended the session: IdleTimeout or
+	// UserWaitTimeout. Empty while it runs, or when it was finished or deleted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	EndReason string `json:"endReason,omitempty"`
@@ -179,6 +189,11 @@ type BrowserSessionStatus struct {
 	// lastActivityTime is when a window of the session last changed.
 	// +optional
 	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`
+
+	// waitingSince is when the current wait for the user (state WaitingForUser)
+	// began; unset when the session does not wait.
+	// +optional
+	WaitingSince *metav1.Time `json:"waitingSince,omitempty"`
 
 	// conditions are Registered, SpawnsAcknowledged, Clean and Ready.
 	// +optional
@@ -201,6 +216,8 @@ type BrowserSessionStatus struct {
 // +kubebuilder:printcolumn:name="Live",type=integer,JSONPath=`.status.windows.live`
 // +kubebuilder:printcolumn:name="Unacked",type=integer,JSONPath=`.status.windows.unacknowledged`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Waiting",type=date,JSONPath=`.status.waitingSince`,priority=1
+// +kubebuilder:printcolumn:name="Ended",type=string,JSONPath=`.status.endReason`,priority=1
 // +kubebuilder:validation:XValidation:rule="has(self.spec)",message="session_unregistered: a BrowserSession needs a spec with thread and purpose, for example: spec: {thread: \"thread-42\", purpose: \"file the 2026 tax return form\"}"
 type BrowserSession struct {
 	metav1.TypeMeta `json:",inline"`
@@ -235,9 +252,9 @@ func (s *BrowserSession) GetConditions() []metav1.Condition { return s.Status.Co
 func (s *BrowserSession) SetConditions(c []metav1.Condition) { s.Status.Conditions = c }
 
 // Ended reports whether the session is being deleted or has finished: asked to
-// (state Finished) or by its idle timeout.
+// (state Finished) or by one of its timers (status.endReason).
 func (s *BrowserSession) Ended() bool {
-	return !s.DeletionTimestamp.IsZero() || s.Spec.State == SessionFinished || s.IdledOut()
+	return !s.DeletionTimestamp.IsZero() || s.Spec.State == SessionFinished || s.Status.EndReason != ""
 }
 
 // IdledOut reports whether the session's idle timeout ended it; the controller

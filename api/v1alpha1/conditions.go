@@ -131,6 +131,9 @@ const (
 	ReasonCleaningUp = "CleaningUp"
 	// ReasonIdleTimeout: the session saw no activity for spec.idleTimeout and finished.
 	ReasonIdleTimeout = "IdleTimeout"
+	// ReasonUserWaitTimeout: the session waited for its user (state
+	// WaitingForUser) longer than spec.userWaitTimeout and finished.
+	ReasonUserWaitTimeout = "UserWaitTimeout"
 	// ReasonFinished: the session finished and every page it owned is closed, released or detached.
 	ReasonFinished = "Finished"
 

@@ -438,6 +438,11 @@ func (in *BrowserSessionSpec) DeepCopyInto(out *BrowserSessionSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.UserWaitTimeout != nil {
+		in, out := &in.UserWaitTimeout, &out.UserWaitTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Keepalive != nil {
 		in, out := &in.Keepalive, &out.Keepalive
 		*out = new(KeepalivePolicy)
@@ -466,6 +471,10 @@ func (in *BrowserSessionStatus) DeepCopyInto(out *BrowserSessionStatus) {
 	}
 	if in.LastActivityTime != nil {
 		in, out := &in.LastActivityTime, &out.LastActivityTime
+		*out = (*in).DeepCopy()
+	}
+	if in.WaitingSince != nil {
+		in, out := &in.WaitingSince, &out.WaitingSince
 		*out = (*in).DeepCopy()
 	}
 	if in.Conditions != nil {

@@ -343,3 +343,19 @@ test("a tab spawned by an owned tab just before it closed is still adopted under
   assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-s" })), { closed: [spawned] });
   assert.deepEqual(browser.tabIds(), [user.tabId]);
 });
+
+test("an unsent draft (beforeunload prompt on remove) closes with its owner's cleanup; the prompt is accepted and the queue goes on", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const draft = ok(await env.cmd("open", { owner: "uid-a", url: "https://mail.example/draft", windowId: user.windowId }));
+  const other = ok(await env.cmd("open", { owner: "uid-b", url: "https://b.example/", windowId: user.windowId }));
+  browser.armBeforeUnload(draft.tabId);
+
+  const res = ok(await env.cmd("cleanup", { owner: "uid-a" }));
+  assert.deepEqual(res, { closed: [draft.tabId] });
+  assert.deepEqual(browser.tabsIn(user.windowId).map((t) => t.id), [user.tabId, other.tabId]);
+  assert.equal(browser.promptShowing(draft.tabId), false, "no prompt left showing");
+  assert.deepEqual(browser.attachedTabs(), [], "the debugger is detached");
+  // The queue was not stalled: the next owner's cleanup runs.
+  assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-b" })), { closed: [other.tabId] });
+});

@@ -120,6 +120,9 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
   };
   const attached = new Set(); // tab ids with the worker's debugger attached
   const busy = new Set(); // tab ids where "DevTools" holds the debugger
+  // Pages with an unsent draft (armBeforeUnload): their remove raises a beforeunload prompt and
+  // waits until it is accepted; told to a debugger session only if Page.enable ran before.
+  const drafts = new Map(); // tabId -> {enabled, accept: resolve of the pending remove}
   let pageHandler = async (tabId, method) => {
     throw new Error(`no page scripted for ${method} on tab ${tabId}`);
   };
@@ -346,7 +349,26 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
         }),
       remove: (ids) =>
         api("tabs.remove", { ids }, () => {
-          for (const id of Array.isArray(ids) ? ids : [ids]) removeTab(id);
+          const held = [];
+          for (const id of Array.isArray(ids) ? ids : [ids]) {
+            const d = drafts.get(id);
+            if (!d) {
+              removeTab(id);
+              continue;
+            }
+            // The prompt shows; the remove returns once it is accepted (never, unanswered).
+            held.push(
+              new Promise((resolve) => {
+                d.accept = () => {
+                  drafts.delete(id);
+                  removeTab(id);
+                  resolve();
+                };
+              }),
+            );
+            if (d.enabled && attached.has(id)) events.debuggerEvent.dispatch({ tabId: id }, "Page.javascriptDialogOpening", { type: "beforeunload", message: "" });
+          }
+          return Promise.all(held).then(() => undefined);
         }),
     },
     windows: {
@@ -387,6 +409,17 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
         return (async () => {
           await tick();
           if (!attached.has(target.tabId)) throw new Error(`Debugger is not attached to the tab with id: ${target.tabId}.`);
+          const d = drafts.get(target.tabId);
+          if (d && method === "Page.enable") {
+            d.enabled = true;
+            return {};
+          }
+          if (d && method === "Page.handleJavaScriptDialog") {
+            if (!d.accept) throw new Error("No dialog is showing");
+            if (params?.accept) d.accept();
+            else d.accept = null; // stay on the page: the remove that raised it stays pending
+            return {};
+          }
           const result = await pageHandler(target.tabId, method, clone(params));
           await tick();
           return clone(result);
@@ -481,6 +514,10 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     },
     /** Tabs the worker's debugger is attached to now. */
     attachedTabs: () => [...attached].sort((a, b) => a - b),
+    /** The page arms a beforeunload handler after the user typed (an unsent draft). */
+    armBeforeUnload: (tabId) => drafts.set(tabId, { enabled: false, accept: null }),
+    /** Whether a beforeunload prompt is showing on the tab. */
+    promptShowing: (tabId) => !!drafts.get(tabId)?.accept,
     /** DevTools is open on the tab: the worker's attach fails. */
     holdDebugger: (tabId) => busy.add(tabId),
     tab: (id) => (tabs.has(id) ? tabView(tabs.get(id)) : undefined),

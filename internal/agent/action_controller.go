@@ -38,21 +38,29 @@ import (
 type ActionReconciler struct {
 	agent *Agent
 	// done remembers the actions this agent finished, so that a reconcile that
-	// reads a cache not showing the result yet never runs one again.
-	done sync.Map // types.UID → struct{}
-	// sessions serializes the actions of one session.
-	sessions sync.Map // types.UID → *sync.Mutex
+	// reads a cache not showing the result yet never runs one again; an entry
+	// goes once the cache shows the action finished or gone.
+	done sync.Map // types.NamespacedName → types.UID
+	// locksMu guards sessions.
+	locksMu sync.Mutex
+	// sessions serializes the actions of one session; an entry lives while an
+	// action of its session runs or waits to.
+	sessions map[types.UID]*sessionLock
+}
+
+// sessionLock is one session's action lock and how many reconciles hold or
+// wait for it.
+type sessionLock struct {
+	sync.Mutex
+	users int
 }
 
 // SetupWithManager registers the reconciler: unfinished actions, and sessions
 // mapped to their unfinished actions (an action waits for its session to be
 // placed).
 func (r *ActionReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	unfinished := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return !o.(*twv1.BrowserAction).Status.Phase.Finished()
-	})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&twv1.BrowserAction{}, builder.WithPredicates(unfinished)).
+		For(&twv1.BrowserAction{}, builder.WithPredicates(actionEvents())).
 		Watches(&twv1.BrowserSession{}, handler.EnqueueRequestsFromMapFunc(r.sessionToActions),
 			builder.WithPredicates(predicate.Funcs{
 				CreateFunc:  func(event.CreateEvent) bool { return true },
@@ -63,6 +71,18 @@ func (r *ActionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8, NeedLeaderElection: ptrTo(false)}).
 		Named("browseraction-agent").
 		Complete(handlers.Quiet(r))
+}
+
+// actionEvents lets through the actions still to run, and the events that
+// show a remembered action finished or gone (so that done forgets it).
+func actionEvents() predicate.Funcs {
+	unfinished := func(o client.Object) bool { return !o.(*twv1.BrowserAction).Status.Phase.Finished() }
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return unfinished(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return unfinished(e.ObjectOld) || unfinished(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(e event.GenericEvent) bool { return unfinished(e.Object) },
+	}
 }
 
 func sessionPlacementChanged(o, n client.Object) bool {
@@ -86,11 +106,40 @@ func (r *ActionReconciler) sessionToActions(ctx context.Context, o client.Object
 	return reqs
 }
 
+// lock takes session uid's action lock; the returned func releases it, and
+// drops the entry when no other reconcile holds or waits for it.
 func (r *ActionReconciler) lock(uid types.UID) func() {
-	m, _ := r.sessions.LoadOrStore(uid, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
+	r.locksMu.Lock()
+	if r.sessions == nil {
+		r.sessions = map[types.UID]*sessionLock{}
+	}
+	l := r.sessions[uid]
+	if l == nil {
+		l = &sessionLock{}
+		r.sessions[uid] = l
+	}
+	l.users++
+	r.locksMu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		r.locksMu.Lock()
+		if l.users--; l.users == 0 {
+			delete(r.sessions, uid)
+		}
+		r.locksMu.Unlock()
+	}
+}
+
+// finished remembers that this agent finished act, until the cache shows it.
+func (r *ActionReconciler) finished(act *twv1.BrowserAction) {
+	r.done.Store(client.ObjectKeyFromObject(act), act.UID)
+}
+
+// ranHere reports whether this agent finished act (the cache may not show it yet).
+func (r *ActionReconciler) ranHere(act *twv1.BrowserAction) bool {
+	uid, ok := r.done.Load(client.ObjectKeyFromObject(act))
+	return ok && uid.(types.UID) == act.UID
 }
 
 // Reconcile takes an action of a session placed here and runs it.
@@ -98,9 +147,17 @@ func (r *ActionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	a := r.agent
 	act := &twv1.BrowserAction{}
 	if err := a.client.Get(ctx, req.NamespacedName, act); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.done.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if _, done := r.done.Load(act.UID); done || act.Status.Phase.Finished() {
+	if act.Status.Phase.Finished() {
+		// The cache shows the result: nothing to remember any more.
+		r.done.Delete(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	if r.ranHere(act) {
 		return ctrl.Result{}, nil
 	}
 	s := &twv1.BrowserSession{}
@@ -119,7 +176,7 @@ func (r *ActionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if act.Status.Phase.Finished() {
-		r.done.Store(act.UID, struct{}{})
+		r.finished(act)
 		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("session", s.Name, "window", act.Spec.WindowRef.Name))
@@ -139,7 +196,7 @@ func (r *ActionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	if run.act.Status.Phase.Finished() {
-		r.done.Store(act.UID, struct{}{})
+		r.finished(act)
 	}
 	return ctrl.Result{}, nil
 }

@@ -25,6 +25,12 @@ type tab struct {
 	// typed and pressed record the text typed and keys pressed into the page.
 	typed   string
 	pressed []string
+	// Pages that resist closing (ArmBeforeUnload, OpenDialog, CrashPage): a
+	// beforeunload handler that prompts on close, a JavaScript dialog showing,
+	// a crashed renderer.
+	beforeunload bool
+	dialog       string
+	crashed      bool
 }
 
 type window struct {
@@ -58,6 +64,8 @@ type Browser struct {
 	misplacedWhy map[string]string // key → Page.Misplaced of its tab
 	// sites gives the pages at a url their interactive elements (SetSite).
 	sites map[string][]Element
+	// answered lists the dialogs closes answered.
+	answered []string
 }
 
 var _ browser.Browser = (*Browser)(nil)
@@ -267,9 +275,68 @@ func (b *Browser) Close(_ context.Context, req browser.CloseRequest) error {
 	if len(w.tabs) == 1 && !req.OwnsWindow {
 		b.newTabLocked(w.id, "about:blank", "")
 	}
+	// As the real drivers do: a dialog showing is dismissed, the beforeunload
+	// prompt the close raises is accepted (leaving is what was asked), and a
+	// crashed page closes like any other. Nothing is left showing.
+	if t.dialog != "" {
+		b.answered = append(b.answered, t.dialog+":dismissed")
+	}
+	if t.beforeunload {
+		b.answered = append(b.answered, "beforeunload:accepted")
+	}
 	b.closes[req.ID]++
 	b.removeTabLocked(req.ID)
 	return b.ledger.Closed(req.Key, req.ID)
+}
+
+// ArmBeforeUnload is the page id arming a beforeunload handler after the user
+// typed (an unsent draft): closing it raises a prompt.
+func (b *Browser) ArmBeforeUnload(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.tabs[id]; t != nil {
+		t.beforeunload = true
+	}
+}
+
+// OpenDialog is the page id opening a JavaScript dialog (alert, confirm,
+// prompt) that blocks it until answered.
+func (b *Browser) OpenDialog(id, kind string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.tabs[id]; t != nil {
+		t.dialog = kind
+	}
+}
+
+// CrashPage crashes the renderer of page id (chrome://crash); the tab stays.
+func (b *Browser) CrashPage(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.tabs[id]; t != nil {
+		t.crashed = true
+	}
+}
+
+// DialogsShowing counts the JavaScript dialogs showing on pages still open.
+func (b *Browser) DialogsShowing() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, t := range b.tabs {
+		if t.dialog != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Answered lists the dialogs closes answered ("alert:dismissed",
+// "beforeunload:accepted"), in order.
+func (b *Browser) Answered() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.answered)
 }
 
 // Adopt implements browser.Browser: the spawn must have been seen by the fake.

@@ -198,6 +198,12 @@ type HandleJavaScriptDialog struct {
 func (HandleJavaScriptDialog) Method() string { return "Page.handleJavaScriptDialog" }
 func (HandleJavaScriptDialog) result() Empty  { return Empty{} }
 
+// PageCrash is Page.crash: the page's renderer crashes (tests: a crashed tab).
+type PageCrash struct{}
+
+func (PageCrash) Method() string { return "Page.crash" }
+func (PageCrash) result() Empty  { return Empty{} }
+
 // GetFrameTree is Page.getFrameTree.
 type GetFrameTree struct{}
 
@@ -245,6 +251,8 @@ type Evaluate struct {
 	// AwaitPromise: when the expression is a promise, the reply waits for it
 	// and carries its value.
 	AwaitPromise bool `json:"awaitPromise,omitempty"`
+	// UserGesture runs the expression as if the user acted (sticky activation).
+	UserGesture bool `json:"userGesture,omitempty"`
 }
 
 // RemoteObject is a value returned by Runtime (by value: Value holds its JSON).

@@ -1,0 +1,95 @@
+package cdp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+	"github.com/tabwarden/tabwarden/internal/fixture"
+)
+
+// hostilePages are pages that resist closing, as the page itself (or a
+// crashed renderer) makes them: an unsent draft (a beforeunload handler armed
+// after the user typed), a page stuck in alert(), a crashed tab.
+var hostilePages = map[string]string{
+	"beforeunload": `document.body.textContent = 'unsent draft';
+		window.addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = 'unsent'; return 'unsent'; }); true`,
+	"alert":   `setTimeout(() => alert('stuck'), 0); true`,
+	"confirm": `setTimeout(() => confirm('leave?'), 0); true`,
+	"crash":   ``,
+}
+
+// makeHostile turns page id into one of hostilePages, through a DevTools
+// session of its own (the page's doing, not the driver's).
+func makeHostile(t *testing.T, b *Browser, id, kind string) {
+	t.Helper()
+	ctx := tctx(t)
+	c, err := b.current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, detach, err := attach(ctx, c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detach()
+	if kind == "crash" {
+		go func() { _, _ = wire.Call(context.Background(), c, sess, wire.PageCrash{}) }() // the reply never comes: the renderer is gone
+		time.Sleep(500 * time.Millisecond)
+		return
+	}
+	r, err := call(ctx, c, sess, wire.Evaluate{Expression: hostilePages[kind], ReturnByValue: true, UserGesture: true})
+	if err != nil || r.ExceptionDetails != nil {
+		t.Fatalf("arming %s: %v %+v", kind, err, r.ExceptionDetails)
+	}
+	time.Sleep(300 * time.Millisecond)
+}
+
+// TestCloseNeverHangsOnAPage: the driver closes a page with an unsent draft
+// (beforeunload), a page stuck in alert() or confirm(), and a crashed tab,
+// each in a tab of a user's window and in a window of its own, within a few
+// seconds; Chromium lists none of them afterwards and no dialog is left open.
+func TestCloseNeverHangsOnAPage(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	for kind := range hostilePages {
+		for _, own := range []bool{true, false} {
+			name := kind + "/tab"
+			if own {
+				name = kind + "/window"
+			}
+			t.Run(name, func(t *testing.T) {
+				key := "hostile-" + name
+				var p browser.Page
+				if own {
+					p = openWindow(t, b, r, key, "/quiet", fixture.TitleQuiet)
+				} else {
+					uw := openWindow(t, b, r, key+"-user", "/quiet", fixture.TitleQuiet)
+					var err error
+					p, err = b.Open(tctx(t), browser.OpenRequest{Key: key, URL: site.Path("/quiet"), WindowID: uw.WindowID})
+					if err != nil {
+						t.Fatal(err)
+					}
+					waitTitle(t, b, p.ID, fixture.TitleQuiet)
+				}
+				makeHostile(t, b, p.ID, kind)
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				defer cancel()
+				start := time.Now()
+				err := b.Close(ctx, browser.CloseRequest{Key: key, ID: p.ID, OwnsWindow: own})
+				took := time.Since(start)
+				t.Logf("%s: close -> page gone in %s (err %v)", name, took, err)
+				if err != nil {
+					t.Fatalf("close: %v", err)
+				}
+				if _, ok := chromiumPages(t)[p.ID]; ok {
+					t.Fatalf("Chromium still lists the %s page after its close", kind)
+				}
+				if took > 5*time.Second {
+					t.Errorf("close took %s", took)
+				}
+			})
+		}
+	}
+}
