@@ -95,6 +95,16 @@ type BrowserSessionSpec struct {
 	// +optional
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 
+	// abandonAfter ends the session (status.endReason Abandoned, as state
+	// Finished would) once its holder, the client that drives it, has not
+	// renewed its claim for this long. The claim is the coordination.k8s.io
+	// Lease named after the session in its namespace, labelled
+	// tabwarden.dev/session (`tabwarden mcp` and `kubectl tabwarden hold` renew
+	// it). A session nobody ever held counts from its creation. A session
+	// WaitingForUser is never abandoned. Unset: never.
+	// +optional
+	AbandonAfter *metav1.Duration `json:"abandonAfter,omitempty"`
+
 	// keepalive keeps the browser's connection busy while the session is active,
 	// on hosts that end idle connections (BrowserProfile spec.hostIdleTimeout).
 	// +optional
@@ -171,10 +181,23 @@ type BrowserSessionStatus struct {
 	// +kubebuilder:validation:MaxItems=256
 	Deliverables []Deliverable `json:"deliverables,omitempty"`
 
-	// endReason is IdleTimeout once the idle timeout has ended the session.
+	// endReason is IdleTimeout once the idle timeout has ended the session,
+	// Abandoned once its holder stopped renewing for spec.abandonAfter.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	EndReason string `json:"endReason,omitempty"`
+
+	// holder is the client that holds the session (its Lease's holderIdentity),
+	// as the controller last saw it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Holder string `json:"holder,omitempty"`
+
+	// lastRenewal is the holder's renewal the controller last judged the
+	// session by (it looks when spec.abandonAfter would expire, not at every
+	// renewal: the Lease has the latest).
+	// +optional
+	LastRenewal *metav1.Time `json:"lastRenewal,omitempty"`
 
 	// lastActivityTime is when a window of the session last changed.
 	// +optional
@@ -201,6 +224,9 @@ type BrowserSessionStatus struct {
 // +kubebuilder:printcolumn:name="Live",type=integer,JSONPath=`.status.windows.live`
 // +kubebuilder:printcolumn:name="Unacked",type=integer,JSONPath=`.status.windows.unacknowledged`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Holder",type=string,JSONPath=`.status.holder`,priority=1
+// +kubebuilder:printcolumn:name="Renewed",type=date,JSONPath=`.status.lastRenewal`,priority=1
+// +kubebuilder:printcolumn:name="Ended",type=string,JSONPath=`.status.endReason`,priority=1
 // +kubebuilder:validation:XValidation:rule="has(self.spec)",message="session_unregistered: a BrowserSession needs a spec with thread and purpose, for example: spec: {thread: \"thread-42\", purpose: \"file the 2026 tax return form\"}"
 type BrowserSession struct {
 	metav1.TypeMeta `json:",inline"`
@@ -237,8 +263,12 @@ func (s *BrowserSession) SetConditions(c []metav1.Condition) { s.Status.Conditio
 // Ended reports whether the session is being deleted or has finished: asked to
 // (state Finished) or by its idle timeout.
 func (s *BrowserSession) Ended() bool {
-	return !s.DeletionTimestamp.IsZero() || s.Spec.State == SessionFinished || s.IdledOut()
+	return !s.DeletionTimestamp.IsZero() || s.Spec.State == SessionFinished || s.IdledOut() || s.Abandoned()
 }
+
+// Abandoned reports whether the session ended because its holder stopped
+// renewing its Lease for spec.abandonAfter (recorded once in status.endReason).
+func (s *BrowserSession) Abandoned() bool { return s.Status.EndReason == ReasonAbandoned }
 
 // IdledOut reports whether the session's idle timeout ended it; the controller
 // records it once in status.endReason, so every role agrees and it sticks.
