@@ -8,6 +8,7 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,6 +79,7 @@ func (r *SessionReconciler) reconcileAbandon(ctx context.Context, s *twv1.Browse
 		s.Status.Holder = ""
 	}
 	if s.Spec.AbandonAfter == nil || s.Spec.AbandonAfter.Duration <= 0 {
+		apimeta.RemoveStatusCondition(&s.Status.Conditions, twv1.HeldCondition)
 		return 0, nil
 	}
 	after := s.Spec.AbandonAfter.Duration
