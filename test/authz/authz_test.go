@@ -699,7 +699,7 @@ func TestController(t *testing.T) {
 		},
 		{
 			name: "controller deletes a session's holder lease", as: asController, want: byRBAC,
-			do: func(ctx context.Context, c client.Client) error { return c.Delete(ctx, lease(ns, sessA)) },
+			do:   func(ctx context.Context, c client.Client) error { return c.Delete(ctx, lease(ns, sessA)) },
 			says: []string{`cannot delete resource "leases"`},
 		},
 		{
