@@ -5,9 +5,9 @@ package controllers
 // tabwarden-controller in a cluster, and to the certificate group
 // tabwarden:controllers by internal/testenv and `tabwarden up`). Least privilege:
 // the controller never creates windows (users and agents do), never writes a
-// BrowserProfile other than its liveness (agents and administrators do) and holds
-// no cluster-wide lease rights: its leader election Lease and reading the agents'
-// heartbeat Leases, in its own namespace. What it may write
+// BrowserProfile other than its liveness (agents and administrators do) and writes
+// no Lease but its leader election one, in its own namespace; it reads the
+// agents' heartbeat Leases there and the sessions' holder Leases. What it may write
 // is narrowed further by the admission policies in config/admission.
 
 // Sessions: placement, status, and the tabwarden.dev/cleanup finalizer.
@@ -30,6 +30,12 @@ package controllers
 
 // Events on sessions and windows, in their namespaces.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Abandonment: the holder Leases of sessions (named after the session, in its
+// namespace, labelled tabwarden.dev/session), read only: the session's driver
+// (tabwarden-edit in its namespace) writes them, the controller judges them.
+// Its cache holds only the labelled ones.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 
 // Leader election: the Lease controller.tabwarden.dev and its events (the core
 // API), in the controller's namespace only; there it also reads (list, watch)

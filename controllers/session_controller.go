@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,6 +77,7 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.CleanupRequeue = 30 * time.Second
 	}
 	r.reserved = map[types.NamespacedName]reservation{}
+	leaseHandler, leasePredicate := holderLeases()
 	// The session gauges read the cache at scrape time: only once it has
 	// synced (the metrics endpoint serves earlier), and no longer once this
 	// manager stopped.
@@ -100,6 +102,8 @@ func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&twv1.BrowserProfile{}, r.profileHandler()).
 		// A namespace's labels change which profiles' selectors admit it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToSessions), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// A holder Lease taken, handed over or gone (renewals are not events: see reconcileAbandon).
+		Watches(&coordv1.Lease{}, leaseHandler, builder.WithPredicates(leasePredicate)).
 		Named("browsersession").
 		Complete(handlers.Quiet(r))
 }
@@ -235,6 +239,12 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		}
 	}
 
+	// Abandonment decides before the lifecycle, which ends an abandoned
+	// session; it looks again when abandonAfter would expire.
+	abandonIn, err := r.reconcileAbandon(ctx, session)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	for _, sub := range []func(context.Context, *twv1.BrowserSession, []twv1.BrowserWindow) (ctrl.Result, error){
 		r.reconcilePlacement,
 		r.reconcileSpawns,
@@ -242,10 +252,10 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	} {
 		res, err := sub(ctx, session, windows)
 		if err != nil || !res.IsZero() {
-			return res, err
+			return soonest(res, abandonIn), err
 		}
 	}
-	return ctrl.Result{}, nil
+	return soonest(ctrl.Result{}, abandonIn), nil
 }
 
 // reconcilePlacement binds the session to a profile that admits its namespace:

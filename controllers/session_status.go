@@ -143,6 +143,8 @@ func summarizeSession(s *twv1.BrowserSession, _ []twv1.BrowserWindow, err error)
 			setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonIdleTimeout, "The session saw no activity for spec.idleTimeout and finished; every page it owned is closed, released or detached")
 		} else if s.Status.Phase == twv1.SessionPhaseFinished && s.Status.EndReason == twv1.ReasonUserWaitTimeout {
 			setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonUserWaitTimeout, "The session waited for its user longer than spec.userWaitTimeout and finished; every page it owned is closed, released or detached")
+		} else if s.Status.Phase == twv1.SessionPhaseFinished && s.Abandoned() {
+			setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonAbandoned, "The session's holder stopped renewing for spec.abandonAfter and it ended; every page it owned is closed, released or detached")
 		} else if s.Status.Phase == twv1.SessionPhaseFinished {
 			setCondition(s, twv1.ReadyCondition, metav1.ConditionTrue, twv1.ReasonFinished, "The session finished; every page it owned is closed, released or detached")
 		} else {

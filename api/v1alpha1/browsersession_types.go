@@ -103,6 +103,15 @@ type BrowserSessionSpec struct {
 	// the session waits.
 	// +optional
 	UserWaitTimeout *metav1.Duration `json:"userWaitTimeout,omitempty"`
+	// abandonAfter ends the session (status.endReason Abandoned, as state
+	// Finished would) once its holder, the client that drives it, has not
+	// renewed its claim for this long. The claim is the coordination.k8s.io
+	// Lease named after the session in its namespace, labelled
+	// tabwarden.dev/session (`tabwarden mcp` and `kubectl tabwarden hold` renew
+	// it). A session nobody ever held counts from its creation. A session
+	// WaitingForUser is never abandoned. Unset: never.
+	// +optional
+	AbandonAfter *metav1.Duration `json:"abandonAfter,omitempty"`
 
 	// keepalive keeps the browser's connection busy while the session is active,
 	// on hosts that end idle connections (BrowserProfile spec.hostIdleTimeout).
@@ -180,11 +189,24 @@ type BrowserSessionStatus struct {
 	// +kubebuilder:validation:MaxItems=256
 	Deliverables []Deliverable `json:"deliverables,omitempty"`
 
-	// endReason says which timer ended the session: IdleTimeout or
-	// UserWaitTimeout. Empty while it runs, or when it was finished or deleted.
+	// endReason says which timer ended the session: IdleTimeout,
+	// UserWaitTimeout, or Abandoned (its holder stopped renewing for
+	// spec.abandonAfter). Empty while it runs, or when it was finished or deleted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	EndReason string `json:"endReason,omitempty"`
+
+	// holder is the client that holds the session (its Lease's holderIdentity),
+	// as the controller last saw it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Holder string `json:"holder,omitempty"`
+
+	// lastRenewal is the holder's renewal the controller last judged the
+	// session by (it looks when spec.abandonAfter would expire, not at every
+	// renewal: the Lease has the latest).
+	// +optional
+	LastRenewal *metav1.Time `json:"lastRenewal,omitempty"`
 
 	// lastActivityTime is when a window of the session last changed.
 	// +optional
@@ -217,6 +239,8 @@ type BrowserSessionStatus struct {
 // +kubebuilder:printcolumn:name="Unacked",type=integer,JSONPath=`.status.windows.unacknowledged`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Waiting",type=date,JSONPath=`.status.waitingSince`,priority=1
+// +kubebuilder:printcolumn:name="Holder",type=string,JSONPath=`.status.holder`,priority=1
+// +kubebuilder:printcolumn:name="Renewed",type=date,JSONPath=`.status.lastRenewal`,priority=1
 // +kubebuilder:printcolumn:name="Ended",type=string,JSONPath=`.status.endReason`,priority=1
 // +kubebuilder:validation:XValidation:rule="has(self.spec)",message="session_unregistered: a BrowserSession needs a spec with thread and purpose, for example: spec: {thread: \"thread-42\", purpose: \"file the 2026 tax return form\"}"
 type BrowserSession struct {
@@ -256,6 +280,10 @@ func (s *BrowserSession) SetConditions(c []metav1.Condition) { s.Status.Conditio
 func (s *BrowserSession) Ended() bool {
 	return !s.DeletionTimestamp.IsZero() || s.Spec.State == SessionFinished || s.Status.EndReason != ""
 }
+
+// Abandoned reports whether the session ended because its holder stopped
+// renewing its Lease for spec.abandonAfter (recorded once in status.endReason).
+func (s *BrowserSession) Abandoned() bool { return s.Status.EndReason == ReasonAbandoned }
 
 // IdledOut reports whether the session's idle timeout ended it; the controller
 // records it once in status.endReason, so every role agrees and it sticks.

@@ -182,6 +182,26 @@ const (
 	EventRescheduled = "Rescheduled"
 )
 
+// Abandonment: a session's holder is the client that drives it; it renews a
+// coordination.k8s.io Lease named after the session, in its namespace, with the
+// label SessionLabel, while it lives.
+const (
+	// HeldCondition says whether a session with spec.abandonAfter is held: True
+	// (reason Held) while its holder renews its Lease, or while it waits for its
+	// user; False (reason Abandoned) once the holder stopped renewing for
+	// spec.abandonAfter, and the session ends (status.endReason Abandoned).
+	HeldCondition = "Held"
+	// ReasonHeld: the session's holder renews its Lease.
+	ReasonHeld = "Held"
+	// ReasonNotYetHeld: no client holds the session yet; it counts from its creation.
+	ReasonNotYetHeld = "NotYetHeld"
+	// ReasonAbandoned: the session's holder stopped renewing its Lease for
+	// spec.abandonAfter (or nobody held it that long after its creation): the
+	// session ends like a Finished one. Also its status.endReason and the
+	// reason of the Warning Event that says so.
+	ReasonAbandoned = "Abandoned"
+)
+
 // Event reasons recorded for things that happened.
 const (
 	EventSpawnAdopted   = "SpawnAdopted"

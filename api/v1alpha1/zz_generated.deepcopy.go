@@ -443,6 +443,11 @@ func (in *BrowserSessionSpec) DeepCopyInto(out *BrowserSessionSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.AbandonAfter != nil {
+		in, out := &in.AbandonAfter, &out.AbandonAfter
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Keepalive != nil {
 		in, out := &in.Keepalive, &out.Keepalive
 		*out = new(KeepalivePolicy)
@@ -468,6 +473,10 @@ func (in *BrowserSessionStatus) DeepCopyInto(out *BrowserSessionStatus) {
 		in, out := &in.Deliverables, &out.Deliverables
 		*out = make([]Deliverable, len(*in))
 		copy(*out, *in)
+	}
+	if in.LastRenewal != nil {
+		in, out := &in.LastRenewal, &out.LastRenewal
+		*out = (*in).DeepCopy()
 	}
 	if in.LastActivityTime != nil {
 		in, out := &in.LastActivityTime, &out.LastActivityTime

@@ -125,7 +125,7 @@ every refusal names a stable reason and the corrected call.`,
 	})
 	env.Config.AddFlags(root.PersistentFlags())
 	root.AddCommand(
-		newOwned(env), newAck(env), newFinish(env), newCleanup(env), newProfiles(env), newAct(env), newMCP(env),
+		newOwned(env), newAck(env), newFinish(env), newCleanup(env), newProfiles(env), newAct(env), newMCP(env), newHold(env),
 	)
 	root.AddCommand(env.Extra...)
 	addCompletion(env, root)

@@ -517,3 +517,60 @@ func TestCompletion(t *testing.T) {
 	w.g.Expect(w.complete("act", "tax-form", "--window", "")).To(ConsistOf("form"))
 	w.g.Expect(w.complete("profiles", "cli-comp")).To(ContainElement("cli-complete"))
 }
+
+// TestFinishReprimandAndHold: finishing a dirty session (a page still open, a
+// spawned window never acknowledged) prints the dirty_session reprimand naming
+// both; a clean one prints none. `hold` keeps a session with abandonAfter alive
+// many times past it, `owned` shows its holder, and hold returns once the
+// session finishes.
+func TestFinishReprimandAndHold(t *testing.T) {
+	w := newWorld(t, "cli-reprimand")
+	ctx := context.Background()
+	w.session("dirty")
+	form := w.open("dirty", "form", "https://forms.example/contacts")
+	popup := w.spawn("dirty", form, "https://mail.example/compose?to=ada")
+	out, errOut, code := w.run("finish", "dirty")
+	w.g.Expect(code).To(Equal(0), errOut)
+	w.g.Expect(out).To(ContainSubstring("browsersession/dirty finished"))
+	w.g.Expect(errOut).To(ContainSubstring(twv1.ReasonDirtySession + ": session dirty was finished dirty"))
+	w.g.Expect(errOut).To(ContainSubstring("Pages still open (1): form."))
+	w.g.Expect(errOut).To(ContainSubstring("Spawned windows never acknowledged (1): " + popup.Name + "."))
+
+	w.session("clean")
+	w.open("clean", "done", "https://forms.example/done")
+	_, errOut, code = w.run("cleanup", "clean", "--yes")
+	w.g.Expect(code).To(Equal(0), errOut)
+	w.g.Eventually(func() twv1.WindowPhase {
+		return testenv.Get(t, k8s, &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "done"}}).Status.Phase
+	}).Should(Equal(twv1.WindowClosed))
+	out, errOut, code = w.run("finish", "clean")
+	w.g.Expect(code).To(Equal(0), errOut)
+	w.g.Expect(out).To(ContainSubstring("browsersession/clean finished"))
+	w.g.Expect(errOut).To(BeEmpty(), "a clean session is not reprimanded")
+
+	const after = 3 * time.Second
+	s := w.session("scripted")
+	w.g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"abandonAfter":"3s"}}`)))).To(Succeed())
+	type res struct {
+		out, errOut string
+		code        int
+	}
+	held := make(chan res, 1)
+	go func() { o, e, c := w.run("hold", "scripted"); held <- res{o, e, c} }()
+	w.g.Consistently(func(g Gomega) {
+		g.Expect(testenv.Get(t, k8s, s).Ended()).To(BeFalse())
+	}, 3*after, 250*time.Millisecond).Should(Succeed())
+	w.g.Expect(s.Status.Holder).To(HavePrefix("kubectl tabwarden hold "))
+	out, _, code = w.run("owned", "scripted")
+	w.g.Expect(code).To(Equal(0))
+	w.g.Expect(out).To(MatchRegexp(`Holder: kubectl tabwarden hold \S+  renewed=\S+ ago  abandonAfter=3s`))
+	_, errOut, code = w.run("finish", "scripted")
+	w.g.Expect(code).To(Equal(0), errOut)
+	w.g.Expect(errOut).To(BeEmpty(), "nothing was left open: no reprimand")
+	var r res
+	w.g.Eventually(held, 10*time.Second).Should(Receive(&r))
+	w.g.Expect(r.code).To(Equal(0), r.errOut)
+	w.g.Expect(r.out).To(ContainSubstring("browsersession/scripted held by"))
+	w.g.Expect(r.out).To(ContainSubstring("no longer held"))
+	w.g.Expect(testenv.Get(t, k8s, s).Status.EndReason).To(BeEmpty(), "finished, not abandoned")
+}

@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/ops"
@@ -37,6 +42,13 @@ no disposition are marked with * and followed by the command that acknowledges t
 			s, ws, err := o.Owned(c.Context(), a[0])
 			if err != nil {
 				return err
+			}
+			if l := o.HolderLease(c.Context(), s); l != nil {
+				// The Lease has the latest renewal; status has the one the controller last judged.
+				s.Status.Holder = ptr.Deref(l.Spec.HolderIdentity, s.Status.Holder)
+				if l.Spec.RenewTime != nil {
+					s.Status.LastRenewal = &metav1.Time{Time: l.Spec.RenewTime.Time}
+				}
 			}
 			if out.table() {
 				return env.table(out.wide(), o.Namespace).WriteOwned(c.OutOrStdout(), s, ws)
@@ -124,10 +136,50 @@ func newFinish(env *Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := o.Finish(c.Context(), a[0]); err != nil {
+			_, r, err := o.FinishWithReprimand(c.Context(), a[0])
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(c.OutOrStdout(), "browsersession/%s finished: its temporary pages close, Keep pages are released, bound tabs detached\n", a[0])
+			if r.Dirty() {
+				fmt.Fprintln(c.ErrOrStderr(), r.String())
+			}
+			return nil
+		},
+	}
+}
+
+func newHold(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "hold SESSION",
+		Short: "Hold a session while this command runs: renew its Lease so that spec.abandonAfter does not end it",
+		Long: `Hold a session for a script: renew the session's holder Lease (named after the session, in its
+namespace) until interrupted, or until the session ends or is deleted. A session with
+spec.abandonAfter whose holder stops renewing for that long is abandoned: it ends with
+status.endReason Abandoned, its temporary pages close. Run it in the background of a script
+that drives the session; kill it (or let the script exit) when done.`,
+		Example: `  kubectl tabwarden hold tax-form &
+  HOLD=$!; ...drive the session...; kubectl tabwarden finish tax-form; kill $HOLD`,
+		Args: args(1, 1, "SESSION"),
+		RunE: func(c *cobra.Command, a []string) error {
+			o, err := env.Ops()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			id := ops.HolderIdentity("kubectl tabwarden hold")
+			first := true
+			err = o.Hold(ctx, a[0], id, func(l *coordv1.Lease) {
+				if first {
+					fmt.Fprintf(c.OutOrStdout(), "browsersession/%s held by %q; renewing until interrupted\n", a[0], id)
+					first = false
+				}
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "browsersession/%s no longer held by this command\n", a[0])
 			return nil
 		},
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -20,6 +21,10 @@ open windows, list what the session owns, acknowledge spawned windows, observe a
 and finish, through the API server with the kubeconfig flags' identity and namespace. A refusal
 is a tool error whose text carries the guard's reason, message and hint.
 
+The server holds every session it starts or is given (it renews the session's Lease) while it
+runs. When the agent exits, so does the server: a session it did not finish is abandoned after
+its spec.abandonAfter (start_session's abandon_after, default 15m) and its temporary pages close.
+
 An agent's MCP configuration:
 
   {"mcpServers": {"tabwarden": {"command": "tabwarden",
@@ -30,9 +35,14 @@ An agent's MCP configuration:
 			if err != nil {
 				return err
 			}
-			s := mcpserver.New(o, mcpserver.Options{Version: env.Version, Timeout: timeout})
+			// The server holds the sessions it starts or is given while it
+			// runs: when its client exits, stdin closes, Run returns and the
+			// holds stop, so those sessions are abandoned after abandonAfter.
+			ctx, stop := context.WithCancel(c.Context())
+			defer stop()
+			s := mcpserver.New(o, mcpserver.Options{Version: env.Version, Timeout: timeout, Hold: ctx})
 			t := &mcp.IOTransport{Reader: io.NopCloser(c.InOrStdin()), Writer: nopWriteCloser{c.OutOrStdout()}}
-			return s.Run(c.Context(), t)
+			return s.Run(ctx, t)
 		},
 	}
 	c.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long a tool waits for a session to be placed, a window to open, an action to finish")

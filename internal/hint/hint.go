@@ -33,6 +33,11 @@ func Resume(namespace, session string) string {
 	return fmt.Sprintf(`kubectl patch browsersession %s -n %s --type=merge -p '{"spec":{"state":"Active"}}'`, session, namespace)
 }
 
+// Hold is the command that holds a session (renews its Lease) until interrupted.
+func Hold(namespace, session string) string {
+	return fmt.Sprintf(`kubectl tabwarden hold %s -n %s`, session, namespace)
+}
+
 // Keepalive is the command that gives a session a keepalive policy.
 func Keepalive(namespace, session, interval string) string {
 	return fmt.Sprintf(`kubectl patch browsersession %s -n %s --type=merge -p '{"spec":{"keepalive":{"interval":"%s"}}}'`, session, namespace, interval)

@@ -11,7 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,7 +30,17 @@ type Options struct {
 	// Timeout bounds each wait: a session's placement, a window's opening, an
 	// action (default one minute).
 	Timeout time.Duration
+	// Hold, when not nil, is the server's lifetime: the server holds every
+	// session it starts or is given (renews its Lease, see ops.Hold) until Hold
+	// ends, so that a session whose agent exited is abandoned after its
+	// spec.abandonAfter. Nil: the server holds nothing.
+	Hold context.Context
+	// Holder is the holder identity (default ops.HolderIdentity("tabwarden mcp")).
+	Holder string
 }
+
+// DefaultAbandonAfter is start_session's abandon_after when none is given.
+const DefaultAbandonAfter = 15 * time.Minute
 
 const instructions = `tabwarden lets you use a real browser as a guest. Start a session (thread: who you are,
 purpose: why), open windows in it, observe a page to get element refs (o1.e3), then act with
@@ -44,7 +56,10 @@ func New(o *ops.Ops, opts Options) *mcp.Server {
 		opts.Timeout = time.Minute
 	}
 	o.Command = "kubectl tabwarden"
-	h := &handlers{ops: o, timeout: opts.Timeout}
+	if opts.Holder == "" {
+		opts.Holder = ops.HolderIdentity("tabwarden mcp")
+	}
+	h := &handlers{ops: o, timeout: opts.Timeout, holdCtx: opts.Hold, holder: opts.Holder, held: map[string]bool{}}
 	s := mcp.NewServer(&mcp.Implementation{Name: "tabwarden", Title: "tabwarden browser sessions", Version: opts.Version},
 		&mcp.ServerOptions{Instructions: instructions})
 	yes := true
@@ -52,7 +67,9 @@ func New(o *ops.Ops, opts Options) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "start_session",
 		Description: "Start a browser session: who drives (thread) and why (purpose), on a browser profile (profile, or a " +
-			"label selector). Returns the session's name, used by every other tool.",
+			"label selector). Returns the session's name, used by every other tool. This server holds the session while it " +
+			"runs: if it exits without finish, the session is abandoned after abandon_after (default 15m) and its " +
+			"temporary pages close.",
 		Annotations: &mcp.ToolAnnotations{Title: "Start a browser session", OpenWorldHint: &no},
 	}, h.startSession)
 	mcp.AddTool(s, &mcp.Tool{
@@ -100,16 +117,45 @@ func New(o *ops.Ops, opts Options) *mcp.Server {
 type handlers struct {
 	ops     *ops.Ops
 	timeout time.Duration
+
+	holdCtx context.Context
+	holder  string
+	mu      sync.Mutex
+	held    map[string]bool
+}
+
+// hold holds session until the server ends (or the session ends or goes),
+// once per session: the sessions it starts and every session a tool names.
+func (h *handlers) hold(session string) {
+	if h.holdCtx == nil || session == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held[session] {
+		return
+	}
+	h.held[session] = true
+	go func() {
+		err := h.ops.Hold(h.holdCtx, session, h.holder, nil)
+		if err != nil {
+			log.Printf("tabwarden mcp: holding session %s: %v", session, err)
+		}
+		h.mu.Lock()
+		delete(h.held, session)
+		h.mu.Unlock()
+	}()
 }
 
 // StartSessionInput is start_session's input.
 type StartSessionInput struct {
-	Thread    string            `json:"thread" jsonschema:"who drives: your conversation or task id, e.g. thread-42; every action must name it"`
-	Purpose   string            `json:"purpose" jsonschema:"why, in words the user recognises, e.g. file the 2026 tax return form"`
-	Profile   string            `json:"profile,omitempty" jsonschema:"the browser profile to use (see the profiles the admin set up); give this or selector"`
-	Selector  map[string]string `json:"selector,omitempty" jsonschema:"labels of profiles the session may be placed on, when no profile is given"`
-	Name      string            `json:"name,omitempty" jsonschema:"name of the session (default: generated from the thread)"`
-	Placement string            `json:"placement,omitempty" jsonschema:"Window (default: the session's pages open in windows of their own) or Tab (background tabs of one existing window)"`
+	Thread       string            `json:"thread" jsonschema:"who drives: your conversation or task id, e.g. thread-42; every action must name it"`
+	Purpose      string            `json:"purpose" jsonschema:"why, in words the user recognises, e.g. file the 2026 tax return form"`
+	Profile      string            `json:"profile,omitempty" jsonschema:"the browser profile to use (see the profiles the admin set up); give this or selector"`
+	Selector     map[string]string `json:"selector,omitempty" jsonschema:"labels of profiles the session may be placed on, when no profile is given"`
+	Name         string            `json:"name,omitempty" jsonschema:"name of the session (default: generated from the thread)"`
+	Placement    string            `json:"placement,omitempty" jsonschema:"Window (default: the session's pages open in windows of their own) or Tab (background tabs of one existing window)"`
+	AbandonAfter string            `json:"abandon_after,omitempty" jsonschema:"how long the session outlives this MCP server (your process) if it exits without finish, e.g. 15m (the default), 1h, or never; then it is abandoned and its temporary pages close"`
 }
 
 // SessionOutput describes a session.
@@ -117,13 +163,23 @@ type SessionOutput struct {
 	Session string `json:"session" jsonschema:"the session's name: pass it to the other tools"`
 	Profile string `json:"profile,omitempty" jsonschema:"the browser profile it is placed on"`
 	Phase   string `json:"phase,omitempty"`
+	// Reprimand says what a finished session left behind (dirty_session); empty when clean.
+	Reprimand string `json:"reprimand,omitempty" jsonschema:"what the session left behind when it was finished (dirty_session): unacknowledged spawned windows, pages still open"`
 }
 
 func (h *handlers) startSession(ctx context.Context, _ *mcp.CallToolRequest, in StartSessionInput) (*mcp.CallToolResult, SessionOutput, error) {
+	after, err := parseAbandonAfter(in.AbandonAfter)
+	if err != nil {
+		return nil, SessionOutput{}, h.teach(err, in.Name)
+	}
 	s, err := h.ops.StartSession(ctx, ops.SessionRequest{
 		Name: in.Name, Thread: in.Thread, Purpose: in.Purpose, Profile: in.Profile, Selector: in.Selector,
-		Placement: twv1.Placement(in.Placement),
+		Placement: twv1.Placement(in.Placement), AbandonAfter: after,
 	}, h.timeout)
+	if s != nil && s.Name != "" {
+		// Held from its creation, placed or not: a refused session is abandoned too once this server is gone.
+		h.hold(s.Name)
+	}
 	if err != nil {
 		return nil, SessionOutput{}, h.teach(err, in.Name)
 	}
@@ -180,6 +236,7 @@ func (h *handlers) openWindow(ctx context.Context, _ *mcp.CallToolRequest, in Op
 			return nil, WindowOutput{}, err
 		}
 	}
+	h.hold(in.Session) // a session this server is given is held like one it started
 	w, err := h.ops.OpenWindow(ctx, in.Session, in.Name, in.URL, d, h.timeout)
 	if err != nil {
 		return nil, WindowOutput{}, h.teach(err, in.Session)
@@ -202,6 +259,7 @@ type OwnedOutput struct {
 }
 
 func (h *handlers) listOwned(ctx context.Context, _ *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, OwnedOutput, error) {
+	h.hold(in.Session) // a session this server is given is held like one it started
 	s, ws, err := h.ops.Owned(ctx, in.Session)
 	if err != nil {
 		return nil, OwnedOutput{}, h.teach(err, in.Session)
@@ -246,6 +304,7 @@ func (h *handlers) acknowledge(ctx context.Context, _ *mcp.CallToolRequest, in A
 	var ws []twv1.BrowserWindow
 	switch {
 	case in.AllUnacked && in.Session != "" && len(in.Windows) == 0:
+		h.hold(in.Session)
 		ws, err = h.ops.AckUnacked(ctx, in.Session, d)
 	case !in.AllUnacked && len(in.Windows) > 0:
 		ws, err = h.ops.Ack(ctx, in.Windows, d)
@@ -348,6 +407,7 @@ func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput)
 		}
 		steps = append(steps, st)
 	}
+	h.hold(in.Session) // a session this server is given is held like one it started
 	a, err := h.ops.Act(ctx, ops.ActRequest{Session: in.Session, Window: in.Window, Thread: in.Thread, Steps: steps}, h.timeout)
 	if a == nil || (err != nil && !a.Status.Phase.Finished()) {
 		return nil, ActOutput{}, h.teach(err, in.Session)
@@ -379,12 +439,35 @@ func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput)
 }
 
 func (h *handlers) finish(ctx context.Context, _ *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, SessionOutput, error) {
-	s, err := h.ops.Finish(ctx, in.Session)
+	s, r, err := h.ops.FinishWithReprimand(ctx, in.Session)
 	if err != nil {
 		return nil, SessionOutput{}, h.teach(err, in.Session)
 	}
-	return text(fmt.Sprintf("Session %s finished: its temporary pages close, kept pages are released to the user, bound tabs detached.", s.Name)),
-		SessionOutput{Session: s.Name, Profile: s.Status.ProfileName, Phase: string(s.Status.Phase)}, nil
+	msg := fmt.Sprintf("Session %s finished: its temporary pages close, kept pages are released to the user, bound tabs detached.", s.Name)
+	out := SessionOutput{Session: s.Name, Profile: s.Status.ProfileName, Phase: string(s.Status.Phase)}
+	if r.Dirty() {
+		msg += "\n" + r.String()
+		out.Reprimand = r.String()
+	}
+	return text(msg), out, nil
+}
+
+// parseAbandonAfter reads start_session's abandon_after: a Go duration,
+// "never", or empty for DefaultAbandonAfter.
+func parseAbandonAfter(v string) (time.Duration, error) {
+	switch strings.TrimSpace(v) {
+	case "":
+		return DefaultAbandonAfter, nil
+	case "never", "0", "0s":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < 0 {
+		return 0, &ops.Error{Kind: ops.Invalid, Reason: "invalid_abandon_after",
+			Message: fmt.Sprintf("abandon_after %q is not a duration", v),
+			Hint:    `start_session {"thread": "thread-42", "purpose": "...", "profile": "local", "abandon_after": "15m"} (or "never")`}
+	}
+	return d, nil
 }
 
 // teach puts the tool call that corrects a refusal first in its hint, the

@@ -84,6 +84,21 @@ func disposition(w *twv1.BrowserWindow) string {
 func (t Table) WriteOwned(out io.Writer, s *twv1.BrowserSession, ws []twv1.BrowserWindow) error {
 	fmt.Fprintf(out, "Session %s  thread=%s  profile=%s  phase=%s\n", s.Name, s.Spec.Thread, dash(s.Status.ProfileName), dash(string(s.Status.Phase)))
 	fmt.Fprintf(out, "Purpose: %s\n", s.Spec.Purpose)
+	if s.Status.Holder != "" || s.Spec.AbandonAfter != nil || s.Abandoned() {
+		renewed := "never"
+		if s.Status.LastRenewal != nil {
+			renewed = t.age(*s.Status.LastRenewal) + " ago"
+		}
+		after := "never"
+		if s.Spec.AbandonAfter != nil && s.Spec.AbandonAfter.Duration > 0 {
+			after = s.Spec.AbandonAfter.Duration.String()
+		}
+		fmt.Fprintf(out, "Holder: %s  renewed=%s  abandonAfter=%s", dash(s.Status.Holder), renewed, after)
+		if s.Abandoned() {
+			fmt.Fprintf(out, "  ended=%s", twv1.ReasonAbandoned)
+		}
+		fmt.Fprintln(out)
+	}
 	groups := []struct {
 		title  string
 		source twv1.WindowSource

@@ -159,6 +159,9 @@ type SessionRequest struct {
 	Selector map[string]string
 	// Placement is Window (the default) or Tab.
 	Placement twv1.Placement
+	// AbandonAfter is spec.abandonAfter: the session ends once its holder has
+	// not renewed its Lease for this long. Zero: never.
+	AbandonAfter time.Duration
 }
 
 // StartSession creates a BrowserSession and waits (up to timeout) until the
@@ -180,6 +183,9 @@ func (o *Ops) StartSession(ctx context.Context, req SessionRequest, timeout time
 	}
 	if req.Name == "" {
 		s.GenerateName = dnsPrefix(req.Thread)
+	}
+	if req.AbandonAfter > 0 {
+		s.Spec.AbandonAfter = &metav1.Duration{Duration: req.AbandonAfter}
 	}
 	if len(req.Selector) > 0 {
 		s.Spec.ProfileSelector = &metav1.LabelSelector{MatchLabels: req.Selector}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -125,10 +126,19 @@ func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) erro
 	if leaseNS == "" {
 		leaseNS = access.SystemNamespace
 	}
-	// Leases are read in the lease namespace only (the controller may list them nowhere else).
+	// Leases are read in the lease namespace (the agents' heartbeats) and,
+	// elsewhere, only the holder Leases of sessions (labelled with their
+	// session): the cache holds no other Lease of the cluster.
+	holders, err := labels.Parse(twv1.SessionLabel)
+	if err != nil {
+		return err
+	}
 	opts.Cache.ByObject = map[client.Object]cache.ByObject{
 		&twv1.BrowserAction{}: {Transform: index.SlimAction},
-		&coordv1.Lease{}:      {Namespaces: map[string]cache.Config{leaseNS: {}}},
+		&coordv1.Lease{}: {Namespaces: map[string]cache.Config{
+			leaseNS:             {},
+			cache.AllNamespaces: {LabelSelector: holders},
+		}},
 	}
 	mgr, err := ctrl.NewManager(o.apply(cfg), opts)
 	if err != nil {

@@ -691,6 +691,18 @@ func TestController(t *testing.T) {
 			},
 		},
 		{
+			name: "controller reads the sessions' holder leases", as: asController, want: allowed,
+			do: func(ctx context.Context, c client.Client) error {
+				var l coordv1.LeaseList
+				return c.List(ctx, &l, client.InNamespace(ns), client.HasLabels{twv1.SessionLabel})
+			},
+		},
+		{
+			name: "controller deletes a session's holder lease", as: asController, want: byRBAC,
+			do:   func(ctx context.Context, c client.Client) error { return c.Delete(ctx, lease(ns, sessA)) },
+			says: []string{`cannot delete resource "leases"`},
+		},
+		{
 			name: "controller renews its leader election lease", as: asController, want: allowed,
 			do: func(ctx context.Context, c client.Client) error {
 				return client.IgnoreAlreadyExists(c.Create(ctx, lease(access.SystemNamespace, "controller.tabwarden.dev")))
