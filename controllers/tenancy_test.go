@@ -138,6 +138,10 @@ func TestTenancyRefusesNamespaceNotAdmitted(t *testing.T) {
 	g.Expect(msg).To(ContainSubstring("pinned to another profile"))
 	g.Expect(s.Status.ProfileName).To(BeEmpty())
 	g.Expect(s.Status.Phase).To(Equal(twv1.SessionPhasePending))
+	// `kubectl get browsersession` says why it waits, not Pending alone.
+	row := columns(g, other, "browsersessions", "refused")
+	g.Expect(row).To(HaveKeyWithValue("Phase", string(twv1.SessionPhasePending)))
+	g.Expect(row).To(HaveKeyWithValue("Reason", twv1.ReasonProfileNotAllowed))
 	g.Eventually(func() []string { return eventReasons(t, other, "refused") }).Should(ContainElement(twv1.ReasonProfileNotAllowed))
 	g.Consistently(func(g Gomega) {
 		g.Expect(b.PageCount()).To(Equal(pages), "no page of a refused session opens")

@@ -235,6 +235,7 @@ type BrowserSessionStatus struct {
 // +kubebuilder:printcolumn:name="Purpose",type=string,JSONPath=`.spec.purpose`
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profileName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Live",type=integer,JSONPath=`.status.windows.live`
 // +kubebuilder:printcolumn:name="Unacked",type=integer,JSONPath=`.status.windows.unacknowledged`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
