@@ -165,7 +165,7 @@ func TestAgentsStayInTheirProfile(t *testing.T) {
 		},
 		{
 			name: "controller creates a namespace's tab list, empty", as: asController, want: allowed,
-			do:   func(ctx context.Context, c client.Client) error { return c.Create(ctx, emptyTabList(ns, "c")) },
+			do: func(ctx context.Context, c client.Client) error { return c.Create(ctx, emptyTabList(ns, "c")) },
 		},
 		{
 			name: "agent b fills in its own tab list", as: asAgentB, want: allowed,
@@ -175,7 +175,7 @@ func TestAgentsStayInTheirProfile(t *testing.T) {
 		},
 		{
 			name: "controller deletes a tab list no session needs", as: asController, want: allowed,
-			do:   func(ctx context.Context, c client.Client) error { return c.Delete(ctx, tabList(ns, "c")) },
+			do: func(ctx context.Context, c client.Client) error { return c.Delete(ctx, tabList(ns, "c")) },
 		},
 	})
 }
