@@ -15,8 +15,8 @@ import (
 
 	pagescript "github.com/tabwarden/tabwarden/extension"
 	"github.com/tabwarden/tabwarden/internal/browser"
-	"github.com/tabwarden/tabwarden/internal/browser/keys"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+	"github.com/tabwarden/tabwarden/internal/browser/keys"
 )
 
 // Actions.

@@ -434,7 +434,6 @@ func TestEvaluateNeedsIsolatedWorld(t *testing.T) {
 	}
 }
 
-
 func TestActRefusesBadSteps(t *testing.T) {
 	b, r := newDriver(t, Options{})
 	p := openWindow(t, b, r, "quiet", "/quiet", fixture.TitleQuiet)
