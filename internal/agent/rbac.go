@@ -43,3 +43,8 @@ package agent
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=tabwarden-system,roleName=tabwarden-agent-lease,resources=leases,verbs=get;create;update;patch
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions/status,verbs=get;update;patch
+
+// Metrics served with --metrics-secure: the API server authenticates and
+// authorizes each scrape (controller-runtime's filters.WithAuthenticationAndAuthorization).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
