@@ -22,8 +22,11 @@ import (
 
 // ActionReconciler is the controller's part of BrowserActions: it refuses an
 // action whose session does not exist (session_unregistered; the agent of the
-// session's profile runs every other guard, since only it sees the page), and
-// removes finished actions once their TTL has passed.
+// session's profile runs every other guard, since only it sees the page),
+// stamps a pending action with the profile its session is placed on (label
+// tabwarden.dev/profile: the only agent that may claim it, which
+// config/admission/action_status.yaml enforces), and removes finished actions
+// once their TTL has passed.
 type ActionReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
@@ -100,13 +103,17 @@ func (r *ActionReconciler) reconcileTTL(ctx context.Context, act *twv1.BrowserAc
 	return ctrl.Result{}, err
 }
 
-// reconcileSession refuses (session_unregistered) an action whose session does
-// not exist a few seconds after the action was created.
+// reconcileSession stamps a pending action with its session's profile, and
+// refuses (session_unregistered) an action whose session does not exist a few
+// seconds after the action was created.
 func (r *ActionReconciler) reconcileSession(ctx context.Context, act *twv1.BrowserAction) (ctrl.Result, error) {
 	s := &twv1.BrowserSession{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: act.Namespace, Name: act.Spec.SessionRef.Name}, s)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err == nil {
+		return ctrl.Result{}, r.stampProfile(ctx, act, s)
+	}
+	if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
 	}
 	if left := act.CreationTimestamp.Add(sessionGrace).Sub(r.now()); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
@@ -130,4 +137,29 @@ func (r *ActionReconciler) reconcileSession(ctx context.Context, act *twv1.Brows
 	}
 	r.Recorder.Eventf(act, nil, corev1.EventTypeWarning, twv1.EventActionRefused, "Admit", "%s: %s Corrected call: %s", act.Status.Reason, act.Status.Message, act.Status.Hint)
 	return ctrl.Result{}, nil
+}
+
+// stampProfile labels a pending action tabwarden.dev/profile=<the profile its
+// session is placed on>: only that profile's agent sees it (its cache selects
+// by the label) and may claim it (config/admission/action_status.yaml compares
+// the label with the agent's identity; only the controller sets the label). An
+// action claimed by an agent (status.profileName) keeps its label.
+func (r *ActionReconciler) stampProfile(ctx context.Context, act *twv1.BrowserAction, s *twv1.BrowserSession) error {
+	want := s.Status.ProfileName
+	if want == "" || act.Status.ProfileName != "" || act.Labels[twv1.ProfileLabel] == want {
+		return nil
+	}
+	before := act.DeepCopy()
+	if act.Labels == nil {
+		act.Labels = map[string]string{}
+	}
+	act.Labels[twv1.ProfileLabel] = want
+	if err := r.Patch(ctx, act, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the action changed: its new version is reconciled again
+		}
+		return client.IgnoreNotFound(err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Stamped the action with its session's profile", "profile", want)
+	return nil
 }

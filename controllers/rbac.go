@@ -28,6 +28,11 @@ package controllers
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
+// Tab lists: the controller decides where they exist (creates them empty in a
+// namespace with a session placed on the profile, deletes them when none
+// remains); the profile's agent fills them in.
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsertablists,verbs=get;list;watch;create;delete
+
 // Events on sessions and windows, in their namespaces.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -42,5 +47,10 @@ package controllers
 // the agents' heartbeat Leases, tabwarden-profile-<profile>.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=tabwarden-system,roleName=tabwarden-leader-election,resources=leases,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",namespace=tabwarden-system,roleName=tabwarden-leader-election,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions/status,verbs=get;update;patch
+
+// Metrics served with --metrics-secure: the API server authenticates and
+// authorizes each scrape (controller-runtime's filters.WithAuthenticationAndAuthorization).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

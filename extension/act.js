@@ -172,6 +172,9 @@ export function validateStep(step) {
 
 // ---- keys ------------------------------------------------------------------------------------
 
+// One reading of a key, the same as internal/browser/keys (the agent's focus guard
+// and the other drivers): extension/test/keys.test.mjs checks it against the shared
+// table internal/browser/keys/testdata/keys.json.
 const NAMED_KEYS = {
   Enter: { code: "Enter", keyCode: 13, text: "\r" },
   Tab: { code: "Tab", keyCode: 9 },
@@ -187,26 +190,50 @@ const NAMED_KEYS = {
   PageUp: { code: "PageUp", keyCode: 33 },
   PageDown: { code: "PageDown", keyCode: 34 },
   Space: { key: " ", code: "Space", keyCode: 32, text: " " },
+  BrowserBack: { code: "BrowserBack", keyCode: 166 },
+  BrowserForward: { code: "BrowserForward", keyCode: 167 },
+  BrowserHome: { code: "BrowserHome", keyCode: 172 },
 };
+for (let i = 1; i <= 12; i++) NAMED_KEYS[`F${i}`] = { code: `F${i}`, keyCode: 111 + i };
+const NAMED_BY_LOWER = Object.fromEntries(Object.keys(NAMED_KEYS).map((n) => [n.toLowerCase(), n]));
 const MODIFIERS = { Alt: 1, Control: 2, Meta: 4, Shift: 8 };
+// By lower-case name; Mod is Control, or Meta on a Mac.
+const MODIFIER_NAMES = {
+  shift: MODIFIERS.Shift, control: MODIFIERS.Control, ctrl: MODIFIERS.Control, alt: MODIFIERS.Alt, option: MODIFIERS.Alt,
+  meta: MODIFIERS.Meta, cmd: MODIFIERS.Meta, command: MODIFIERS.Meta, mod: -1,
+};
+const KEY_USAGE =
+  "a key is a name (Enter, Tab, Escape, Backspace, Delete, ArrowUp, ArrowDown, ArrowLeft, ArrowRight, Home, End, PageUp, PageDown, Space, F1-F12) or one character, optionally after modifiers (Shift, Control/Ctrl, Alt/Option, Meta/Cmd, Mod = Control or Meta on a Mac): Shift+Tab, Control+a, Mod+Enter";
 
-/** "Shift+Tab", "Control+a", "Enter", "x" → what Input.dispatchKeyEvent needs. */
-export function parseKey(spec) {
-  if (spec === "") throw invalid("press needs a key: a key name (Enter, Tab, Escape, …) or one character, e.g. \"Shift+Tab\"");
-  const parts = spec === "+" ? ["+"] : spec.split("+");
-  const name = parts.pop() || "+";
+function onMac() {
+  const p = globalThis.navigator?.userAgentData?.platform ?? globalThis.navigator?.platform ?? "";
+  return /mac/i.test(p);
+}
+
+/** "Shift+Tab", "Control+a", "Mod+t", "Enter", "x" → what Input.dispatchKeyEvent needs. */
+export function parseKey(spec, mac = onMac()) {
+  const bad = (why) => invalid(`press ${JSON.stringify(spec)}: ${why}; ${KEY_USAGE}`);
+  if (spec === "") throw bad("no key");
+  let parts;
+  if (spec === "+") parts = ["+"];
+  else if (spec.endsWith("++")) parts = [...spec.slice(0, -2).split("+"), "+"];
+  else parts = spec.split("+");
+  const name = parts.pop();
+  if (name === "") throw bad("no key after the modifiers");
   let modifiers = 0;
   for (const m of parts) {
-    if (!(m in MODIFIERS)) throw invalid(`unknown modifier ${JSON.stringify(m)} in key ${JSON.stringify(spec)}; use Alt, Control, Meta or Shift`);
-    modifiers |= MODIFIERS[m];
+    let bit = MODIFIER_NAMES[m.toLowerCase()];
+    if (bit === undefined) throw bad(`unknown modifier ${JSON.stringify(m)}: use Alt, Control, Meta or Shift (or Mod)`);
+    if (bit === -1) bit = mac ? MODIFIERS.Meta : MODIFIERS.Control;
+    modifiers |= bit;
   }
-  if (name in NAMED_KEYS) {
-    const d = NAMED_KEYS[name];
-    return { key: d.key ?? name, code: d.code, keyCode: d.keyCode, text: modifiers & ~MODIFIERS.Shift ? undefined : d.text, modifiers };
+  const shortcut = (modifiers & ~MODIFIERS.Shift) !== 0; // a chord with Control, Alt or Meta types nothing
+  const named = NAMED_KEYS[name] ? name : NAMED_BY_LOWER[name.toLowerCase()];
+  if (named) {
+    const d = NAMED_KEYS[named];
+    return { key: d.key ?? named, code: d.code, keyCode: d.keyCode, text: shortcut ? undefined : d.text, modifiers };
   }
-  if ([...name].length !== 1) {
-    throw invalid(`unknown key ${JSON.stringify(name)}; use ${Object.keys(NAMED_KEYS).join(", ")} or one character`);
-  }
+  if ([...name].length !== 1) throw bad(`unknown key name ${JSON.stringify(name)}`);
   const upper = name.toUpperCase();
   const letter = /^[A-Za-z]$/.test(name);
   const digit = /^[0-9]$/.test(name);
@@ -215,8 +242,7 @@ export function parseKey(spec) {
     key,
     code: letter ? `Key${upper}` : digit ? `Digit${name}` : "",
     keyCode: letter || digit ? upper.charCodeAt(0) : 0,
-    // A chord with Control, Alt or Meta types nothing (it is a shortcut).
-    text: modifiers & ~MODIFIERS.Shift ? undefined : key,
+    text: shortcut ? undefined : key,
     modifiers,
   };
 }

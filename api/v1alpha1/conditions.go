@@ -13,7 +13,9 @@ const (
 const (
 	// SessionLabel names the BrowserSession a BrowserWindow belongs to.
 	SessionLabel = "tabwarden.dev/session"
-	// ProfileLabel names the BrowserProfile a BrowserWindow lives in.
+	// ProfileLabel names the BrowserProfile a BrowserWindow lives in, a
+	// BrowserAction runs on (only its agent may claim it) and a BrowserTabList
+	// lists. Only the controller sets it on windows and actions.
 	ProfileLabel = "tabwarden.dev/profile"
 	// SourceLabel mirrors spec.source (open, spawned, bind).
 	SourceLabel = "tabwarden.dev/source"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"net"
 	"os"
@@ -40,7 +41,8 @@ func runController(name string, args []string, _, stderr io.Writer) error {
 		o  run.ControllerOptions
 		lf logFlags
 	)
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", run.ControllerMetricsAddr, `address of the Prometheus metrics endpoint (loopback by default; on the pod network set :8443 with --metrics-secure; docs/metrics.md); "0" disables it`)
+	bindMetricsSecure(fs, &o.Common)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables them`)
 	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader so that only one controller replica reconciles at a time")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
@@ -111,7 +113,8 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 	fs.DurationVar(&o.OpenSettle, "open-settle", 0, "how long an opened page's first status write may wait for its title, so that open, url and title are one write (0: at once; the title follows within --observe-interval)")
 	fs.DurationVar(&o.SpawnStatusSettle, "spawn-status-settle", time.Second, "the same for an adopted page, whose create already announced it (negative: at once)")
 	fs.DurationVar(&o.ObserveInterval, "observe-interval", time.Second, "least time between two status writes of a window that change only its page's url, title or window (negative: every change)")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:8082", `address of the Prometheus metrics endpoint (loopback by default: set :8082 in a pod for Prometheus to scrape; docs/metrics.md); "0" disables it`)
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", run.AgentMetricsAddr, `address of the Prometheus metrics endpoint (loopback by default; in a pod set :8443 with --metrics-secure for Prometheus to scrape; docs/metrics.md); "0" disables it`)
+	bindMetricsSecure(fs, &o.Common)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables them`)
 	lf.bind(fs, false)
 	if err := parse(fs, args); err != nil {
@@ -226,4 +229,10 @@ func runPair(name string, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  4. Check: kubectl get browserprofiles   (the extension profile shows Connected True)\n")
 	fmt.Fprintf(stdout, "\nPairing again replaces the previous pairing; `tabwarden unpair` forgets it.\n")
 	return nil
+}
+
+// bindMetricsSecure binds the flags of metrics served beyond loopback.
+func bindMetricsSecure(fs *pflag.FlagSet, c *run.Common) {
+	fs.BoolVar(&c.MetricsSecure, "metrics-secure", false, "serve the metrics over HTTPS to callers the API server authenticates and authorizes (get /metrics: ClusterRole tabwarden-metrics-reader); set it whenever --metrics-bind-address is not loopback")
+	fs.StringVar(&c.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure (default: a self-signed certificate)")
 }

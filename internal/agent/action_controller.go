@@ -165,7 +165,10 @@ func (r *ActionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// The controller refuses an action whose session does not exist.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if s.Status.ProfileName != a.opts.Profile || (act.Status.ProfileName != "" && act.Status.ProfileName != a.opts.Profile) {
+	// The controller stamps the action with its session's profile; only that
+	// profile's agent may claim it (config/admission/action_status.yaml).
+	if s.Status.ProfileName != a.opts.Profile || act.Labels[twv1.ProfileLabel] != a.opts.Profile ||
+		(act.Status.ProfileName != "" && act.Status.ProfileName != a.opts.Profile) {
 		return ctrl.Result{}, nil
 	}
 	unlock := r.lock(s.UID)

@@ -109,12 +109,13 @@ type Agent struct {
 	ownersSynced func() bool
 }
 
-// CacheOptions restricts a manager's cache of BrowserWindows to this profile's,
-// and keeps of BrowserActions and BrowserSessions what the agent reads.
+// CacheOptions restricts a manager's cache of BrowserWindows and BrowserActions
+// to this profile's (label tabwarden.dev/profile, set by the controller), and
+// keeps of BrowserActions and BrowserSessions what the agent reads.
 func CacheOptions(profile string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&twv1.BrowserWindow{}:  {Label: labels.SelectorFromSet(labels.Set{twv1.ProfileLabel: profile})},
-		&twv1.BrowserAction{}:  {Transform: index.SlimAction},
+		&twv1.BrowserAction{}:  {Label: labels.SelectorFromSet(labels.Set{twv1.ProfileLabel: profile}), Transform: index.SlimAction},
 		&twv1.BrowserSession{}: {Transform: SlimSession},
 	}}
 }

@@ -2,9 +2,9 @@ package agent
 
 import (
 	"fmt"
-	"strings"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser/keys"
 )
 
 // Coverage says whether a guard applies to a step type and, when it does not,
@@ -84,53 +84,10 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 	},
 }
 
-// focusKeys are the keys, after the modifiers, that browsers take as shortcuts
-// to open, close, switch or focus tabs and windows, by modifier set.
-var focusKeys = map[string][]string{
-	"Control": {"t", "n", "w", "Tab", "PageUp", "PageDown", "1", "2", "3", "4", "5", "6", "7", "8", "9", "l", "o", "j", "h", "d", "q"},
-	"Meta":    {"t", "n", "w", "Tab", "1", "2", "3", "4", "5", "6", "7", "8", "9", "l", "o", "q", "`", "m", "h"},
-	"Alt":     {"Tab", "F4", "ArrowLeft", "ArrowRight", "Home", "d", "e", "f"},
-	"":        {"F6", "F11", "F12", "BrowserBack", "BrowserForward", "BrowserHome"},
-}
-
-// focusShortcut reports whether key (e.g. "Control+Shift+T", "F6") is a browser
-// shortcut that opens, closes, switches or focuses a tab or window.
-func focusShortcut(key string) bool {
-	parts := strings.Split(key, "+")
-	k := parts[len(parts)-1]
-	if k == "" && len(parts) > 1 { // "Control++"
-		k = "+"
-	}
-	mods := parts[:len(parts)-1]
-	check := func(mod string) bool {
-		for _, f := range focusKeys[mod] {
-			if strings.EqualFold(f, k) {
-				return true
-			}
-		}
-		return false
-	}
-	if check("") {
-		return true
-	}
-	for _, m := range mods {
-		switch strings.ToLower(m) {
-		case "control", "ctrl":
-			if check("Control") {
-				return true
-			}
-		case "meta", "cmd", "command":
-			if check("Meta") {
-				return true
-			}
-		case "alt", "option":
-			if check("Alt") {
-				return true
-			}
-		}
-	}
-	return false
-}
+// focusShortcut reports whether key (e.g. "Control+Shift+T", "Mod+t", "F6") is
+// a browser shortcut that opens, closes, switches or focuses a tab or window:
+// read by internal/browser/keys, as every driver reads it.
+func focusShortcut(key string) bool { return keys.FocusShortcut(key) }
 
 // refusal is a guard's answer: a stable reason, what happened, and the
 // corrected call.

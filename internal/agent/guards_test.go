@@ -13,6 +13,9 @@ func TestFocusShortcut(t *testing.T) {
 		"Control+t": true, "Control+T": true, "Control+Shift+T": true, "Ctrl+Tab": true, "Control+Shift+Tab": true,
 		"Control+w": true, "Control+n": true, "Control+1": true, "Control+PageDown": true, "Meta+t": true, "Cmd+`": true,
 		"Alt+Tab": true, "Alt+F4": true, "Alt+ArrowLeft": true, "F6": true, "F11": true,
+		// However the shortcut is spelled (issue 19: Mod+t passed the guard).
+		"Mod+t": true, "mod+T": true, "Mod+Shift+Tab": true, "Mod+w": true, "CTRL+t": true, "control+w": true,
+		"Option+Tab": true, "Command+t": true, "Mod+c": false, "Mod+a": false,
 	} {
 		if got := focusShortcut(key); got != want {
 			t.Errorf("focusShortcut(%q) = %v, want %v", key, got, want)

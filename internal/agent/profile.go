@@ -29,9 +29,9 @@ import (
 
 // profileLoop registers the agent's BrowserProfile and keeps it current: the
 // Connected condition, browser version, the number of bindable tabs and a
-// heartbeat Lease. It lists the bindable tabs themselves (urls and titles) in a
-// BrowserTabList named after the profile in each namespace that has a session
-// placed on the profile and not ended, and deletes it when none remains.
+// heartbeat Lease. It lists the bindable tabs themselves (urls and titles) in
+// the BrowserTabList named after the profile that the controller creates in each
+// namespace with a session placed on the profile and not ended.
 type profileLoop struct {
 	agent *Agent
 	// informers, when set, wake the loop as soon as a session is placed on the
@@ -220,11 +220,12 @@ func (pl *profileLoop) watchSessions(ctx context.Context) error {
 	return err
 }
 
-// publishTabs makes the BrowserTabLists match: one in each of namespaces (the
-// namespaces with a session placed on the profile), with the tabs that namespace
-// may bind, and none elsewhere. It writes only what changed. While the browser is
-// unreachable (ready false) the tabs are unknown: lists are removed where no
-// session remains, and the others wait for the browser.
+// publishTabs fills in the BrowserTabLists of the profile: in each of namespaces
+// (the namespaces with a session placed on the profile), the tabs that namespace
+// may bind. The controller creates and deletes the lists (the agent never does:
+// config/admission/tablist.yaml); a list not created yet is written once it is.
+// It writes only what changed. While the browser is unreachable (ready false)
+// the tabs are unknown: the lists wait for the browser.
 func (pl *profileLoop) publishTabs(ctx context.Context, namespaces map[string]bool, pages []bindablePage, ready bool) error {
 	a := pl.agent
 	if pl.published == nil || time.Since(pl.resynced) > tabListResync {
@@ -232,32 +233,34 @@ func (pl *profileLoop) publishTabs(ctx context.Context, namespaces map[string]bo
 			return err
 		}
 	}
-	var errs []error
 	for ns := range pl.published {
-		if namespaces[ns] {
-			continue
+		if !namespaces[ns] {
+			delete(pl.published, ns) // the controller deletes it
 		}
-		tl := &twv1.BrowserTabList{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.opts.Profile}}
-		if err := a.client.Delete(ctx, tl); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, err)
-			continue
-		}
-		delete(pl.published, ns)
-		ctrl.LoggerFrom(ctx).V(1).Info("Removed the tab list: no session of the namespace is placed on the profile", "namespace", ns)
 	}
 	if !ready {
-		return kerrors.NewAggregate(errs)
+		return nil
 	}
+	var errs []error
+	waiting := false
 	for ns := range namespaces {
 		want := tabsVisibleIn(ns, pages)
 		if have, ok := pl.published[ns]; ok && have.equal(want) {
 			continue
 		}
-		if err := pl.writeTabList(ctx, ns, want); err != nil {
+		err := pl.writeTabList(ctx, ns, want)
+		if apierrors.IsNotFound(err) {
+			waiting = true // the controller has not created it yet
+			continue
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		pl.published[ns] = want
+	}
+	if waiting {
+		time.AfterFunc(time.Second, a.markProfileDirty)
 	}
 	return kerrors.NewAggregate(errs)
 }
@@ -281,30 +284,22 @@ func (pl *profileLoop) resyncTabLists(ctx context.Context) error {
 }
 
 // writeTabList writes the namespace's tab list in one request: a merge patch of
-// the whole content, or a create when it does not exist.
+// its whole content. It is NotFound until the controller created the list.
 func (pl *profileLoop) writeTabList(ctx context.Context, ns string, c tabListContent) error {
 	a := pl.agent
-	tl := &twv1.BrowserTabList{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: a.opts.Profile, Labels: map[string]string{twv1.ProfileLabel: a.opts.Profile}},
-		ProfileName: a.opts.Profile, TabCount: c.count, Tabs: c.tabs,
-	}
+	tl := &twv1.BrowserTabList{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.opts.Profile}}
 	body, err := json.Marshal(map[string]any{
-		"metadata":    map[string]any{"labels": tl.Labels},
-		"profileName": tl.ProfileName,
-		"tabCount":    tl.TabCount,
-		"tabs":        tl.Tabs, // null when empty: removes the field
+		"tabCount": c.count,
+		"tabs":     c.tabs, // null when empty: removes the field
 	})
 	if err != nil {
 		return err
 	}
-	err = a.client.Patch(ctx, tl.DeepCopy(), client.RawPatch(types.MergePatchType, body))
-	if apierrors.IsNotFound(err) {
-		err = a.client.Create(ctx, tl)
-		if err == nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("Published the tab list: a session of the namespace is placed on the profile", "namespace", ns)
-		}
+	if err := a.client.Patch(ctx, tl, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return err
 	}
-	return err
+	ctrl.LoggerFrom(ctx).V(1).Info("Published the tab list", "namespace", ns, "tabs", c.count)
+	return nil
 }
 
 func setProfileCondition(p *twv1.BrowserProfile, typ string, status metav1.ConditionStatus, reason, msg string) {

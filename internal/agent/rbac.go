@@ -27,11 +27,12 @@ package agent
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browserprofiles/status,verbs=get;update;patch
 
-// Tab lists: in each namespace with a session placed on its profile, the agent
-// publishes the tabs that namespace may bind (BrowserTabList named after the
-// profile; listed cluster-wide to resync), and deletes it when none remains; the
-// admission policy keeps it to its own profile's lists.
-// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsertablists,verbs=get;list;create;patch;delete
+// Tab lists: the controller creates one (named after the profile) in each
+// namespace with a session placed on the profile and deletes it when none
+// remains; the agent fills in the tabs that namespace may bind (listed
+// cluster-wide to resync). It never creates or deletes one: the admission policy
+// keeps it to updating its own profile's lists.
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browsertablists,verbs=get;list;patch
 
 // Events on windows and sessions, in their namespaces.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -42,3 +43,8 @@ package agent
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=tabwarden-system,roleName=tabwarden-agent-lease,resources=leases,verbs=get;create;update;patch
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions/status,verbs=get;update;patch
+
+// Metrics served with --metrics-secure: the API server authenticates and
+// authorizes each scrape (controller-runtime's filters.WithAuthenticationAndAuthorization).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

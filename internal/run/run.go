@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -40,10 +41,25 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// Where the roles serve their metrics by default: loopback only. On the pod
+// network (config/manager, config/agent) they serve with MetricsSecure.
+const (
+	ControllerMetricsAddr = "127.0.0.1:8080"
+	AgentMetricsAddr      = "127.0.0.1:8082"
+)
+
 // Common are the manager settings both roles take.
 type Common struct {
 	// MetricsAddr serves Prometheus metrics; "0" disables.
 	MetricsAddr string
+	// MetricsSecure serves the metrics over HTTPS (a self-signed certificate
+	// unless MetricsCertDir holds tls.crt and tls.key) to callers the API server
+	// authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the
+	// non-resource url /metrics, ClusterRole tabwarden-metrics-reader): whoever
+	// reaches the port on the pod network reads nothing.
+	MetricsSecure bool
+	// MetricsCertDir holds the serving certificate of MetricsSecure.
+	MetricsCertDir string
 	// ProbeAddr serves /healthz and /readyz; "0" or empty disables.
 	ProbeAddr string
 	// QPS and Burst of the client; the API server, not a client-side limiter,
@@ -76,8 +92,13 @@ func (c Common) options() ctrl.Options {
 	if probe == "" {
 		probe = "0"
 	}
+	mo := metricsserver.Options{BindAddress: metrics}
+	if c.MetricsSecure {
+		mo.SecureServing, mo.CertDir = true, c.MetricsCertDir
+		mo.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
 	return ctrl.Options{
-		Scheme: Scheme(), Metrics: metricsserver.Options{BindAddress: metrics}, HealthProbeBindAddress: probe,
+		Scheme: Scheme(), Metrics: mo, HealthProbeBindAddress: probe,
 		Controller: config.Controller{SkipNameValidation: &c.SkipNameValidation},
 		// managedFields are a third of a window as stored (three writers: the
 		// user, the controller, the agent) and nothing here reads them: tabwarden
@@ -154,6 +175,9 @@ func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) erro
 		return err
 	}
 	if err := (&controllers.ActionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controllers.TabListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&controllers.WindowRegistrationReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {

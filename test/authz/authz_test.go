@@ -79,7 +79,8 @@ func newFixture(t *testing.T) *fixture {
 		agent := as["agent "+p]
 		err := agent.Create(ctx, &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: p}})
 		must("agent registers profile "+p, client.IgnoreAlreadyExists(err))
-		must("agent publishes its tab list", agent.Create(ctx, tabList(f.ns, p)))
+		must("controller creates the namespace's tab list", as[asController].Create(ctx, emptyTabList(f.ns, p)))
+		must("agent fills in its tab list", agent.Patch(ctx, tabList(f.ns, p), merge(`{"tabCount":1,"tabs":[{"id":"tab-`+p+`","url":"https://`+p+`.example/"}]}`)))
 		l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: access.SystemNamespace, Name: "tabwarden-profile-" + p}}
 		must("agent creates its lease", client.IgnoreAlreadyExists(agent.Create(ctx, l)))
 	}
@@ -118,6 +119,14 @@ func tabList(ns, profile string) *twv1.BrowserTabList {
 	return &twv1.BrowserTabList{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: profile, Labels: map[string]string{twv1.ProfileLabel: profile}},
 		ProfileName: profile, TabCount: 1, Tabs: []twv1.BindableTab{{ID: "tab-" + profile, URL: "https://" + profile + ".example/"}},
+	}
+}
+
+// emptyTabList is a tab list as the controller creates it: empty, labelled.
+func emptyTabList(ns, profile string) *twv1.BrowserTabList {
+	return &twv1.BrowserTabList{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: profile, Labels: map[string]string{twv1.ProfileLabel: profile}},
+		ProfileName: profile,
 	}
 }
 
@@ -301,11 +310,11 @@ func TestUsers(t *testing.T) {
 		{
 			name: "user creates a tab list", as: asAlice, want: tabListPolicy,
 			do:   func(ctx context.Context, c client.Client) error { return c.Create(ctx, tabList(ns, "c")) },
-			says: []string{"only that agent writes it", "user alice may not"},
+			says: []string{"only the tabwarden controller creates tab lists", "user alice may not", "spec.profileName: c"},
 		},
 		// What users do.
 		{
-			name: "user deletes a tab list (its agent writes it again)", as: asAlice, want: allowed,
+			name: "user deletes a tab list (the controller creates it again)", as: asAlice, want: allowed,
 			do: func(ctx context.Context, c client.Client) error { return c.Delete(ctx, tabList(ns, "b")) },
 		},
 		{
@@ -415,19 +424,19 @@ func TestAgents(t *testing.T) {
 			do: func(ctx context.Context, c client.Client) error {
 				return c.Patch(ctx, tabList(ns, "b"), merge(`{"tabs":[{"id":"tab-a","url":"https://phish.example/"}]}`))
 			},
-			says: []string{"the agent of profile a writes only the tab lists of its own profile (BrowserTabList a), not " + ns + "/b"},
+			says: []string{"the agent of profile a updates only the tab lists of its own profile (BrowserTabList a), not " + ns + "/b"},
 		},
 		{
-			name: "agent a deletes profile b's tab list", as: asAgentA, want: tabListPolicy,
+			name: "agent a deletes profile b's tab list", as: asAgentA, want: byRBAC,
 			do:   func(ctx context.Context, c client.Client) error { return c.Delete(ctx, tabList(ns, "b")) },
-			says: []string{"writes only the tab lists of its own profile"},
+			says: []string{`cannot delete resource "browsertablists"`},
 		},
 		{
 			name: "agent a labels its tab list for profile b", as: asAgentA, want: tabListPolicy,
 			do: func(ctx context.Context, c client.Client) error {
 				return c.Patch(ctx, tabList(ns, "a"), labelPatch("b"))
 			},
-			says: []string{"labels its tab lists tabwarden.dev/profile=a"},
+			says: []string{"the agent of profile a may not change the label tabwarden.dev/profile of BrowserTabList " + ns + "/a", "(a)"},
 		},
 		{
 			name: "agent a changes its own profile's spec", as: asAgentA, want: profilePolicy,
@@ -558,10 +567,6 @@ func TestAgents(t *testing.T) {
 			do: func(ctx context.Context, c client.Client) error {
 				return c.Patch(ctx, tabList(ns, "a"), merge(`{"tabCount":2,"tabs":[{"id":"tab-a"},{"id":"tab-a2"}]}`))
 			},
-		},
-		{
-			name: "agent a removes its tab list", as: asAgentA, want: allowed,
-			do: func(ctx context.Context, c client.Client) error { return c.Delete(ctx, tabList(ns, "a")) },
 		},
 		{
 			name: "agent a adopts a spawned page into its profile", as: asAgentA, want: allowed,

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	pagescript "github.com/tabwarden/tabwarden/extension"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+	"github.com/tabwarden/tabwarden/internal/browser/keys"
 )
 
 // Actions.
@@ -445,8 +445,10 @@ func validStep(s browser.Step) error {
 		}
 		return nil
 	case browser.StepPress:
-		_, err := parseKey(s.Key, false)
-		return err
+		if _, err := keys.Parse(s.Key, false); err != nil {
+			return fmt.Errorf("act: %w", err)
+		}
+		return nil
 	case browser.StepWait:
 		if s.Timeout > maxWait {
 			return fmt.Errorf("act: a wait lasts at most %v, not %v", maxWait, s.Timeout)
@@ -502,8 +504,11 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		_, err := call(ctx, ps.c, ps.id, wire.InsertText{Text: s.Text})
 		return browser.ActResult{}, err
 	case browser.StepPress:
-		k, _ := parseKey(s.Key, ps.mac)
-		return browser.ActResult{}, k.press(ctx, ps.c, ps.id)
+		k, err := keys.Parse(s.Key, ps.mac)
+		if err != nil {
+			return browser.ActResult{}, fmt.Errorf("act: %w", err)
+		}
+		return browser.ActResult{}, press(ctx, ps.c, ps.id, k)
 	case browser.StepScroll:
 		var out struct{}
 		return browser.ActResult{}, b.run(ctx, ps, "scroll", scriptArgs{DX: s.DeltaX, DY: s.DeltaY}, &out)
@@ -637,127 +642,16 @@ func (b *Browser) wait(ctx context.Context, ps *pageSession, s browser.Step) err
 	}
 }
 
-// key is one key press: DOM key and code, the Windows virtual key code, the text
-// it types (none with Control, Alt or Meta held) and the modifier bits.
-type key struct {
-	key, code, text string
-	vk, mods        int
-}
-
-// Modifier bits of Input.dispatchKeyEvent.
-const (
-	modAlt   = 1
-	modCtrl  = 2
-	modMeta  = 4
-	modShift = 8
-)
-
-var namedKeys = map[string]key{
-	"Enter":      {key: "Enter", code: "Enter", vk: 13, text: "\r"},
-	"Tab":        {key: "Tab", code: "Tab", vk: 9},
-	"Escape":     {key: "Escape", code: "Escape", vk: 27},
-	"Backspace":  {key: "Backspace", code: "Backspace", vk: 8},
-	"Delete":     {key: "Delete", code: "Delete", vk: 46},
-	"ArrowUp":    {key: "ArrowUp", code: "ArrowUp", vk: 38},
-	"ArrowDown":  {key: "ArrowDown", code: "ArrowDown", vk: 40},
-	"ArrowLeft":  {key: "ArrowLeft", code: "ArrowLeft", vk: 37},
-	"ArrowRight": {key: "ArrowRight", code: "ArrowRight", vk: 39},
-	"Home":       {key: "Home", code: "Home", vk: 36},
-	"End":        {key: "End", code: "End", vk: 35},
-	"PageUp":     {key: "PageUp", code: "PageUp", vk: 33},
-	"PageDown":   {key: "PageDown", code: "PageDown", vk: 34},
-	"Space":      {key: " ", code: "Space", vk: 32, text: " "},
-}
-
-var modifierNames = map[string]int{
-	"shift": modShift, "control": modCtrl, "ctrl": modCtrl, "alt": modAlt, "option": modAlt,
-	"meta": modMeta, "cmd": modMeta, "command": modMeta, "mod": -1,
-}
-
-// parseKey reads "Enter", "a", "Shift+Tab", "Control+a" or "Mod+a" (Control, or
-// Meta on a Mac).
-func parseKey(s string, mac bool) (key, error) {
-	bad := func(why string) (key, error) {
-		return key{}, fmt.Errorf("act: press %q: %s; a key is a name (Enter, Tab, Escape, Backspace, Delete, ArrowUp, ArrowDown, ArrowLeft, ArrowRight, Home, End, PageUp, PageDown, Space) or one character, optionally after modifiers: Shift+Tab, Control+a, Mod+Enter", s, why)
-	}
-	if s == "" {
-		return bad("no key")
-	}
-	var parts []string
-	switch {
-	case s == "+":
-		parts = []string{"+"}
-	case strings.HasSuffix(s, "++"): // "Control++"
-		parts = append(strings.Split(strings.TrimSuffix(s, "++"), "+"), "+")
-	default:
-		parts = strings.Split(s, "+")
-	}
-	name := parts[len(parts)-1]
-	if name == "" {
-		return bad("no key after the modifiers")
-	}
-	mods := 0
-	for _, m := range parts[:len(parts)-1] {
-		bit, ok := modifierNames[strings.ToLower(m)]
-		if !ok {
-			return bad(fmt.Sprintf("unknown modifier %q (Shift, Control, Alt, Meta or Mod)", m))
-		}
-		if bit == -1 {
-			bit = modCtrl
-			if mac {
-				bit = modMeta
-			}
-		}
-		mods |= bit
-	}
-	k, ok := namedKeys[name]
-	if !ok {
-		for n, nk := range namedKeys {
-			if strings.EqualFold(n, name) {
-				k, ok = nk, true
-			}
-		}
-	}
-	if !ok {
-		if utf8.RuneCountInString(name) != 1 {
-			return bad("unknown key name")
-		}
-		k = charKey(name, mods&modShift != 0)
-	}
-	k.mods = mods
-	if mods&(modCtrl|modAlt|modMeta) != 0 {
-		k.text = "" // a shortcut types nothing
-	}
-	return k, nil
-}
-
-// charKey is the key press typing one character (US layout codes for letters
-// and digits).
-func charKey(ch string, shift bool) key {
-	r, _ := utf8.DecodeRuneInString(ch)
-	switch {
-	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
-		upper := strings.ToUpper(ch)
-		k := key{key: ch, code: "Key" + upper, vk: int(upper[0]), text: ch}
-		if shift {
-			k.key, k.text = upper, upper
-		}
-		return k
-	case r >= '0' && r <= '9':
-		return key{key: ch, code: "Digit" + ch, vk: int(r), text: ch}
-	}
-	return key{key: ch, text: ch}
-}
-
-// press sends keyDown (with the text it types) and keyUp.
-func (k key) press(ctx context.Context, c *wire.Conn, sess string) error {
-	down := wire.DispatchKeyEvent{Type: "rawKeyDown", Key: k.key, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Modifiers: k.mods}
-	if k.text != "" {
-		down.Type, down.Text, down.UnmodifiedText = "keyDown", k.text, k.text
+// press sends keyDown (with the text it types) and keyUp of a key parsed by
+// internal/browser/keys (the focus guard's reading too).
+func press(ctx context.Context, c *wire.Conn, sess string, k keys.Chord) error {
+	down := wire.DispatchKeyEvent{Type: "rawKeyDown", Key: k.Key, Code: k.Code, WindowsVirtualKeyCode: k.KeyCode, NativeVirtualKeyCode: k.KeyCode, Modifiers: k.Modifiers}
+	if k.Text != "" {
+		down.Type, down.Text, down.UnmodifiedText = "keyDown", k.Text, k.Text
 	}
 	if _, err := call(ctx, c, sess, down); err != nil {
 		return err
 	}
-	_, err := call(ctx, c, sess, wire.DispatchKeyEvent{Type: "keyUp", Key: k.key, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Modifiers: k.mods})
+	_, err := call(ctx, c, sess, wire.DispatchKeyEvent{Type: "keyUp", Key: k.Key, Code: k.Code, WindowsVirtualKeyCode: k.KeyCode, NativeVirtualKeyCode: k.KeyCode, Modifiers: k.Modifiers})
 	return err
 }

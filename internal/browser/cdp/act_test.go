@@ -434,36 +434,6 @@ func TestEvaluateNeedsIsolatedWorld(t *testing.T) {
 	}
 }
 
-func TestParseKey(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		mac  bool
-		want key
-	}{
-		{"Enter", false, key{key: "Enter", code: "Enter", vk: 13, text: "\r"}},
-		{"enter", false, key{key: "Enter", code: "Enter", vk: 13, text: "\r"}},
-		{"Shift+Tab", false, key{key: "Tab", code: "Tab", vk: 9, mods: modShift}},
-		{"a", false, key{key: "a", code: "KeyA", vk: 65, text: "a"}},
-		{"Shift+a", false, key{key: "A", code: "KeyA", vk: 65, text: "A", mods: modShift}},
-		{"Control+a", false, key{key: "a", code: "KeyA", vk: 65, mods: modCtrl}},
-		{"Mod+a", false, key{key: "a", code: "KeyA", vk: 65, mods: modCtrl}},
-		{"Mod+a", true, key{key: "a", code: "KeyA", vk: 65, mods: modMeta}},
-		{"7", false, key{key: "7", code: "Digit7", vk: '7', text: "7"}},
-		{"Control++", false, key{key: "+", mods: modCtrl}},
-		{"Space", false, key{key: " ", code: "Space", vk: 32, text: " "}},
-	} {
-		got, err := parseKey(tc.in, tc.mac)
-		if err != nil || got != tc.want {
-			t.Errorf("parseKey(%q, mac=%v) = %+v, %v; want %+v", tc.in, tc.mac, got, err, tc.want)
-		}
-	}
-	for _, in := range []string{"", "Hyper+a", "Control+", "Enterr", "ab"} {
-		if _, err := parseKey(in, false); err == nil || !strings.Contains(err.Error(), "Shift+Tab") {
-			t.Errorf("parseKey(%q): %v, want an error that shows the corrected call", in, err)
-		}
-	}
-}
-
 func TestActRefusesBadSteps(t *testing.T) {
 	b, r := newDriver(t, Options{})
 	p := openWindow(t, b, r, "quiet", "/quiet", fixture.TitleQuiet)

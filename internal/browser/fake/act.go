@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/keys"
 )
 
 // Element is an interactive element of a fake site's page (SetSite).
@@ -134,6 +135,10 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		}
 		return browser.ActResult{}, nil
 	case browser.StepPress:
+		// The drivers' one reading of a key (internal/browser/keys).
+		if _, err := keys.Parse(step.Key, false); err != nil {
+			return browser.ActResult{}, fmt.Errorf("act: %w", err)
+		}
 		t.pressed = append(t.pressed, step.Key)
 		return browser.ActResult{}, nil
 	case browser.StepWait:

@@ -87,7 +87,7 @@ func AgentUser(profile string) string { return AgentUserPrefix + profile }
 var Policies = []string{
 	"tabwarden-window-create", "tabwarden-window-update", "tabwarden-window-status",
 	"tabwarden-session-status", "tabwarden-profile", "tabwarden-agent-lease", "tabwarden-tablist",
-	"tabwarden-action-status",
+	"tabwarden-action-status", "tabwarden-action-label",
 }
 
 // Manifests are the shipped access control objects.
@@ -374,6 +374,10 @@ func WaitEnforced(ctx context.Context, admin *rest.Config, scheme *runtime.Schem
 		{"tabwarden-action-status", func() error {
 			p := client.RawPatch("application/merge-patch+json", []byte(`{"status":{"phase":"Succeeded"}}`))
 			return adm.Status().Patch(ctx, act.DeepCopy(), p, dry)
+		}},
+		{"tabwarden-action-label", func() error {
+			p := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"`+twv1.ProfileLabel+`":"tabwarden-probe"}}}`))
+			return adm.Patch(ctx, act.DeepCopy(), p, dry)
 		}},
 		{"tabwarden-tablist", func() error {
 			tl := &twv1.BrowserTabList{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-probe"}, ProfileName: "tabwarden-probe"}
