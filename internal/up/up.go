@@ -682,11 +682,15 @@ func roleFailed(name string, err error) error {
 }
 
 // DesktopProfile is a profile of `tabwarden up`: it admits only SessionNamespace,
-// so a session in any other namespace is refused (profile_not_allowed).
+// so a session in any other namespace is refused (profile_not_allowed), and its
+// url policy allows the loopback address the demo's site is served on.
 func DesktopProfile(name string, driver twv1.DriverType) *twv1.BrowserProfile {
 	return &twv1.BrowserProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       twv1.BrowserProfileSpec{Driver: driver, Namespaces: []string{SessionNamespace}},
+		Spec: twv1.BrowserProfileSpec{Driver: driver, Namespaces: []string{SessionNamespace},
+			// The demo's site is served on 127.0.0.1; every other private
+			// destination stays refused (url_not_allowed).
+			URLPolicy: &twv1.URLPolicy{AllowedHosts: []string{"127.0.0.1"}}},
 	}
 }
 
