@@ -125,7 +125,9 @@ func DefaultArgs(headful bool) []string {
 		"--disable-sync",
 		"--disable-dev-shm-usage",
 		"--remote-debugging-port=0",
-		"--remote-allow-origins=*",
+		// Never --remote-allow-origins=*: with it a page's websocket reaches
+		// the DevTools endpoint (a page always sends its Origin; tabwarden's
+		// client sends none).
 	}
 	if !headful {
 		args = append([]string{"--headless"}, args...)
