@@ -25,10 +25,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -555,7 +557,24 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	}
 
 	dialCtx, cancelDial := context.WithTimeout(ctx, time.Minute)
-	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile)})
+	// tabwarden's own endpoints are out of the pages' reach too (invariant 8),
+	// besides the DevTools port itself.
+	var blockPorts []int
+	for _, a := range []string{cfg.Host, metricsURL} {
+		if u, err := url.Parse(a); err == nil {
+			if n, err := strconv.Atoi(u.Port()); err == nil {
+				blockPorts = append(blockPorts, n)
+			}
+		}
+	}
+	if host != nil {
+		if _, p, err := net.SplitHostPort(host.Addr()); err == nil {
+			if n, err := strconv.Atoi(p); err == nil {
+				blockPorts = append(blockPorts, n)
+			}
+		}
+	}
+	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile), BlockPorts: blockPorts})
 	cancelDial()
 	if err != nil {
 		if ctx.Err() != nil {
