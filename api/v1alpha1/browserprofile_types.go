@@ -64,6 +64,34 @@ type BrowserProfileSpec struct {
 	// Unset: the host does not idle-time-out.
 	// +optional
 	HostIdleTimeout *metav1.Duration `json:"hostIdleTimeout,omitempty"`
+
+	// urlPolicy says which destinations sessions on this profile may open or
+	// navigate to. Unset, private, loopback, link-local and unspecified
+	// destinations (by address, or by a name that resolves to one) are refused
+	// with url_not_allowed: the browser's control plane and the machine's own
+	// services are out of the pages' reach. Written by the admin.
+	// +optional
+	URLPolicy *URLPolicy `json:"urlPolicy,omitempty"`
+}
+
+// URLPolicy is a profile's rule for the destinations its sessions open and
+// navigate to (the url of an Open window, a navigate step).
+type URLPolicy struct {
+	// allowPrivateNetworks lets sessions reach private (10/8, 172.16/12,
+	// 192.168/16, fc00::/7), loopback, link-local and unspecified addresses.
+	// The DevTools port itself stays blocked by the driver whatever this says.
+	// +optional
+	AllowPrivateNetworks bool `json:"allowPrivateNetworks,omitempty"`
+
+	// allowedHosts are host names or addresses (as written in urls, without
+	// port; lowercase; an IPv6 address without brackets) that sessions may
+	// reach even though they are private, for example ["intranet.example",
+	// "127.0.0.1"].
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
 }
 
 // Admits reports whether the profile lets sessions in namespace ns, whose labels

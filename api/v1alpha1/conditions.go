@@ -114,6 +114,12 @@ const (
 	// ReasonWindowNotInSession: an action names a window that is not one of its
 	// session's, or whose page the agent does not hold.
 	ReasonWindowNotInSession = "window_not_in_session"
+	// ReasonURLNotAllowed: an Open window or a navigate step names a
+	// destination its profile's spec.urlPolicy refuses (by default every
+	// private, loopback, link-local and unspecified address, and names that
+	// resolve to one); the hint is the admin's patch of
+	// spec.urlPolicy.allowedHosts.
+	ReasonURLNotAllowed = "url_not_allowed"
 	// ReasonPageGone: the window's page closed before or while the action ran.
 	ReasonPageGone = "page_gone"
 	// ReasonStepFailed: the browser could not run the step (timeout, navigation error).

@@ -110,6 +110,15 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&o.Identity, "identity", "", "name of this agent in the profile's status (default agent-<profile>)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 10*time.Second, "how often the Lease is renewed and the profile published")
 	fs.IntVar(&o.WindowWorkers, "window-workers", 16, "BrowserWindows the agent reconciles at once")
+	var blockPorts []int
+	fs.Func("block-port", "a port no page of the browser may reach, on any host, besides the DevTools endpoint's own (cdp; repeatable): the real DevTools port behind a forwarded endpoint, or tabwarden's own endpoints", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("want a port number from 1 to 65535, for example --block-port=9222")
+		}
+		blockPorts = append(blockPorts, n)
+		return nil
+	})
 	fs.DurationVar(&o.OpenSettle, "open-settle", 0, "how long an opened page's first status write may wait for its title, so that open, url and title are one write (0: at once; the title follows within --observe-interval)")
 	fs.DurationVar(&o.SpawnStatusSettle, "spawn-status-settle", time.Second, "the same for an adopted page, whose create already announced it (negative: at once)")
 	fs.DurationVar(&o.ObserveInterval, "observe-interval", time.Second, "least time between two status writes of a window that change only its page's url, title or window (negative: every change)")
@@ -152,7 +161,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 			!strings.HasPrefix(cdpEndpoint, "http://") && !strings.HasPrefix(cdpEndpoint, "https://") {
 			return fmt.Errorf("--cdp-endpoint %q: want ws://host:port/devtools/browser/<id> or http://host:port", cdpEndpoint)
 		}
-		cb, err := dialCDP(ctx, log, cdpEndpoint, cdp.LedgerFile(stateDir, o.Profile))
+		cb, err := dialCDP(ctx, log, cdpEndpoint, cdp.LedgerFile(stateDir, o.Profile), blockPorts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -185,10 +194,12 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 
 // dialCDP connects to Chrome, retrying with backoff until it answers or ctx
 // ends: in a pod the browser container may start after the agent.
-func dialCDP(ctx context.Context, log logr.Logger, endpoint, ledgerPath string) (*cdp.Browser, error) {
+// Every request of the browser's pages to the endpoint's port, or to one of
+// blockPorts, fails (cdp.Options.BlockPorts).
+func dialCDP(ctx context.Context, log logr.Logger, endpoint, ledgerPath string, blockPorts []int) (*cdp.Browser, error) {
 	backoff := 500 * time.Millisecond
 	for {
-		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: ledgerPath})
+		b, err := cdp.New(ctx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: ledgerPath, BlockPorts: blockPorts})
 		if err == nil {
 			return b, nil
 		}

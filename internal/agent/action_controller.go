@@ -521,6 +521,11 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 		return refused(refuse(twv1.ReasonFocusViolation, hint.Action(act, twv1.ActionStep{Type: twv1.StepPress, Key: "Enter"}),
 			"key %q is a browser shortcut that opens, switches or focuses tabs or windows; tabwarden never focuses. Press keys the page handles (Enter, Tab, Escape, letters...)", step.Key))
 	}
+	if step.Type == twv1.StepNavigate {
+		if rf := a.checkURL(ctx, step.URL, "navigate url"); rf != nil {
+			return refused(rf)
+		}
+	}
 	bstep, rf := run.browserStep(step, s)
 	if rf != nil {
 		return refused(rf)

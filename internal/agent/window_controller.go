@@ -312,6 +312,15 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 			fmt.Sprintf("Waiting for the browser of profile %q; the page opens once the agent reaches it", a.opts.Profile))
 		return ctrl.Result{}, nil
 	}
+	if rf := a.checkURL(ctx, w.Spec.URL, "spec.url"); rf != nil {
+		if !apimeta.IsStatusConditionFalse(w.Status.Conditions, twv1.OpenedCondition) ||
+			apimeta.FindStatusCondition(w.Status.Conditions, twv1.OpenedCondition).Reason != twv1.ReasonURLNotAllowed {
+			a.recorder.Eventf(w, s, corev1.EventTypeWarning, rf.reason, "Open", "%s Corrected call: %s", rf.message, rf.hint)
+		}
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, rf.reason, rf.message+" Corrected call: "+rf.hint)
+		// Checked again on purpose: an admin may allow the host meanwhile.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
 	placement := w.Spec.Placement
 	if placement == "" {
 		placement = s.Spec.Placement

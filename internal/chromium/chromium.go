@@ -12,10 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
 
 // EnvBinary overrides the Chromium binary.
@@ -88,6 +91,11 @@ type Options struct {
 	Stderr io.Writer
 	// StartTimeout bounds the wait for "DevTools listening"; default 30 s.
 	StartTimeout time.Duration
+	// Pipe drives the browser over --remote-debugging-pipe (its fds 3 and 4)
+	// instead of a DevTools port: nothing listens, so no page, and no other
+	// user of the machine, can reach the browser's control plane. Connect with
+	// Process.Dial; WebSocketURL and HTTPURL stay empty.
+	Pipe bool
 }
 
 // Process is a running Chromium.
@@ -102,6 +110,8 @@ type Process struct {
 	UserDataDir string
 
 	cmd       *exec.Cmd
+	pipe      *pipeEnds // the parent's ends of --remote-debugging-pipe, until Dial takes them
+	pipeMu    sync.Mutex
 	tmpDir    bool
 	done      chan struct{}
 	waitErr   error
@@ -125,7 +135,9 @@ func DefaultArgs(headful bool) []string {
 		"--disable-sync",
 		"--disable-dev-shm-usage",
 		"--remote-debugging-port=0",
-		"--remote-allow-origins=*",
+		// Never --remote-allow-origins=*: with it a page's websocket reaches
+		// the DevTools endpoint (a page always sends its Origin; tabwarden's
+		// client sends none).
 	}
 	if !headful {
 		args = append([]string{"--headless"}, args...)
@@ -162,6 +174,10 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 		list := strings.Join(abs, ",")
 		args = append(args, "--load-extension="+list, "--disable-extensions-except="+list)
 	}
+	if opts.Pipe {
+		args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--remote-debugging-port") })
+		args = append(args, "--remote-debugging-pipe")
+	}
 	args = append(args, opts.ExtraArgs...)
 	args = append(args, "about:blank")
 
@@ -177,7 +193,30 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 		return nil, err
 	}
 	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
+	var child []*os.File
+	if opts.Pipe {
+		// fd 3: Chromium reads commands; fd 4: it writes replies and events.
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			p.cleanup()
+			return nil, err
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			_, _ = inR.Close(), inW.Close() // nothing was started with them
+			p.cleanup()
+			return nil, err
+		}
+		cmd.ExtraFiles = []*os.File{inR, outW}
+		child = cmd.ExtraFiles
+		p.pipe = &pipeEnds{r: outR, w: inW}
+	}
+	err = cmd.Start()
+	for _, f := range child {
+		_ = f.Close() // the child's ends: Chromium holds its own copies
+	}
+	if err != nil {
+		p.closePipe()
 		p.cleanup()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -214,6 +253,11 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 		p.waitErr = cmd.Wait()
 		close(p.done)
 	}()
+	if opts.Pipe {
+		// No line to wait for: the first command over the pipe is answered
+		// once the browser is up (the caller's dial bounds that wait).
+		return p, nil
+	}
 
 	timeout := opts.StartTimeout
 	if timeout == 0 {
@@ -239,6 +283,48 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 	case <-t.C:
 		_ = p.Close()
 		return nil, fmt.Errorf("chromium: no DevTools endpoint after %v", timeout)
+	}
+}
+
+type pipeEnds struct {
+	r *os.File // Chromium's fd 4: replies and events
+	w *os.File // Chromium's fd 3: commands
+}
+
+// Dial connects to a browser launched with Options.Pipe. The pipe is one
+// connection for the life of the process: a second Dial, or one after the
+// connection dropped, fails.
+func (p *Process) Dial(ctx context.Context, onEvent func(wire.Event)) (*wire.Conn, error) {
+	p.pipeMu.Lock()
+	ends := p.pipe
+	p.pipe = nil
+	p.pipeMu.Unlock()
+	if ends == nil {
+		return nil, errors.New("chromium: the DevTools pipe of this browser is in use or gone (it serves one connection; a browser launched without Options.Pipe has none)")
+	}
+	select {
+	case <-p.done:
+		_, _ = ends.r.Close(), ends.w.Close() // the browser is gone
+		return nil, fmt.Errorf("chromium exited: %v", p.waitErr)
+	default:
+	}
+	return wire.NewPipe(ends.r, ends.w, onEvent), nil
+}
+
+// Pid is the browser process's id (the leader of its process group).
+func (p *Process) Pid() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+func (p *Process) closePipe() {
+	p.pipeMu.Lock()
+	defer p.pipeMu.Unlock()
+	if p.pipe != nil {
+		_, _ = p.pipe.r.Close(), p.pipe.w.Close() // unused; nothing reads them
+		p.pipe = nil
 	}
 }
 
@@ -271,6 +357,7 @@ func (p *Process) Close() error {
 			// Children that left the group (crashpad) or linger: kill the group again.
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
+		p.closePipe()
 		p.cleanup()
 	})
 	return p.closeErr

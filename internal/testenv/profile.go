@@ -14,14 +14,16 @@ import (
 )
 
 // EnsureProfile creates BrowserProfile name, as an admin would before starting
-// its agent, admitting every namespace (namespaceSelector: {}), when it is
-// missing. A profile that exists is left as it is, tenancy included, so a test
+// its agent, admitting every namespace (namespaceSelector: {}) and private
+// destinations (the fixture site is on loopback), when it is missing. A profile that exists is left as it is, tenancy included, so a test
 // that wants a narrower one creates it first. An agent that finds its profile
 // missing registers it admitting no namespace (the secure default).
 func EnsureProfile(ctx context.Context, c client.Client, name string, driver twv1.DriverType) error {
 	p := &twv1.BrowserProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       twv1.BrowserProfileSpec{Driver: driver, NamespaceSelector: &metav1.LabelSelector{}},
+		Spec: twv1.BrowserProfileSpec{Driver: driver, NamespaceSelector: &metav1.LabelSelector{},
+			// The fixture site is served on loopback.
+			URLPolicy: &twv1.URLPolicy{AllowPrivateNetworks: true}},
 	}
 	return client.IgnoreAlreadyExists(c.Create(ctx, p))
 }

@@ -25,10 +25,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -590,7 +592,24 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	}
 
 	dialCtx, cancelDial := context.WithTimeout(ctx, time.Minute)
-	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile)})
+	// tabwarden's own endpoints are out of the pages' reach too (invariant 8),
+	// besides the DevTools port itself.
+	var blockPorts []int
+	for _, a := range []string{cfg.Host, metricsURL} {
+		if u, err := url.Parse(a); err == nil {
+			if n, err := strconv.Atoi(u.Port()); err == nil {
+				blockPorts = append(blockPorts, n)
+			}
+		}
+	}
+	if host != nil {
+		if _, p, err := net.SplitHostPort(host.Addr()); err == nil {
+			if n, err := strconv.Atoi(p); err == nil {
+				blockPorts = append(blockPorts, n)
+			}
+		}
+	}
+	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile), BlockPorts: blockPorts})
 	cancelDial()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -717,11 +736,15 @@ func roleFailed(name string, err error) error {
 }
 
 // DesktopProfile is a profile of `tabwarden up`: it admits only SessionNamespace,
-// so a session in any other namespace is refused (profile_not_allowed).
+// so a session in any other namespace is refused (profile_not_allowed), and its
+// url policy allows the loopback address the demo's site is served on.
 func DesktopProfile(name string, driver twv1.DriverType) *twv1.BrowserProfile {
 	return &twv1.BrowserProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       twv1.BrowserProfileSpec{Driver: driver, Namespaces: []string{SessionNamespace}},
+		Spec: twv1.BrowserProfileSpec{Driver: driver, Namespaces: []string{SessionNamespace},
+			// The demo's site is served on 127.0.0.1; every other private
+			// destination stays refused (url_not_allowed).
+			URLPolicy: &twv1.URLPolicy{AllowedHosts: []string{"127.0.0.1"}}},
 	}
 }
 

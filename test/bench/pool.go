@@ -53,7 +53,8 @@ func (l *lab) startPool(ctx context.Context, restCfg *rest.Config) (*poolLab, er
 	}
 	prof := &twv1.BrowserProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: poolProfile},
-		Spec:       twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, NamespaceSelector: &metav1.LabelSelector{}},
+		Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, NamespaceSelector: &metav1.LabelSelector{},
+			URLPolicy: &twv1.URLPolicy{AllowPrivateNetworks: true}}, // the fixture site is on loopback
 	}
 	if err := l.k8s.Create(ctx, prof); client.IgnoreAlreadyExists(err) != nil {
 		return nil, err

@@ -98,6 +98,14 @@ type Options struct {
 	// restarted agent can still close the pages it opened or adopted (and only
 	// those). Empty: in memory only, lost with the process.
 	LedgerPath string
+	// BlockPorts are ports no page of the browser may reach, on any host, in
+	// addition to the DevTools endpoint's own port (boundary.go): tabwarden's
+	// own endpoints, or the real DevTools port behind a forwarded endpoint.
+	BlockPorts []int
+	// Dial, when set, makes the connection instead of the endpoint: a browser
+	// tabwarden launched over --remote-debugging-pipe (chromium.Process.Dial).
+	// The endpoint then is only a name in logs; nothing listens on a port.
+	Dial func(ctx context.Context, onEvent func(wire.Event)) (*wire.Conn, error)
 
 	// fault, in tests, is called at each step of an Open (see the fault*
 	// constants) with the page created so far; an error stops the Open right
@@ -123,6 +131,7 @@ func (b *Browser) faultAt(step, page string) error {
 type Browser struct {
 	endpoint string
 	opts     Options
+	blocked  map[string]bool // control ports no page reaches (boundary.go)
 	log      logr.Logger
 	events   *eventQueue
 
@@ -177,6 +186,7 @@ func New(ctx context.Context, endpoint string, opts Options) (*Browser, error) {
 	}
 	b := &Browser{
 		endpoint:  endpoint,
+		blocked:   controlPorts(endpoint, opts.BlockPorts),
 		opts:      opts,
 		log:       opts.Logger,
 		events:    newEventQueue(),

@@ -68,18 +68,25 @@ func (b *Browser) resolveWS(ctx context.Context) (string, error) {
 func (b *Browser) connect(ctx context.Context) (*wire.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.DialTimeout)
 	defer cancel()
-	wsURL, err := b.resolveWS(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var c *wire.Conn
 	ready := make(chan struct{})
-	c, err = wire.Dial(ctx, wsURL, func(ev wire.Event) {
+	onEvent := func(ev wire.Event) {
 		<-ready
 		b.onEvent(c, ev)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", wsURL, err)
+	}
+	wsURL := b.endpoint
+	var err error
+	if b.opts.Dial != nil {
+		if c, err = b.opts.Dial(ctx, onEvent); err != nil {
+			return nil, fmt.Errorf("dial %s: %w", b.endpoint, err)
+		}
+	} else {
+		if wsURL, err = b.resolveWS(ctx); err != nil {
+			return nil, err
+		}
+		if c, err = wire.Dial(ctx, wsURL, onEvent); err != nil {
+			return nil, fmt.Errorf("dial %s: %w", wsURL, err)
+		}
 	}
 	b.mu.Lock()
 	old := b.targets
@@ -100,6 +107,9 @@ func (b *Browser) connect(ctx context.Context) (*wire.Conn, error) {
 		}
 		b.mu.Unlock()
 		return nil, err
+	}
+	if err := b.guardRequests(ctx, c); err != nil {
+		return fail(fmt.Errorf("guarding the browser's control plane from its pages: %w", err))
 	}
 	ver, err := wire.Call(ctx, c, "", wire.GetVersion{})
 	if err != nil {

@@ -59,6 +59,8 @@ func (b *Browser) onEvent(c *wire.Conn, e wire.Event) {
 		b.onDialog(c, e.Session, dialog{Type: ev.Type, Message: ev.Message})
 	case *wire.JavaScriptDialogClosed:
 		b.onDialogClosed(c, e.Session)
+	case *wire.RequestPaused:
+		b.onRequestPaused(c, e.Session, ev)
 	}
 }
 

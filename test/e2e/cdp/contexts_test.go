@@ -75,7 +75,9 @@ func TestPoolCleanupDisposesContext(t *testing.T) {
 	ctx := context.Background()
 	h := hand(t)
 	ns := newNamespace(t)
-	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool-dispose"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns}}}
+	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool-dispose"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns},
+		// The fixture site is on loopback: the admin allows private destinations.
+		URLPolicy: &twv1.URLPolicy{AllowPrivateNetworks: true}}}
 	g.Expect(k8s.Create(ctx, profile)).To(Succeed())
 	startController(t)
 	startAgent(t, "pool-dispose", chrome.WebSocketURL, true)
@@ -140,7 +142,9 @@ func TestPoolContextKeptForKeepPage(t *testing.T) {
 	ctx := context.Background()
 	h := hand(t)
 	ns := newNamespace(t)
-	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool-keep"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns}}}
+	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool-keep"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns},
+		// The fixture site is on loopback: the admin allows private destinations.
+		URLPolicy: &twv1.URLPolicy{AllowPrivateNetworks: true}}}
 	g.Expect(k8s.Create(ctx, profile)).To(Succeed())
 	startController(t)
 	startAgent(t, "pool-keep", chrome.WebSocketURL, true)

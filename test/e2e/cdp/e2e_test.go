@@ -285,7 +285,9 @@ func TestPoolSessionsAreIsolated(t *testing.T) {
 	ctx := context.Background()
 	h := hand(t)
 	ns := newNamespace(t)
-	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns}}}
+	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns},
+		// The fixture site is on loopback: the admin allows private destinations.
+		URLPolicy: &twv1.URLPolicy{AllowPrivateNetworks: true}}}
 	g.Expect(k8s.Create(ctx, profile)).To(Succeed())
 	startController(t)
 	agt := startAgent(t, "pool", chrome.WebSocketURL, true)

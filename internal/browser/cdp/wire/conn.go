@@ -1,5 +1,6 @@
 // Package wire is tabwarden's one Chrome DevTools Protocol client: a
-// browser-level websocket with flattened sessions, and typed commands and
+// browser-level websocket (Dial) or the pipe of a Chromium tabwarden launched
+// (NewPipe), with flattened sessions, and typed commands and
 // events for exactly the part of the protocol tabwarden uses. The driver
 // (internal/browser/cdp), the benchmark (test/bench) and the end-to-end tests
 // (test/e2e/cdp, and test/e2e/extension's hand on the browser) all speak CDP
@@ -16,11 +17,13 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -92,9 +95,69 @@ type reply struct {
 	err    error
 }
 
-// Conn is one browser-level DevTools websocket, flattened sessions included.
+// transport carries whole messages: a websocket, or the pipe of a Chromium
+// started with --remote-debugging-pipe.
+type transport interface {
+	read() ([]byte, error)
+	write(ctx context.Context, msg []byte) error
+	close() error
+}
+
+type wsTransport struct{ ws *websocket.Conn }
+
+func (t wsTransport) read() ([]byte, error) {
+	_, data, err := t.ws.Read(context.Background())
+	return data, err
+}
+
+func (t wsTransport) write(ctx context.Context, msg []byte) error {
+	return t.ws.Write(ctx, websocket.MessageText, msg)
+}
+
+func (t wsTransport) close() error { return t.ws.CloseNow() }
+
+// pipeTransport is Chromium's --remote-debugging-pipe: it reads commands from
+// its fd 3 and writes replies and events to its fd 4, each message a JSON text
+// ended by a NUL byte.
+type pipeTransport struct {
+	r *bufio.Reader
+	w io.Writer
+	c []io.Closer
+}
+
+func (t *pipeTransport) read() ([]byte, error) {
+	b, err := t.r.ReadBytes(0)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxMessage {
+		return nil, fmt.Errorf("cdp: a message of %d bytes exceeds %d", len(b), MaxMessage)
+	}
+	return b[:len(b)-1], nil
+}
+
+func (t *pipeTransport) write(ctx context.Context, msg []byte) error {
+	if d, ok := ctx.Deadline(); ok {
+		if f, ok := t.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+			_ = f.SetWriteDeadline(d) // a pipe that takes no deadline is written without one
+		}
+	}
+	_, err := t.w.Write(append(msg, 0))
+	return err
+}
+
+func (t *pipeTransport) close() error {
+	var errs []error
+	for _, c := range t.c {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Conn is one browser-level DevTools connection (a websocket or a pipe),
+// flattened sessions included.
 type Conn struct {
-	ws      *websocket.Conn
+	t       transport
 	nextID  atomic.Int64
 	mu      sync.Mutex
 	pending map[int64]chan reply
@@ -115,16 +178,27 @@ func Dial(ctx context.Context, wsURL string, onEvent func(Event)) (*Conn, error)
 		return nil, err
 	}
 	ws.SetReadLimit(MaxMessage)
-	c := &Conn{ws: ws, pending: map[int64]chan reply{}, closed: make(chan struct{}), onEvent: onEvent}
+	return start(wsTransport{ws}, onEvent), nil
+}
+
+// NewPipe speaks CDP over the pipe of a Chromium started with
+// --remote-debugging-pipe: r is the read end of its fd 4, w the write end of
+// its fd 3. Nothing listens on a port. Close closes both.
+func NewPipe(r io.ReadCloser, w io.WriteCloser, onEvent func(Event)) *Conn {
+	return start(&pipeTransport{r: bufio.NewReaderSize(r, 64*1024), w: w, c: []io.Closer{r, w}}, onEvent)
+}
+
+func start(t transport, onEvent func(Event)) *Conn {
+	c := &Conn{t: t, pending: map[int64]chan reply{}, closed: make(chan struct{}), onEvent: onEvent}
 	go c.readLoop()
-	return c, nil
+	return c
 }
 
 func (c *Conn) readLoop() {
 	var err error
 	for {
 		var data []byte
-		_, data, err = c.ws.Read(context.Background())
+		data, err = c.t.read()
 		if err != nil {
 			break
 		}
@@ -175,7 +249,7 @@ func (c *Conn) shutdown(err error) {
 
 // Close drops the connection.
 func (c *Conn) Close() {
-	_ = c.ws.CloseNow()
+	_ = c.t.close() // the connection is dropped either way
 	c.shutdown(ErrClosed)
 }
 
@@ -236,7 +310,7 @@ func (c *Conn) call(ctx context.Context, session, method string, params, out any
 
 	c.wmu.Lock()
 	wctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	err = c.ws.Write(wctx, websocket.MessageText, b)
+	err = c.t.write(wctx, b)
 	cancel()
 	c.wmu.Unlock()
 	if err != nil {

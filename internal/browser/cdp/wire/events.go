@@ -53,7 +53,20 @@ type WorkerVersionUpdated struct {
 	Versions []ServiceWorkerVersion `json:"versions"`
 }
 
+// RequestPaused is Fetch.requestPaused: a request waits for
+// Fetch.continueRequest or Fetch.failRequest.
+type RequestPaused struct {
+	RequestID string `json:"requestId"`
+	Request   struct {
+		URL    string `json:"url"`
+		Method string `json:"method"`
+	} `json:"request"`
+	FrameID      string `json:"frameId,omitempty"`
+	ResourceType string `json:"resourceType,omitempty"`
+}
+
 var eventTypes = map[string]func() any{
+	"Fetch.requestPaused":                func() any { return &RequestPaused{} },
 	"Target.targetCreated":               func() any { return &TargetCreated{} },
 	"Target.targetInfoChanged":           func() any { return &TargetInfoChanged{} },
 	"Target.targetDestroyed":             func() any { return &TargetDestroyed{} },
@@ -65,7 +78,8 @@ var eventTypes = map[string]func() any{
 
 // ParseEvent decodes e into its typed struct: *TargetCreated,
 // *TargetInfoChanged, *TargetDestroyed, *DetachedFromTarget,
-// *JavaScriptDialogOpening, *JavaScriptDialogClosed or *WorkerVersionUpdated;
+// *JavaScriptDialogOpening, *JavaScriptDialogClosed, *WorkerVersionUpdated or
+// *RequestPaused;
 // nil for any other
 // method or params that do not decode.
 func ParseEvent(e Event) any {

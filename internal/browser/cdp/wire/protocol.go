@@ -423,3 +423,40 @@ type GetBoxModelResult struct {
 
 func (GetBoxModel) Method() string            { return "DOM.getBoxModel" }
 func (GetBoxModel) result() GetBoxModelResult { return GetBoxModelResult{} }
+
+// --- Fetch ---
+
+// RequestPattern is Fetch.RequestPattern: which requests to pause, and at which
+// stage ("Request" before it is sent, "Response" when headers arrived).
+type RequestPattern struct {
+	URLPattern   string `json:"urlPattern,omitempty"`
+	ResourceType string `json:"resourceType,omitempty"`
+	RequestStage string `json:"requestStage,omitempty"`
+}
+
+// FetchEnable is Fetch.enable. Sent on the browser session (""), it pauses the
+// matching requests of every target of the browser: pages, frames, workers.
+type FetchEnable struct {
+	Patterns []RequestPattern `json:"patterns,omitempty"`
+}
+
+func (FetchEnable) Method() string { return "Fetch.enable" }
+func (FetchEnable) result() Empty  { return Empty{} }
+
+// FetchContinueRequest is Fetch.continueRequest: a paused request goes on unchanged.
+type FetchContinueRequest struct {
+	RequestID string `json:"requestId"`
+}
+
+func (FetchContinueRequest) Method() string { return "Fetch.continueRequest" }
+func (FetchContinueRequest) result() Empty  { return Empty{} }
+
+// FetchFailRequest is Fetch.failRequest: a paused request fails with
+// ErrorReason (Network.ErrorReason, e.g. "BlockedByClient").
+type FetchFailRequest struct {
+	RequestID   string `json:"requestId"`
+	ErrorReason string `json:"errorReason"`
+}
+
+func (FetchFailRequest) Method() string { return "Fetch.failRequest" }
+func (FetchFailRequest) result() Empty  { return Empty{} }

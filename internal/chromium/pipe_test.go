@@ -1,0 +1,147 @@
+package chromium_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/chromium"
+)
+
+// listeningPorts returns the TCP ports that any process of p's process group
+// (the browser, its renderers, GPU and network services) listens on, read from
+// /proc: the sockets each process holds, matched against the listening
+// sockets of /proc/net/tcp and tcp6.
+func listeningPorts(t *testing.T, p *chromium.Process) []int {
+	t.Helper()
+	inodes := map[string]bool{}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	group := 0
+	for _, dir := range procs {
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces; split after ')'.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(p.Pid()) {
+			continue
+		}
+		group++
+		fds, _ := filepath.Glob(filepath.Join(dir, "fd", "*"))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "socket:[") {
+				inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+			}
+		}
+	}
+	if group == 0 {
+		t.Fatalf("no process in Chromium's process group %d", p.Pid())
+	}
+	var ports []int
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: LISTEN
+				continue
+			}
+			local := f[1]
+			port, err := strconv.ParseInt(local[strings.LastIndexByte(local, ':')+1:], 16, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ports = append(ports, int(port))
+		}
+	}
+	return ports
+}
+
+// TestPipeLaunchListensOnNoPort: a Chromium tabwarden launches is driven over
+// --remote-debugging-pipe: none of its processes listens on any TCP port and
+// it writes no DevToolsActivePort, while the driver opens, reads and closes
+// pages through the pipe. The same check finds the DevTools port of a Chromium
+// launched the old way, so it cannot pass for want of looking.
+func TestPipeLaunchListensOnNoPort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "<title>over the pipe</title>")
+	}))
+	defer site.Close()
+
+	ported, err := chromium.Launch(ctx, chromium.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listeningPorts(t, ported); len(got) == 0 {
+		t.Fatalf("a Chromium launched with a DevTools port (%s) shows no listening port: the check is blind", ported.HTTPURL)
+	}
+	_ = ported.Close() // only the witness of the check
+
+	p, err := chromium.Launch(ctx, chromium.Options{Pipe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }() // best-effort cleanup
+	if p.WebSocketURL != "" || p.HTTPURL != "" {
+		t.Fatalf("a pipe launch names a DevTools endpoint: %q %q", p.WebSocketURL, p.HTTPURL)
+	}
+	b, err := cdp.New(ctx, "pipe", cdp.Options{Dial: p.Dial})
+	if err != nil {
+		t.Fatalf("driving Chromium over the pipe: %v", err)
+	}
+	defer b.Shutdown()
+	go func() {
+		for range b.Events() {
+		}
+	}()
+	page, err := b.Open(ctx, browser.OpenRequest{Key: "k", URL: site.URL + "/", NewWindow: true})
+	if err != nil {
+		t.Fatalf("open over the pipe: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := b.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		title := ""
+		for _, pg := range s.Pages {
+			if pg.ID == page.ID {
+				title = pg.Title
+			}
+		}
+		if title == "over the pipe" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page's title is %q, want %q", title, "over the pipe")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := listeningPorts(t, p); len(got) != 0 {
+		t.Fatalf("Chromium launched over a pipe listens on TCP ports %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(p.UserDataDir, "DevToolsActivePort")); !os.IsNotExist(err) {
+		t.Fatalf("DevToolsActivePort exists (err %v): Chromium opened a DevTools port", err)
+	}
+	if err := b.Close(ctx, browser.CloseRequest{Key: "k", ID: page.ID}); err != nil {
+		t.Fatalf("close over the pipe: %v", err)
+	}
+	if _, err := p.Dial(ctx, nil); err == nil {
+		t.Fatal("a second Dial of the pipe succeeded")
+	}
+}
