@@ -53,7 +53,18 @@ type WorkerVersionUpdated struct {
 	Versions []ServiceWorkerVersion `json:"versions"`
 }
 
+// WindowOpen is Page.windowOpen (on a page's session): the page is about to
+// open a new window or tab (window.open, a target=_blank link, a form), noopener
+// ones too, with the user gesture that caused it.
+type WindowOpen struct {
+	URL            string   `json:"url"`
+	WindowName     string   `json:"windowName"`
+	WindowFeatures []string `json:"windowFeatures"`
+	UserGesture    bool     `json:"userGesture"`
+}
+
 var eventTypes = map[string]func() any{
+	"Page.windowOpen":                    func() any { return &WindowOpen{} },
 	"Target.targetCreated":               func() any { return &TargetCreated{} },
 	"Target.targetInfoChanged":           func() any { return &TargetInfoChanged{} },
 	"Target.targetDestroyed":             func() any { return &TargetDestroyed{} },
