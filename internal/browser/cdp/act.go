@@ -416,13 +416,20 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 func (b *Browser) attribute(key, page string) func() {
 	b.mu.Lock()
 	b.actSeq++
-	entry := actEntry{key: key, id: b.actSeq, page: page}
+	entry := actEntry{key: key, id: b.actSeq, page: page, running: true}
 	if t, ok := b.targets[page]; ok {
 		entry.ctx = t.info.BrowserContextID
 	}
 	b.acts = append(b.acts, entry)
 	b.mu.Unlock()
 	return func() {
+		b.mu.Lock()
+		for i := range b.acts {
+			if b.acts[i].id == entry.id {
+				b.acts[i].running = false // its input is done: later windowOpens are not its
+			}
+		}
+		b.mu.Unlock()
 		time.AfterFunc(attributionLinger, func() {
 			b.mu.Lock()
 			b.acts = slices.DeleteFunc(b.acts, func(e actEntry) bool { return e.id == entry.id })

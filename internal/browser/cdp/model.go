@@ -30,13 +30,16 @@ type target struct {
 // actEntry is a mutating step running (or lingering, attributionLinger) on a
 // page: the evidence a new page's attribution needs. page is the acted-on
 // target, ctx its browser context, and opens the Page.windowOpen events that
-// page fired since the step began and no new page has accounted for yet.
+// page fired while the step ran and no new page has accounted for yet (a
+// windowOpen comes before its step's input returns; the page's targetCreated
+// may come after, while the entry lingers).
 type actEntry struct {
-	key   string
-	id    int64
-	page  string
-	ctx   string
-	opens int
+	key     string
+	id      int64
+	page    string
+	ctx     string
+	opens   int
+	running bool
 }
 
 func visibleURL(u string) bool {
@@ -153,7 +156,7 @@ func (b *Browser) onWindowOpen(c *wire.Conn, session string) {
 			continue
 		}
 		for i := range b.acts {
-			if b.acts[i].page == page {
+			if b.acts[i].page == page && b.acts[i].running {
 				b.acts[i].opens++
 			}
 		}
@@ -161,27 +164,21 @@ func (b *Browser) onWindowOpen(c *wire.Conn, session string) {
 }
 
 // attributionLocked is the key of the step whose own input made the new page
-// ti appear, on evidence only (invariants 2 and 10): the page is in the browser
-// context of the page the step acts on, and either names that page as its
-// opener (openerId, or openerFrameId for a noopener open) or follows a
-// Page.windowOpen the acted-on page fired during the step. A page with an
-// opener is the step's only when the acted-on page is a tab its session binds
-// (a spawn of an owned page is adopted by its opener). Anything else, a tab the
-// user opens in another window or context while a step runs, or from a bound
-// tab by their own click, is nobody's: "".
+// ti appear, on evidence only (invariants 2 and 10): the acted-on page fired a
+// Page.windowOpen while the step ran that no other new page accounted for, and
+// the new page is in that page's browser context with no opener or that page
+// as its opener. A page with an opener is the step's only when the acted-on
+// page is a tab its session binds (a spawn of an owned page is adopted by its
+// opener). Anything else is nobody's (""): a tab the user opens in another
+// window or context while a step runs, or from a bound tab by their own click
+// after the step's input.
 func (b *Browser) attributionLocked(ti wire.TargetInfo) string {
 	for i := len(b.acts) - 1; i >= 0; i-- {
 		e := &b.acts[i]
-		if ti.BrowserContextID != e.ctx || (ti.OpenerID != "" && ti.OpenerID != e.page) {
+		if ti.BrowserContextID != e.ctx || (ti.OpenerID != "" && ti.OpenerID != e.page) || e.opens == 0 {
 			continue
 		}
-		from := ti.OpenerID == e.page || ti.OpenerFrameID == e.page
-		if !from && e.opens == 0 {
-			continue
-		}
-		if e.opens > 0 {
-			e.opens--
-		}
+		e.opens--
 		if ti.OpenerID != "" {
 			if r, ok := b.ledger.Get(e.page); !ok || r.Kind != browser.RecordBound {
 				return ""

@@ -295,7 +295,8 @@ func (l *Ledger) Adopt(req browser.AdoptRequest, opener, attributed string) erro
 // what the driver observed of the tab: a tab spawned by an owned page (or
 // caused by an Act) belongs to that page's session, which adopts it; nobody
 // binds it in the moment between its creation and its adoption. A tab the user
-// opened from a bound tab is theirs, and bindable.
+// opened from a bound tab is theirs, and bindable, as is a spawn released
+// (a Keep page: the user's now).
 func (l *Ledger) Bind(req browser.BindRequest, opener, attributed string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -308,7 +309,7 @@ func (l *Ledger) Bind(req browser.BindRequest, opener, attributed string) error 
 	if p, ok := l.pages[opener]; ok && opener != "" && p.Owned() {
 		return fmt.Errorf("tab %s was spawned by page %s of %s, whose session adopts it: %w", req.ID, opener, p.Key, browser.ErrInUse)
 	}
-	if attributed != "" {
+	if attributed != "" && !l.released[req.ID] {
 		return fmt.Errorf("tab %s appeared during action %s, whose session adopts it: %w", req.ID, attributed, browser.ErrInUse)
 	}
 	return l.putLocked(browser.Record{Key: req.Key, Page: req.ID, Kind: browser.RecordBound})
