@@ -49,16 +49,16 @@ const maxClosed = 4096
 
 // Intent is an open about to be asked of the browser, recorded before the
 // create so that a driver stopped between the create and the record can tell,
-// after a restart, which page it created: one that matches the intent and did
-// not exist when the intent was written.
+// after a restart, which page it created: the one at the intent's marker url,
+// which carries a nonce only this intent knows. A url alone never claims a page.
 type Intent struct {
 	Key       string `json:"key"`
 	URL       string `json:"url"`
 	NewWindow bool   `json:"newWindow,omitempty"`
 	Context   string `json:"context,omitempty"`
-	// Existing is every page id the browser reported just before the intent was
-	// written: none of them can be the page this intent creates.
-	Existing []string `json:"existing"`
+	// Marker is the url the driver creates the page at (a random nonce in an
+	// about:blank fragment) before it navigates it to URL, once recorded.
+	Marker string `json:"marker,omitempty"`
 }
 
 type fileFormat struct {
@@ -386,8 +386,6 @@ func (l *Ledger) Intend(in Intent) error {
 	if p, ok := l.keys[in.Key]; ok {
 		return fmt.Errorf("key %s already has page %s: %w", in.Key, p, browser.ErrInUse)
 	}
-	in.Existing = slices.Clone(in.Existing)
-	slices.Sort(in.Existing)
 	l.intents[in.Key] = in
 	return l.saveLocked()
 }

@@ -510,7 +510,7 @@ func TestWritableByOthersIsRefused(t *testing.T) {
 func TestIntentsAndContextsPersist(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state", "ledger.json")
 	l := standard(t, path)
-	in := Intent{Key: "k", URL: "https://example.test/", NewWindow: true, Context: "ns/s", Existing: []string{"P2", "P1"}}
+	in := Intent{Key: "k", URL: "https://example.test/", NewWindow: true, Context: "ns/s", Marker: "about:blank#tw-0123"}
 	checkErr(t, "intend", l.Intend(in), nil)
 	checkErr(t, "intend for a key with a page", l.Intend(Intent{Key: "owner", URL: "x"}), browser.ErrInUse)
 	checkErr(t, "intend without a key", l.Intend(Intent{URL: "x"}), errAny)
@@ -520,7 +520,7 @@ func TestIntentsAndContextsPersist(t *testing.T) {
 	r, err := New(path)
 	checkErr(t, "reload", err, nil)
 	got, ok := r.IntentOf("k")
-	if !ok || got.URL != in.URL || !got.NewWindow || got.Context != in.Context || !slices.Equal(got.Existing, []string{"P1", "P2"}) {
+	if !ok || got.URL != in.URL || !got.NewWindow || got.Context != in.Context || got.Marker != in.Marker {
 		t.Fatalf("intent after reload: %+v %v", got, ok)
 	}
 	if _, ok := r.IntentOf("owner"); ok {
