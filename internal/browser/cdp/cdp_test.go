@@ -368,7 +368,8 @@ func TestCloseWaitsUntilGone(t *testing.T) {
 // userWindowWithOwnedTabs makes a user's window holding n tabs the driver owns,
 // and nothing else. The user's hand (a second driver) opens the window with a
 // /blank-link page; the driver binds that tab (uses it without owning it), clicks
-// its link n times and adopts each tab spawned into the window (CDP cannot open a
+// its link n times (acts keyed act-tab-<i>) and adopts each tab spawned into the
+// window under its act (CDP cannot open a
 // tab in a given window); then the user closes their own tab. It returns the
 // window, the owned tabs and their keys.
 func userWindowWithOwnedTabs(t *testing.T, b *Browser, r *recorder, n int) (string, []string, []string) {
@@ -382,12 +383,13 @@ func userWindowWithOwnedTabs(t *testing.T, b *Browser, r *recorder, n int) (stri
 	var ids, keys []string
 	for len(ids) < n {
 		before := time.Now()
-		act(t, b, "", "bind-user", user.ID, "#open-landing")
+		key := "tab-" + string(rune('0'+len(ids)))
+		// The driver's own click: its spawn of the bound tab is the act's.
+		act(t, b, "act-"+key, "bind-user", user.ID, "#open-landing")
 		e := r.wait(t, 5*time.Second, "tab", func(e browser.Event) bool {
 			return created(user.ID)(e) && e.Time.After(before) && !contains(ids, e.Page.ID)
 		})
-		key := "tab-" + string(rune('0'+len(ids)))
-		adopt(t, b, key, e.Page.ID, "bind-user")
+		adopt(t, b, key, e.Page.ID, "act-"+key)
 		ids, keys = append(ids, e.Page.ID), append(keys, key)
 	}
 	waitWindowPages(t, b, user.WindowID, n+1)
