@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/fixture"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
@@ -27,7 +28,10 @@ func TestUserTabsStayTheUsersOnChromium(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(30 * time.Second)
 	ctx := context.Background()
 	h := hand(t)
-	reading := userWindow(t, h, site.Path("/spawner?reading=1"))
+	reading, err := h.Open(ctx, browser.OpenRequest{Key: "reading", URL: site.Path("/spawner?reading=1"), NewWindow: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	// The hand lets go: the tab is the user's, recorded by nobody.
+	g.Expect(h.Release(ctx, browser.ReleaseRequest{Key: "reading", ID: reading.ID})).To(Succeed())
 	ns := newNamespace(t)
 	u := testenv.UserClient(t, cfg, ns, "ada")
 	startController(t)
