@@ -5,7 +5,7 @@
 // API, the platform functions, the process handles) and installs every part's functions on
 // it; a part calls another part's functions through `ctx`.
 
-import { attrKey, bornKey, isReportableTab, isReportableWindow, normalizeUrl, openerKey, recKey, tabShape, windowShape } from "./shapes.js";
+import { KIND_BOUND, attrKey, bornKey, isReportableTab, isReportableWindow, kindOf, normalizeUrl, openerKey, recKey, tabShape, windowShape } from "./shapes.js";
 
 /** Installs observe, onTabCreated, reportedShape, onTabUpdated, onTabRemoved, onWindowCreated, onWindowRemoved on the worker context ctx. */
 export function installEvents(ctx) {
@@ -48,6 +48,10 @@ export function installEvents(ctx) {
       if (announced) {
         opener = announced.noopener ? undefined : announced.sourceTabId;
         if (announced.noopener) attributed = announced.key;
+        // Opened by the act's own input in a tab the session only binds: the act's (a tab the
+        // user opens there themselves is announced by no act, and stays theirs).
+        const source = await ctx.getOne(session, recKey(announced.sourceTabId));
+        if (source && kindOf(source) === KIND_BOUND) attributed = announced.key;
       }
       // The opener as seen now, at creation: adopt trusts this one, since Chrome may drop
       // openerTabId from later reports of the tab.

@@ -154,6 +154,14 @@ export function installOwnership(ctx) {
     const openerRec = Number.isInteger(opener)
       ? ((await ctx.getOne(session, recKey(opener))) ?? (await closedOwner(opener)))
       : undefined;
+    // A tab opened from a tab the session only binds is the user's (their own click there)
+    // unless the session's act caused it (attr:<tabId>, checked above as an opener-less tab).
+    if (openerRec && kindOf(openerRec) === KIND_BOUND) {
+      throw new CommandError(
+        "not_observed",
+        `tab ${tabId} was opened from tab ${opener}, which ${openerRec.owner} only binds, and no action of its session caused it (the user's own click there): it stays the user's`,
+      );
+    }
     if (Number.isInteger(opener) ? !openerRec || openerRec.owner !== parent : attributed !== parent) {
       throw new CommandError(
         "not_observed",
@@ -190,7 +198,8 @@ export function installOwnership(ctx) {
     const attributed = await ctx.getOne(session, attrKey(tabId));
     const opener = attributed ? undefined : await ctx.openerOf(tab);
     const openerRec = Number.isInteger(opener) ? await ctx.getOne(session, recKey(opener)) : undefined;
-    if (openerRec) {
+    // A tab the user opened from a bound tab is theirs, and bindable.
+    if (openerRec && kindOf(openerRec) !== KIND_BOUND) {
       throw new CommandError(
         "in_use",
         `tab ${tabId} was spawned by tab ${opener} of session ${openerRec.owner}'s page; it belongs to that session's adoption`,

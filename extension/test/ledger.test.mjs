@@ -173,7 +173,7 @@ test("bind of a recorded page's spawn is in_use: it belongs to that session's ad
   const child = browser.openTab(user.windowId, { url: "https://a.example/child", openerTabId: a.tabId, active: false });
   // Chrome may stop reporting the opener; the one seen at onCreated still counts.
   const child2 = browser.openTab(user.windowId, { url: "https://a.example/child2", openerTabId: a.tabId, active: false });
-  // A spawn of a bound page is that session's too.
+  // A spawn of a bound page that no act of its session caused is the user's (their own click).
   const boundChild = browser.openTab(user.windowId, { url: "https://mail.example.com/x", openerTabId: user.tabId, active: false });
   // Not a session's spawn: a typed tab, and a spawn of an unrecorded tab.
   const typed = browser.openTab(user.windowId, { url: "https://typed.example/", active: false });
@@ -185,8 +185,9 @@ test("bind of a recorded page's spawn is in_use: it belongs to that session's ad
   refused(r, "in_use");
   assert.match(r.error.message, /spawned by tab .* uid-a/);
   refused(await env.cmd("bind", { owner: "uid-y", tabId: child2 }), "in_use");
-  refused(await env.cmd("bind", { owner: "uid-z", tabId: boundChild }), "in_use");
   assert.deepEqual((await records(env)).map((r) => r.owner).sort(), ["uid-a", "uid-b"], "nothing was bound");
+  refused(await env.cmd("adopt", { owner: "uid-z", tabId: boundChild, parent: "uid-b" }), "not_observed");
+  ok(await env.cmd("bind", { owner: "uid-z", tabId: boundChild }));
 
   // The spawn stays adoptable by its session.
   ok(await env.cmd("adopt", { owner: "uid-c", tabId: child, parent: "uid-a" }));

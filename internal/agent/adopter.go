@@ -138,8 +138,9 @@ func (ad *adopter) resync(ctx context.Context) error {
 	return nil
 }
 
-// maybeAdopt adopts p when the driver recorded its opener under a window of a
-// session, or when it appeared without an opener while a session's action ran.
+// maybeAdopt adopts p when the driver recorded its opener as a page a window of
+// a session owns, or when the driver attributed it to a session's action (its
+// own input caused it: no opener, or opened from a tab the session binds).
 // It reports whether it adopted p now; seen is when the browser reported p.
 func (ad *adopter) maybeAdopt(ctx context.Context, p browser.Page, seen time.Time) bool {
 	a := ad.agent
@@ -153,12 +154,19 @@ func (ad *adopter) maybeAdopt(ctx context.Context, p browser.Page, seen time.Tim
 		ok             bool
 	)
 	switch {
-	case p.OpenerID != "":
-		o, parent, ok = a.ownerOf(ctx, p.OpenerID)
-		reason = ReasonOpener
 	case p.Attributed != "":
+		// The driver saw the session's own action cause it (no opener, or
+		// opened from a tab the session only binds).
 		o, ok = parseActionKey(p.Attributed)
 		parent, reason = p.Attributed, ReasonDuringAction
+	case p.OpenerID != "":
+		// Spawned by a page the session owns. A page opened from a bound tab
+		// without an action of the session is the user's: never adopted.
+		if r, recorded := a.model.record(p.OpenerID); recorded && !r.Owned() {
+			return false
+		}
+		o, parent, ok = a.ownerOf(ctx, p.OpenerID)
+		reason = ReasonOpener
 	}
 	if !ok {
 		return false

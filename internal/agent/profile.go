@@ -314,7 +314,8 @@ type bindablePage struct {
 // bindablePages lists the pages a session may bind, by id: never browser or
 // extension pages, and never a page recorded in the driver's ledger (opened,
 // spawned or bound by a window: binding it would be refused, tab_in_use) nor
-// one spawned by such a page and not adopted yet. So a session's own pages
+// one spawned by an owned page or an action and not adopted yet (a tab the user
+// opened from a bound tab is theirs, and listed). So a session's own pages
 // coming and going never rewrite a tab list.
 func bindablePages(a *Agent) []bindablePage {
 	var pages []bindablePage
@@ -325,7 +326,7 @@ func bindablePages(a *Agent) []bindablePage {
 		if _, recorded := a.model.record(p.ID); recorded {
 			continue
 		}
-		if _, fromRecorded := a.model.record(p.OpenerID); p.OpenerID != "" && fromRecorded {
+		if r, fromRecorded := a.model.record(p.OpenerID); p.OpenerID != "" && fromRecorded && r.Owned() {
 			continue
 		}
 		if p.Attributed != "" {

@@ -402,6 +402,19 @@ func (w *world) apply(o op) error {
 		if !ok {
 			return nil
 		}
+		if x.Spec.Source == twv1.SourceBind {
+			// The user's own click in a tab the session binds: the page is
+			// the user's (invariant 2), never adopted, never closed.
+			id, err := w.b.Spawn(x.Status.TabID, "https://user.example/"+w.name("from-bound"), o.K == kSpawnPopup)
+			if err != nil {
+				w.logf("%s: the user's spawn from %s: %v", o, x.Name, err)
+				return nil
+			}
+			w.userTabs[id] = true
+			w.userOrder = append(w.userOrder, id)
+			w.logf("%s: the user opened %s from bound %s", o, id, x.Name)
+			return nil
+		}
 		id, err := w.b.Spawn(x.Status.TabID, "https://spawn.example/"+w.name("spawn"), o.K == kSpawnPopup)
 		if err != nil {
 			w.logf("%s: spawn from %s: %v", o, x.Name, err)

@@ -99,6 +99,7 @@ func Run(t *testing.T, factory Factory) {
 		{"ConcurrentCleanupsKeepTheWindow", testConcurrentCleanup},
 		{"AdoptChecksWhatTheDriverSaw", testAdopt},
 		{"BindAndRelease", testBindRelease},
+		{"UserSpawnFromBoundTabStaysTheUsers", testUserSpawnFromBound},
 		{"ActRefusesPagesNotOwned", testActNotOwned},
 		{"EventOrder", testEventOrder},
 		{"ReconnectDeclaresNothingGone", testReconnect},
@@ -403,18 +404,54 @@ func testCloseNotOwned(t *testing.T, e *env) {
 		browser.Record{Key: "bound", Page: user[1], Kind: browser.RecordBound})
 }
 
+// ActSpawnSelector is what the suite's act clicks in a user's page to open a
+// tab next to it (a target=_blank link): every world's user pages have it.
+const ActSpawnSelector = "#open-tab"
+
+// actSpawn has the driver click ActSpawnSelector in page, bound under owner,
+// by an Act keyed act, and returns the tab that click opened once the driver
+// reports it attributed to act: the session's own input caused it.
+func (e *env) actSpawn(act, owner, page string) string {
+	e.t.Helper()
+	before := map[string]bool{}
+	for _, p := range e.snapshot().Pages {
+		before[p.ID] = true
+	}
+	if _, err := e.b.Act(e.ctx(), browser.ActRequest{Key: act, Owner: owner, Page: page, ClickSelector: ActSpawnSelector}); err != nil {
+		e.t.Fatalf("act %s: click %s in %s: %v", act, ActSpawnSelector, page, err)
+	}
+	var id string
+	e.eventually("the tab act "+act+" opened, attributed to it", func() error {
+		for _, p := range e.snapshot().Pages {
+			if !before[p.ID] && p.WindowID != "" {
+				if p.Attributed != act {
+					return fmt.Errorf("new page %+v is not attributed to %s", p, act)
+				}
+				id = p.ID
+				return nil
+			}
+		}
+		return errors.New("no new page")
+	})
+	e.keep(id)
+	return id
+}
+
 // ownedTabsInUserWindow makes a user's window holding n tabs the driver owns and
-// nothing else: the driver binds the user's tab, the tab spawns n tabs next to
-// it, the driver adopts them, releases the user's tab and the user closes it.
+// nothing else: the driver binds the user's tab, its own acts there open n tabs
+// next to it (spawns of a bound tab are the session's only when its own input
+// caused them), the driver adopts them, releases the user's tab and the user
+// closes it.
 func (e *env) ownedTabsInUserWindow(n int) (string, []string, []string) {
 	e.t.Helper()
 	win, user := e.userWindow(1)
 	noErr(e.t, "bind the user's tab", e.b.Bind(e.ctx(), browser.BindRequest{Key: "user-bound", ID: user[0]}))
 	var ids, keys []string
 	for i := range n {
-		id := e.spawn(user[0], false)
+		act := fmt.Sprintf("act-%d", i)
+		id := e.actSpawn(act, "user-bound", user[0])
 		key := fmt.Sprintf("tab-%d", i)
-		noErr(e.t, "adopt "+id, e.b.Adopt(e.ctx(), browser.AdoptRequest{Key: key, ID: id, Parent: "user-bound"}))
+		noErr(e.t, "adopt "+id, e.b.Adopt(e.ctx(), browser.AdoptRequest{Key: key, ID: id, Parent: act}))
 		ids, keys = append(ids, id), append(keys, key)
 	}
 	e.waitWindowPages(win, n+1)
@@ -564,6 +601,39 @@ func testBindRelease(t *testing.T, e *env) {
 	// The tab is free again: another key binds it.
 	noErr(t, "bind under another key after release", e.b.Bind(e.ctx(), browser.BindRequest{Key: "b2", ID: user[0]}))
 	e.wantRecords("after rebind", browser.Record{Key: "b2", Page: user[0], Kind: browser.RecordBound})
+}
+
+// A page the user opens from a tab a key only binds (their own click, no Act of
+// the key's session) stays the user's: reported with its opener and no
+// attribution, never adopted under the bound tab's key, never closed, open
+// after the binding is released, and free for anyone to bind.
+func testUserSpawnFromBound(t *testing.T, e *env) {
+	_, user := e.userWindow(1)
+	noErr(t, "bind", e.b.Bind(e.ctx(), browser.BindRequest{Key: "bound", ID: user[0]}))
+	tab := e.spawn(user[0], false)
+	popup := e.spawn(user[0], true)
+	s := e.snapshot()
+	for _, id := range []string{tab, popup} {
+		p, ok := s.Page(id)
+		if !ok || p.OpenerID != user[0] || p.Attributed != "" {
+			t.Fatalf("the user's spawn %s: %+v, want opener %s and no attribution", id, p, user[0])
+		}
+		wantErr(t, "adopt the user's spawn from a bound tab", e.b.Adopt(e.ctx(), browser.AdoptRequest{Key: "child-" + id, ID: id, Parent: "bound"}), browser.ErrNotObserved)
+		wantErr(t, "close the user's spawn", e.b.Close(e.ctx(), browser.CloseRequest{Key: "child-" + id, ID: id, OwnsWindow: true}), browser.ErrNotOwned)
+	}
+	e.wantRecords("after the refused adoptions", browser.Record{Key: "bound", Page: user[0], Kind: browser.RecordBound})
+	noErr(t, "release the bound tab", e.b.Release(e.ctx(), browser.ReleaseRequest{Key: "bound", ID: user[0]}))
+	e.mustBeOpen("the user's tabs after the binding ended", user[0], tab, popup)
+	noErr(t, "bind the user's spawn", e.b.Bind(e.ctx(), browser.BindRequest{Key: "other", ID: tab}))
+	e.wantRecords("after binding it", browser.Record{Key: "other", Page: tab, Kind: browser.RecordBound})
+
+	// The session's own click in the tab it binds is its: adopted under the act.
+	noErr(t, "bind again", e.b.Bind(e.ctx(), browser.BindRequest{Key: "bound", ID: user[0]}))
+	mine := e.actSpawn("act-bound", "bound", user[0])
+	wantErr(t, "adopt the act's spawn under the binding", e.b.Adopt(e.ctx(), browser.AdoptRequest{Key: "child", ID: mine, Parent: "bound"}), browser.ErrNotObserved)
+	noErr(t, "adopt the act's spawn", e.b.Adopt(e.ctx(), browser.AdoptRequest{Key: "child", ID: mine, Parent: "act-bound"}))
+	noErr(t, "close the act's spawn", e.b.Close(e.ctx(), browser.CloseRequest{Key: "child", ID: mine}))
+	e.mustBeOpen("the user's tabs after the session's spawn closed", user[0], tab, popup)
 }
 
 // Act refuses (ErrNotOwned) pages not recorded under its owner: the user's tabs

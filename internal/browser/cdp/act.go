@@ -42,8 +42,8 @@ import (
 const (
 	// worldName names the isolated world the page script runs in.
 	worldName = "tabwarden"
-	// attributionLinger keeps a mutating step's key registered for opener-less
-	// pages after the step returned: a noopener link's page is reported late.
+	// attributionLinger keeps a mutating step's evidence registered after the
+	// step returned: a noopener link's page is reported late.
 	attributionLinger = time.Second
 	// waitPoll is how often a Wait step looks for its text.
 	waitPoll = 100 * time.Millisecond
@@ -357,10 +357,10 @@ func worldGone(err error) bool {
 }
 
 // Act implements browser.Browser: one curated step on a page recorded under
-// req.Owner, by real input events and the bundled page script only. Pages that
-// appear without an opener while a mutating step (navigate, click, type, press)
-// runs, and for attributionLinger after it returned, are attributed to req.Key
-// (to the latest Act when several run at once).
+// req.Owner, by real input events and the bundled page script only. A page the
+// step's own input makes appear while a mutating step (navigate, click, type,
+// press) runs, or for attributionLinger after it returned, is attributed to
+// req.Key when the driver has the evidence attributionLocked asks for.
 func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActResult, error) {
 	c, err := b.current()
 	if err != nil {
@@ -393,7 +393,7 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	switch step.Kind {
 	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress:
 		if req.Key != "" {
-			defer b.attribute(req.Key)()
+			defer b.attribute(req.Key, req.Page)()
 		}
 	}
 	b.beginStep(ps)
@@ -410,15 +410,26 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	return res, err
 }
 
-// attribute registers key for opener-less pages; the returned func unregisters
-// it after attributionLinger.
-func (b *Browser) attribute(key string) func() {
+// attribute registers a step keyed key on page as the evidence attribution
+// looks for (attributionLocked); the returned func unregisters it after
+// attributionLinger.
+func (b *Browser) attribute(key, page string) func() {
 	b.mu.Lock()
 	b.actSeq++
-	entry := actEntry{key: key, id: b.actSeq}
+	entry := actEntry{key: key, id: b.actSeq, page: page, running: true}
+	if t, ok := b.targets[page]; ok {
+		entry.ctx = t.info.BrowserContextID
+	}
 	b.acts = append(b.acts, entry)
 	b.mu.Unlock()
 	return func() {
+		b.mu.Lock()
+		for i := range b.acts {
+			if b.acts[i].id == entry.id {
+				b.acts[i].running = false // its input is done: later windowOpens are not its
+			}
+		}
+		b.mu.Unlock()
 		time.AfterFunc(attributionLinger, func() {
 			b.mu.Lock()
 			b.acts = slices.DeleteFunc(b.acts, func(e actEntry) bool { return e.id == entry.id })

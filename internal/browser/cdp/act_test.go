@@ -311,7 +311,7 @@ func TestActWait(t *testing.T) {
 func TestActSpawnsAreAttributedOrCarryOpener(t *testing.T) {
 	b, r := newDriver(t, Options{})
 	p := openWindow(t, b, r, "opener", "/window-open", fixture.TitleOpen)
-	for _, text := range []string{"Open tab", "Open noopener"} {
+	for _, text := range []string{"Open tab", "Open noopener", "Open noreferrer", "Open noopener script"} {
 		start := time.Now()
 		stepOK(t, b, "opener", p.ID, click(browser.Target{Text: text}))
 		e := r.wait(t, 10*time.Second, "page spawned by "+text, func(e browser.Event) bool {

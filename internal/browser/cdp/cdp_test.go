@@ -258,11 +258,17 @@ func TestOAuthPopupOpensPopup(t *testing.T) {
 	}
 }
 
-func TestAttributionOfOpenerlessPages(t *testing.T) {
+// TestUserPagesDuringAnActStayTheUsers: while a step runs, pages the user opens
+// elsewhere (a new window, a tab, an opener-less page) are not the step's: no
+// Page.windowOpen of the acted-on page announced them. They are not attributed,
+// not adoptable under the act, not closable, and stay open. The driver's own
+// Open during a step is not attributed either.
+func TestUserPagesDuringAnActStayTheUsers(t *testing.T) {
 	b, r := newDriver(t, Options{})
-	// The user's hand, a second driver: someone else opening a page meanwhile.
+	// The user's hand, a second driver: someone else opening pages meanwhile.
 	other, _ := newDriver(t, Options{})
-	slow := openWindow(t, b, r, "slow", "/slow?ms=800", fixture.TitleSlow)
+	ctx := tctx(t)
+	slow := openWindow(t, b, r, "slow", "/slow?ms=1500", fixture.TitleSlow)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -270,18 +276,35 @@ func TestAttributionOfOpenerlessPages(t *testing.T) {
 		act(t, b, "act-slow", "slow", slow.ID, "#busy")
 	}()
 	time.Sleep(250 * time.Millisecond)
-	p, err := other.Open(tctx(t), browser.OpenRequest{Key: "user-page", URL: "about:blank#during-act"})
-	if err != nil {
-		t.Fatal(err)
+	var users []string
+	for _, req := range []browser.OpenRequest{
+		{Key: "user-window", URL: "about:blank#during-act-window", NewWindow: true},
+		{Key: "user-tab", URL: "about:blank#during-act-tab"},
+		{Key: "user-site", URL: site.Path("/landing"), NewWindow: true},
+	} {
+		p, err := other.Open(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, p.ID)
+		key := req.Key
+		t.Cleanup(func() { _ = other.Close(context.Background(), browser.CloseRequest{Key: key, ID: p.ID}) })
 	}
-	t.Cleanup(func() { _ = other.Close(context.Background(), browser.CloseRequest{Key: "user-page", ID: p.ID}) })
 	wg.Wait()
-	e := r.wait(t, 5*time.Second, "page created during act", func(e browser.Event) bool {
-		return e.Type == browser.PageCreated && e.Page.ID == p.ID
-	})
-	if e.Page.Attributed != "act-slow" {
-		t.Errorf("page created during the act: Attributed=%q (did the act still run? %v)", e.Page.Attributed, e.Page)
+	for _, id := range users {
+		e := r.wait(t, 5*time.Second, "page created during act", func(e browser.Event) bool {
+			return e.Type == browser.PageCreated && e.Page.ID == id
+		})
+		if e.Page.Attributed != "" {
+			t.Errorf("the user's page %s opened during the act is attributed to %q: %+v", id, e.Page.Attributed, e.Page)
+		}
+		wantErr(t, "adopt the user's page under the act", b.Adopt(ctx, browser.AdoptRequest{Key: "k-" + id, ID: id, Parent: "act-slow"}), browser.ErrNotObserved)
+		wantErr(t, "adopt the user's page under the acted-on page", b.Adopt(ctx, browser.AdoptRequest{Key: "k-" + id, ID: id, Parent: "slow"}), browser.ErrNotObserved)
+		wantErr(t, "close the user's page", b.Close(ctx, browser.CloseRequest{Key: "k-" + id, ID: id, OwnsWindow: true}), browser.ErrNotOwned)
 	}
+	wantRecords(t, b, "after the act", browser.Record{Key: "slow", Page: slow.ID, Kind: browser.RecordOpened})
+	mustBeOpen(t, "the user's pages", users...)
+
 	// The driver's own Open is never attributed, not even during an Act.
 	wg.Add(1)
 	go func() {
@@ -295,7 +318,7 @@ func TestAttributionOfOpenerlessPages(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: "mine", ID: mine.ID}) })
 	wg.Wait()
-	e = r.wait(t, 5*time.Second, "own page created", func(e browser.Event) bool {
+	e := r.wait(t, 5*time.Second, "own page created", func(e browser.Event) bool {
 		return e.Type == browser.PageCreated && e.Page.ID == mine.ID
 	})
 	if e.Page.Attributed != "" {
@@ -345,7 +368,8 @@ func TestCloseWaitsUntilGone(t *testing.T) {
 // userWindowWithOwnedTabs makes a user's window holding n tabs the driver owns,
 // and nothing else. The user's hand (a second driver) opens the window with a
 // /blank-link page; the driver binds that tab (uses it without owning it), clicks
-// its link n times and adopts each tab spawned into the window (CDP cannot open a
+// its link n times (acts keyed act-tab-<i>) and adopts each tab spawned into the
+// window under its act (CDP cannot open a
 // tab in a given window); then the user closes their own tab. It returns the
 // window, the owned tabs and their keys.
 func userWindowWithOwnedTabs(t *testing.T, b *Browser, r *recorder, n int) (string, []string, []string) {
@@ -359,12 +383,13 @@ func userWindowWithOwnedTabs(t *testing.T, b *Browser, r *recorder, n int) (stri
 	var ids, keys []string
 	for len(ids) < n {
 		before := time.Now()
-		act(t, b, "", "bind-user", user.ID, "#open-landing")
+		key := "tab-" + string(rune('0'+len(ids)))
+		// The driver's own click: its spawn of the bound tab is the act's.
+		act(t, b, "act-"+key, "bind-user", user.ID, "#open-landing")
 		e := r.wait(t, 5*time.Second, "tab", func(e browser.Event) bool {
 			return created(user.ID)(e) && e.Time.After(before) && !contains(ids, e.Page.ID)
 		})
-		key := "tab-" + string(rune('0'+len(ids)))
-		adopt(t, b, key, e.Page.ID, "bind-user")
+		adopt(t, b, key, e.Page.ID, "act-"+key)
 		ids, keys = append(ids, e.Page.ID), append(keys, key)
 	}
 	waitWindowPages(t, b, user.WindowID, n+1)

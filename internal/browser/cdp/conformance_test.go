@@ -115,6 +115,18 @@ func (w *cdpWorld) Spawn(t testing.TB, opener string, popup bool) string {
 	e := w.hr.wait(w.t, browsertest.Timeout, "a page spawned by "+opener, func(e browser.Event) bool {
 		return e.Type == browser.PageCreated && e.Page.OpenerID == opener && e.Time.After(before) && !known[e.Page.ID]
 	})
+	// The hand's own click caused the page: its driver attributes it to the
+	// hand's act. The hand adopts and lets go of it, so the page is the
+	// user's, recorded by nobody.
+	if e.Page.Attributed == key {
+		spawnKey := "hand-spawn-" + e.Page.ID
+		if err := w.hand.Adopt(ctx, browser.AdoptRequest{Key: spawnKey, ID: e.Page.ID, Parent: key}); err != nil {
+			t.Fatalf("the hand takes %s: %v", e.Page.ID, err)
+		}
+		if err := w.hand.Release(ctx, browser.ReleaseRequest{Key: spawnKey, ID: e.Page.ID}); err != nil {
+			t.Fatalf("the hand lets go of %s: %v", e.Page.ID, err)
+		}
+	}
 	w.waitSeen(t, e.Page.ID)
 	return e.Page.ID
 }

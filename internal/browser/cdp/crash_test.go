@@ -3,7 +3,6 @@ package cdp
 import (
 	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
@@ -98,46 +97,58 @@ func TestOpenIsCrashConsistent(t *testing.T) {
 	}
 }
 
-// TestInterruptedOpenNeverGuesses: a kill after the create, then the user
-// opens the same url (no opener) before the restart: two pages could be the
-// one the driver created, and the driver refuses rather than take either.
-func TestInterruptedOpenNeverGuesses(t *testing.T) {
-	ctx := tctx(t)
-	path := LedgerFile(filepath.Join(t.TempDir(), "state"), "crash")
-	url := site.Path("/quiet?crash=ambiguous")
-	created := ""
-	a, _ := newDriver(t, Options{LedgerPath: path, fault: func(s, page string) error {
-		if s == faultAfterCreate {
-			created = page
-			return errKilled
-		}
-		return nil
-	}})
-	req := browser.OpenRequest{Key: "win", URL: url, NewWindow: true}
-	if _, err := a.Open(ctx, req); !errors.Is(err, errKilled) {
-		t.Fatalf("open: %v", err)
-	}
-	a.Shutdown()
-	t.Cleanup(func() { userCloses(t, created) })
-	hand, hr := newDriver(t, Options{})
-	b, r := newDriver(t, Options{LedgerPath: path})
-	user := userTab(t, r, hand, hr, "user", "/quiet?crash=ambiguous", fixture.TitleQuiet)
+// TestInterruptedOpenClaimsOnlyItsNonce: after a kill between an Open's intent
+// and its record, the user opens a tab at the same url (no opener) before the
+// restart. The restarted driver never claims it: with no page created (a kill
+// after the intent) it opens a new one; with its page created (a kill after
+// the create) it takes that page by the nonce in its marker url and loads the
+// url in it. The user's tab stays open and unrecorded.
+func TestInterruptedOpenClaimsOnlyItsNonce(t *testing.T) {
+	for i, step := range []string{faultAfterIntent, faultAfterCreate} {
+		t.Run(step, func(t *testing.T) {
+			ctx := tctx(t)
+			path := LedgerFile(filepath.Join(t.TempDir(), "state"), "crash")
+			path1 := "/quiet?crash=nonce-" + string(rune('a'+i))
+			url := site.Path(path1)
+			created := ""
+			a, _ := newDriver(t, Options{LedgerPath: path, fault: func(s, page string) error {
+				if s == step {
+					created = page
+					return errKilled
+				}
+				return nil
+			}})
+			req := browser.OpenRequest{Key: "win", URL: url, NewWindow: true}
+			if _, err := a.Open(ctx, req); !errors.Is(err, errKilled) {
+				t.Fatalf("open: %v", err)
+			}
+			a.Shutdown()
+			if created != "" {
+				t.Cleanup(func() { userCloses(t, created) })
+			}
+			hand, hr := newDriver(t, Options{})
+			b, r := newDriver(t, Options{LedgerPath: path})
+			user := userTab(t, r, hand, hr, "user", path1, fixture.TitleQuiet)
 
-	_, err := b.Open(ctx, req)
-	if err == nil || !strings.Contains(err.Error(), "refusing to guess") {
-		t.Fatalf("open with two candidates: %v, want a refusal", err)
+			p, err := b.Open(ctx, req)
+			noErr(t, "open after the restart", err)
+			t.Cleanup(func() { userCloses(t, p.ID) })
+			if p.ID == user.ID {
+				t.Fatalf("the interrupted open claimed the user's tab %s at its url", user.ID)
+			}
+			if created != "" && p.ID != created {
+				t.Errorf("the restarted driver opened %s; the page created before the kill was %s", p.ID, created)
+			}
+			wantRecords(t, b, "after the restart", browser.Record{Key: "win", Page: p.ID, Kind: browser.RecordOpened})
+			waitTitle(t, b, p.ID, fixture.TitleQuiet)
+			mustBeOpen(t, "the user's tab", user.ID)
+			if ids := pagesAtURL(t, url); len(ids) != 2 || !contains(ids, user.ID) || !contains(ids, p.ID) {
+				t.Errorf("pages at %s: %v, want the user's %s and the driver's %s", url, ids, user.ID, p.ID)
+			}
+			// Closing the window's page leaves the user's tab alone.
+			noErr(t, "close", b.Close(ctx, browser.CloseRequest{Key: "win", ID: p.ID, OwnsWindow: true}))
+			waitGone(t, "the driver's page", p.ID)
+			mustBeOpen(t, "the user's tab after the close", user.ID)
+		})
 	}
-	wantRecords(t, b, "after the refusal")
-	mustBeOpen(t, "after the refusal", created, user.ID)
-	if ids := pagesAtURL(t, url); len(ids) != 2 {
-		t.Errorf("pages at %s: %v, want 2 (nothing opened)", url, ids)
-	}
-	// Once the user's tab is gone, the driver's page is the only candidate.
-	userCloses(t, user.ID)
-	waitGone(t, "user's tab", user.ID)
-	p, err := b.Open(ctx, req)
-	if err != nil || p.ID != created {
-		t.Fatalf("open after the user closed theirs: %+v %v, want %s", p, err, created)
-	}
-	wantRecords(t, b, "adopted", browser.Record{Key: "win", Page: created, Kind: browser.RecordOpened})
 }

@@ -27,9 +27,19 @@ type target struct {
 	closing    int   // Closes in flight past the last-tab check (close.go)
 }
 
+// actEntry is a mutating step running (or lingering, attributionLinger) on a
+// page: the evidence a new page's attribution needs. page is the acted-on
+// target, ctx its browser context, and opens the Page.windowOpen events that
+// page fired while the step ran and no new page has accounted for yet (a
+// windowOpen comes before its step's input returns; the page's targetCreated
+// may come after, while the entry lingers).
 type actEntry struct {
-	key string
-	id  int64
+	key     string
+	id      int64
+	page    string
+	ctx     string
+	opens   int
+	running bool
 }
 
 func visibleURL(u string) bool {
@@ -55,6 +65,8 @@ func (b *Browser) onEvent(c *wire.Conn, e wire.Event) {
 		b.onDestroyed(c, ev.TargetID)
 	case *wire.DetachedFromTarget:
 		b.dropSession(c, ev.SessionID)
+	case *wire.WindowOpen:
+		b.onWindowOpen(c, e.Session)
 	case *wire.JavaScriptDialogOpening:
 		b.onDialog(c, e.Session, dialog{Type: ev.Type, Message: ev.Message})
 	case *wire.JavaScriptDialogClosed:
@@ -100,9 +112,11 @@ func (b *Browser) onTargetInfoLocked(c *wire.Conn, ti wire.TargetInfo) {
 				if b.ownCreate[u] == 0 {
 					delete(b.ownCreate, u)
 				}
-			case len(b.acts) > 0:
-				t.attributed = b.acts[len(b.acts)-1].key
+			default:
+				t.attributed = b.attributionLocked(ti)
 			}
+		} else {
+			t.attributed = b.attributionLocked(ti)
 		}
 		if b.connected && visibleURL(ti.URL) {
 			t.shown = true
@@ -128,6 +142,53 @@ func (b *Browser) onTargetInfoLocked(c *wire.Conn, ti wire.TargetInfo) {
 	}
 	t.shown = true
 	b.emitLocked(typ, t)
+}
+
+// onWindowOpen counts a Page.windowOpen of a page a step acts on: the step's
+// input is about to open a window or tab, which attributionLocked then gives
+// to the step.
+func (b *Browser) onWindowOpen(c *wire.Conn, session string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conn != c {
+		return
+	}
+	for page, ps := range b.sessions {
+		if ps.c != c || ps.id != session {
+			continue
+		}
+		for i := range b.acts {
+			if b.acts[i].page == page && b.acts[i].running {
+				b.acts[i].opens++
+			}
+		}
+	}
+}
+
+// attributionLocked is the key of the step whose own input made the new page
+// ti appear, on evidence only (invariants 2 and 10): the acted-on page fired a
+// Page.windowOpen while the step ran that no other new page accounted for, and
+// the new page is in that page's browser context with no opener or that page
+// as its opener. A page with an opener is the step's only when the acted-on
+// page is a tab its session binds (a spawn of an owned page is adopted by its
+// opener). Anything else is nobody's (""): a tab the user opens in another
+// window or context while a step runs, or from a bound tab by their own click
+// after the step's input.
+func (b *Browser) attributionLocked(ti wire.TargetInfo) string {
+	for i := len(b.acts) - 1; i >= 0; i-- {
+		e := &b.acts[i]
+		if ti.BrowserContextID != e.ctx || (ti.OpenerID != "" && ti.OpenerID != e.page) || e.opens == 0 {
+			continue
+		}
+		e.opens--
+		if ti.OpenerID != "" {
+			if r, ok := b.ledger.Get(e.page); !ok || r.Kind != browser.RecordBound {
+				return ""
+			}
+		}
+		return e.key
+	}
+	return ""
 }
 
 func (b *Browser) onDestroyed(c *wire.Conn, id string) {
@@ -234,8 +295,8 @@ func (b *Browser) Snapshot(ctx context.Context) (browser.Snapshot, error) {
 }
 
 // Adopt implements browser.Browser: the page's opener, as Chrome reported it in
-// targetCreated, must be recorded under req.Parent, or the page must have
-// appeared without an opener while an Act keyed req.Parent ran.
+// targetCreated, must be a page req.Parent owns, or the Act keyed req.Parent
+// must have caused the page (attributionLocked).
 func (b *Browser) Adopt(_ context.Context, req browser.AdoptRequest) error {
 	opener, attributed, err := b.observed(req.ID)
 	if err != nil {
@@ -254,7 +315,7 @@ func (b *Browser) Bind(_ context.Context, req browser.BindRequest) error {
 }
 
 // observed is what the driver itself saw of a page's origin: its opener, and
-// the key of the Act it appeared during (opener-less pages only).
+// the key of the Act whose input caused it (attributionLocked).
 func (b *Browser) observed(id string) (opener, attributed string, err error) {
 	if _, err := b.current(); err != nil {
 		return "", "", err

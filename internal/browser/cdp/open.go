@@ -2,10 +2,12 @@ package cdp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
@@ -88,6 +90,9 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 		p = browser.Page{ID: id, URL: req.URL}
 	}
 	b.mu.Unlock()
+	if strings.HasPrefix(p.URL, markerPrefix) {
+		p.URL = req.URL // loading: the browser reports it soon
+	}
 	p, err = b.withWindow(ctx, c, p)
 	if err != nil {
 		return p, err
@@ -96,44 +101,43 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 }
 
 // createRecorded creates the page of an Open and records it under the key,
-// crash-consistently: an intent (the key, the url, and every page id that
-// exists) is written to the ledger before Target.createTarget and replaced by
-// the record when the reply comes. A key that still has an intent (a driver
-// stopped between the create and the record) first resolves it from what the
-// browser shows: exactly one page without an opener, recorded under no key, at
-// the intent's url, in the intent's context, that did not exist when the
-// intent was written, is the page it created and is recorded; none means
-// nothing was created, and the page is created now; several are refused
-// rather than guessed between.
+// crash-consistently: an intent (the key, the url, and a marker url carrying a
+// random nonce) is written to the ledger before Target.createTarget creates the
+// page at the marker; once the page is recorded under the key, it is navigated
+// to the url. A key that still has an intent (a driver stopped between the
+// create and the record) first resolves it from what the browser shows: the
+// page at the intent's marker is the one it created, and is recorded; none
+// means nothing was created, and the page is created now. Only the nonce
+// claims a page (invariant 10): a user's tab at the intent's url never is.
 func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.OpenRequest, params wire.CreateTarget) (string, error) {
-	if in, ok := b.ledger.IntentOf(req.Key); ok {
+	if in, ok := b.ledger.IntentOf(req.Key); ok && in.Marker != "" {
 		id, err := b.resolveIntent(ctx, c, in)
 		if err != nil {
 			return "", err
 		}
 		if id != "" {
 			b.log.Info("adopted the page an interrupted open created", "key", req.Key, "page", id, "url", in.URL)
-			return id, b.ledger.Opened(req.Key, id)
+			if err := b.ledger.Opened(req.Key, id); err != nil {
+				return "", err
+			}
+			return id, b.leaveMarker(ctx, c, id, req.URL)
 		}
 	}
 	if err := b.faultAt(faultBeforeIntent, ""); err != nil {
 		return "", err
 	}
-	infos, err := b.pageInfos(ctx, c)
-	if err != nil {
-		return "", err
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return "", fmt.Errorf("open %s: a nonce for its intent: %w", req.Key, err)
 	}
-	existing := make([]string, 0, len(infos))
-	for _, ti := range infos {
-		existing = append(existing, ti.TargetID)
-	}
-	in := ledger.Intent{Key: req.Key, URL: req.URL, NewWindow: req.NewWindow, Context: req.Context, Existing: existing}
+	in := ledger.Intent{Key: req.Key, URL: req.URL, NewWindow: req.NewWindow, Context: req.Context, Marker: markerPrefix + hex.EncodeToString(nonce)}
 	if err := b.ledger.Intend(in); err != nil {
 		return "", err
 	}
 	if err := b.faultAt(faultAfterIntent, ""); err != nil {
 		return "", err
 	}
+	params.URL = in.Marker
 	id, err := b.createTarget(ctx, c, params)
 	if err != nil {
 		// The intent stays: a create whose reply was lost may still have made
@@ -146,8 +150,48 @@ func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.
 	if err := b.ledger.Opened(req.Key, id); err != nil {
 		return "", err
 	}
-	return id, nil
+	return id, b.leaveMarker(ctx, c, id, req.URL)
 }
+
+// markerPrefix starts the url an Open creates its page at (Intent.Marker).
+const markerPrefix = "about:blank#tw-"
+
+// leaveMarker navigates a recorded page from its intent's marker to the url
+// the Open asked for (about:blank for none). A url that fails to load leaves
+// the browser's error page, as a create at it would.
+func (b *Browser) leaveMarker(ctx context.Context, c *wire.Conn, id, u string) error {
+	if u == "" {
+		u = "about:blank"
+	}
+	ps, err := b.session(ctx, c, id)
+	if err != nil {
+		return fmt.Errorf("open: load %s in page %s: %w", u, id, err)
+	}
+	defer ps.mu.Unlock()
+	if _, err := call(ctx, ps.c, ps.id, wire.Navigate{URL: u}); err != nil {
+		return fmt.Errorf("open: load %s in page %s: %w", u, id, err)
+	}
+	// Open returns once the browser reports the page at its url, as a create
+	// at the url would: callers and observers see the url, never the marker.
+	deadline := time.Now().Add(markerWait)
+	for {
+		b.mu.Lock()
+		t, ok := b.targets[id]
+		left := !ok || !strings.HasPrefix(t.info.URL, markerPrefix)
+		b.mu.Unlock()
+		if left || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// markerWait bounds leaveMarker's wait for the browser to report the url.
+const markerWait = 5 * time.Second
 
 // pageInfos returns every page target the browser reports now, in every context.
 func (b *Browser) pageInfos(ctx context.Context, c *wire.Conn) ([]wire.TargetInfo, error) {
@@ -164,8 +208,9 @@ func (b *Browser) pageInfos(ctx context.Context, c *wire.Conn) ([]wire.TargetInf
 	return out, nil
 }
 
-// resolveIntent finds the page an interrupted open created: "" when there is
-// none (create it now), an error when several pages could be it.
+// resolveIntent finds the page an interrupted open created: the one page at
+// the intent's marker, in the intent's context, recorded under no key; "" when
+// there is none (create it now). A page at the intent's url is never it.
 func (b *Browser) resolveIntent(ctx context.Context, c *wire.Conn, in ledger.Intent) (string, error) {
 	infos, err := b.pageInfos(ctx, c)
 	if err != nil {
@@ -179,31 +224,22 @@ func (b *Browser) resolveIntent(ctx context.Context, c *wire.Conn, in ledger.Int
 		}
 		ctxID = id
 	}
-	pool := b.ledger.Contexts()
 	ours := map[string]bool{}
-	for _, id := range pool {
+	for _, id := range b.ledger.Contexts() {
 		ours[id] = true
 	}
-	var found []string
 	for _, ti := range infos {
 		switch {
-		case ti.OpenerID != "",
-			slices.Contains(in.Existing, ti.TargetID),
-			normURL(ti.URL) != normURL(in.URL),
+		case ti.URL != in.Marker,
+			ti.OpenerID != "",
 			b.ledger.Recorded(ti.TargetID),
 			pooled && ti.BrowserContextID != ctxID,
 			!pooled && ours[ti.BrowserContextID]:
 			continue
 		}
-		found = append(found, ti.TargetID)
+		return ti.TargetID, nil
 	}
-	switch len(found) {
-	case 0:
-		return "", nil
-	case 1:
-		return found[0], nil
-	}
-	return "", fmt.Errorf("open %s under %s: an interrupted open may have created any of pages %s (none recorded, all new since): refusing to guess; close the ones that are not this window's and retry", in.URL, in.Key, strings.Join(found, ", "))
+	return "", nil
 }
 
 func (b *Browser) createTarget(ctx context.Context, c *wire.Conn, params wire.CreateTarget) (string, error) {

@@ -3,10 +3,10 @@ package cdp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -198,41 +198,67 @@ func TestAdoptRequiresObservedSpawn(t *testing.T) {
 	mustBeOpen(t, "after consent closed", auth, oauth.ID, s1, owner.ID, user.ID, userSpawn)
 }
 
+// TestAdoptAttributedSpawn: in a tab the session binds, pages its own clicks
+// open (window.open, noopener links, noopener scripts) are attributed to the
+// act and adopted under it, never under the binding; a page the user opens
+// there by their own click (real input on their own connection, no act of the
+// session) stays theirs: not attributed, not adoptable, not closable, and open
+// after the binding is released.
 func TestAdoptAttributedSpawn(t *testing.T) {
 	b, r := newDriver(t, Options{})
-	hand, _ := newDriver(t, Options{})
+	hand, hr := newDriver(t, Options{})
 	ctx := tctx(t)
-	slow := openWindow(t, b, r, "slow", "/slow?ms=800", fixture.TitleSlow)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		act(t, b, "act-slow", "slow", slow.ID, "#busy")
-	}()
-	time.Sleep(250 * time.Millisecond)
-	during, err := hand.Open(ctx, browser.OpenRequest{Key: "during", URL: "about:blank#during-act"})
-	noErr(t, "open during the act", err)
-	t.Cleanup(func() { userCloses(t, during.ID) })
-	wg.Wait()
-	// The act's key stays registered for attributionLinger after it returned (a
-	// noopener page is reported late); a page opened later is nobody's spawn.
-	time.Sleep(attributionLinger + 500*time.Millisecond)
-	after, err := hand.Open(ctx, browser.OpenRequest{Key: "after", URL: "about:blank#after-act"})
-	noErr(t, "open after the act", err)
-	t.Cleanup(func() { userCloses(t, after.ID) })
-	seen(t, r, during.ID)
-	seen(t, r, after.ID)
+	user := openWindow(t, hand, hr, "user", "/window-open", fixture.TitleOpen)
+	noErr(t, "the hand lets go", hand.Release(ctx, browser.ReleaseRequest{Key: "user", ID: user.ID}))
+	t.Cleanup(func() { userCloses(t, user.ID) })
+	seen(t, r, user.ID)
+	noErr(t, "bind", b.Bind(ctx, browser.BindRequest{Key: "bound", ID: user.ID}))
 
-	// An opener-less page is attributed to the act's key, not to the page's owner.
-	wantErr(t, "adopt from the page's owner", b.Adopt(ctx, browser.AdoptRequest{Key: "k", ID: during.ID, Parent: "slow"}), browser.ErrNotObserved)
-	wantErr(t, "adopt after the act", b.Adopt(ctx, browser.AdoptRequest{Key: "k", ID: after.ID, Parent: "act-slow"}), browser.ErrNotObserved)
-	noErr(t, "adopt from the act", b.Adopt(ctx, browser.AdoptRequest{Key: "k", ID: during.ID, Parent: "act-slow"}))
-	wantRecords(t, b, "attributed adoption",
-		browser.Record{Key: "slow", Page: slow.ID, Kind: browser.RecordOpened},
-		browser.Record{Key: "k", Page: during.ID, Kind: browser.RecordSpawned, Parent: "act-slow"})
-	noErr(t, "close the adopted page", b.Close(ctx, browser.CloseRequest{Key: "k", ID: during.ID, OwnsWindow: true}))
-	waitGone(t, "closed", during.ID)
-	mustBeOpen(t, "the page opened after the act", after.ID)
+	for i, text := range []string{"Open tab", "Open noopener", "Open noopener script"} {
+		act := fmt.Sprintf("act-%d", i)
+		start := time.Now()
+		if _, err := b.Act(ctx, browser.ActRequest{Key: act, Owner: "bound", Page: user.ID, Step: click(browser.Target{Text: text})}); err != nil {
+			t.Fatalf("the session clicks %q in its bound tab: %v", text, err)
+		}
+		e := r.wait(t, 10*time.Second, "the page "+text+" opened", func(e browser.Event) bool {
+			return e.Type == browser.PageCreated && e.Time.After(start) && e.Page.ID != user.ID
+		})
+		if e.Page.Attributed != act {
+			t.Fatalf("%s: the session's own click in its bound tab opened %+v, not attributed to %s", text, e.Page, act)
+		}
+		key := "spawn-" + act
+		wantErr(t, "adopt under the binding", b.Adopt(ctx, browser.AdoptRequest{Key: key, ID: e.Page.ID, Parent: "bound"}), browser.ErrNotObserved)
+		noErr(t, "adopt under the act", b.Adopt(ctx, browser.AdoptRequest{Key: key, ID: e.Page.ID, Parent: act}))
+		noErr(t, "close the act's spawn", b.Close(ctx, browser.CloseRequest{Key: key, ID: e.Page.ID}))
+		waitGone(t, "the act's spawn", e.Page.ID)
+	}
+
+	// The user clicks the same links in the bound tab, with real input on their
+	// own connection: the pages are theirs.
+	var users []string
+	for i, sel := range []string{"#open-tab", "#open-noopener", "#open-noopener-script"} {
+		key := fmt.Sprintf("hand-%d", i)
+		noErr(t, "the hand takes the tab", hand.Bind(ctx, browser.BindRequest{Key: key, ID: user.ID}))
+		start := time.Now()
+		if _, err := hand.Act(ctx, browser.ActRequest{Key: key, Owner: key, Page: user.ID, ClickSelector: sel}); err != nil {
+			t.Fatalf("the user clicks %s: %v", sel, err)
+		}
+		noErr(t, "the hand lets go", hand.Release(ctx, browser.ReleaseRequest{Key: key, ID: user.ID}))
+		e := r.wait(t, 10*time.Second, "the user's page "+sel, func(e browser.Event) bool {
+			return e.Type == browser.PageCreated && e.Time.After(start) && e.Page.ID != user.ID
+		})
+		id := e.Page.ID
+		users = append(users, id)
+		t.Cleanup(func() { userCloses(t, id) })
+		if e.Page.Attributed != "" {
+			t.Errorf("the user's click %s opened %+v, attributed to %q", sel, e.Page, e.Page.Attributed)
+		}
+		wantErr(t, "adopt the user's page under the binding", b.Adopt(ctx, browser.AdoptRequest{Key: "k-" + id, ID: id, Parent: "bound"}), browser.ErrNotObserved)
+		wantErr(t, "close the user's page", b.Close(ctx, browser.CloseRequest{Key: "k-" + id, ID: id, OwnsWindow: true}), browser.ErrNotOwned)
+	}
+	wantRecords(t, b, "after the user's clicks", browser.Record{Key: "bound", Page: user.ID, Kind: browser.RecordBound})
+	noErr(t, "release", b.Release(ctx, browser.ReleaseRequest{Key: "bound", ID: user.ID}))
+	mustBeOpen(t, "the user's pages after the binding ended", append(users, user.ID)...)
 }
 
 func TestBindIsExclusive(t *testing.T) {

@@ -20,6 +20,9 @@ type Element struct {
 	// NoOpener makes the spawned page a tab without an opener (rel=noopener,
 	// a download viewer): the driver attributes it to the running action.
 	NoOpener bool
+	// Tab makes the spawned page a tab next to the page, with the page as its
+	// opener (a target=_blank link), instead of a popup window.
+	Tab bool
 	// Navigate, when set, is the url a click loads in the page itself.
 	Navigate string
 }
@@ -91,8 +94,8 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	if err := b.ledger.MayAct(req.Owner, req.Page); err != nil {
 		return browser.ActResult{}, err
 	}
-	b.actKey = req.Key
-	defer func() { b.actKey = "" }()
+	b.actKey, b.actPage = req.Key, req.Page
+	defer func() { b.actKey, b.actPage = "", "" }()
 	switch step.Kind {
 	case browser.StepObserve:
 		els := b.visibleLocked(t)
@@ -126,6 +129,8 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		switch {
 		case e.Spawn != "" && e.NoOpener:
 			b.newTabLocked(t.window, e.Spawn, "")
+		case e.Spawn != "" && e.Tab:
+			b.newTabLocked(t.window, e.Spawn, t.id)
 		case e.Spawn != "":
 			b.newWindowLocked(e.Spawn, t.id, true)
 		case e.Navigate != "":

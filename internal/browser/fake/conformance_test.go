@@ -41,6 +41,11 @@ func (w world) Reconnect(testing.TB)              { w.b.Reconnect() }
 func TestConformance(t *testing.T) {
 	browsertest.Run(t, func(t *testing.T) (browser.Browser, browsertest.World) {
 		b := fake.New()
+		// The user's pages open a tab from a target=_blank link, as the
+		// suite's acts click it.
+		for i := range 4 {
+			b.SetSite(fmt.Sprintf("https://user.example/%d", i), fake.Element{Role: "link", Name: browsertest.ActSpawnSelector, Spawn: "https://site.example/landing", Tab: true})
+		}
 		return b, world{b}
 	})
 }

@@ -51,9 +51,11 @@ type Browser struct {
 	connected bool
 	epoch     int64
 	events    chan browser.Event
-	// actKey is the key of the Act running now, for attribution of opener-less pages.
-	actKey string
-	// attributed remembers the act key each opener-less page appeared under.
+	// actKey is the key of the Act running now and actPage the page it acts on,
+	// for attribution: a page the act's input makes appear without an opener in
+	// actPage's window, or from actPage when it is a bound tab, is the act's.
+	actKey, actPage string
+	// attributed remembers the act key each such page was attributed to.
 	attributed map[string]string
 	// ledger lives in the browser, like the extension's records in
 	// chrome.storage.session: it survives the agent's restarts.
@@ -122,11 +124,33 @@ func (b *Browser) newTabLocked(windowID, url, opener string) *tab {
 	b.tabs[t.id] = t
 	w := b.windows[windowID]
 	w.tabs = append(w.tabs, t.id)
-	if opener == "" && b.actKey != "" {
-		b.attributed[t.id] = b.actKey
-	}
+	b.attributeLocked(t)
 	b.emit(browser.PageCreated, b.page(t))
 	return t
+}
+
+// attributeLocked attributes a new page to the running Act on evidence only:
+// no opener and in the acted-on page's window, or opened from the acted-on page
+// when that page is a bound tab (a spawn of an owned page is adopted by its
+// opener). A page the user opens anywhere else is nobody's.
+func (b *Browser) attributeLocked(t *tab) {
+	if b.actKey == "" {
+		return
+	}
+	acting, ok := b.tabs[b.actPage]
+	if !ok {
+		return
+	}
+	switch {
+	case t.opener == "" && t.window == acting.window:
+	case t.opener == acting.id:
+		if r, ok := b.ledger.Get(acting.id); !ok || r.Kind != browser.RecordBound {
+			return
+		}
+	default:
+		return
+	}
+	b.attributed[t.id] = b.actKey
 }
 
 func title(url string) string { return "Title of " + url }
@@ -401,8 +425,8 @@ func (b *Browser) ActSpawn(_ context.Context, req browser.ActRequest, url string
 	if err := b.ledger.MayAct(req.Owner, req.Page); err != nil {
 		return "", err
 	}
-	b.actKey = req.Key
-	defer func() { b.actKey = "" }()
+	b.actKey, b.actPage = req.Key, req.Page
+	defer func() { b.actKey, b.actPage = "", "" }()
 	return b.newTabLocked(t.window, url, "").id, nil
 }
 

@@ -49,16 +49,16 @@ const maxClosed = 4096
 
 // Intent is an open about to be asked of the browser, recorded before the
 // create so that a driver stopped between the create and the record can tell,
-// after a restart, which page it created: one that matches the intent and did
-// not exist when the intent was written.
+// after a restart, which page it created: the one at the intent's marker url,
+// which carries a nonce only this intent knows. A url alone never claims a page.
 type Intent struct {
 	Key       string `json:"key"`
 	URL       string `json:"url"`
 	NewWindow bool   `json:"newWindow,omitempty"`
 	Context   string `json:"context,omitempty"`
-	// Existing is every page id the browser reported just before the intent was
-	// written: none of them can be the page this intent creates.
-	Existing []string `json:"existing"`
+	// Marker is the url the driver creates the page at (a random nonce in an
+	// about:blank fragment) before it navigates it to URL, once recorded.
+	Marker string `json:"marker,omitempty"`
 }
 
 type fileFormat struct {
@@ -246,7 +246,14 @@ func (l *Ledger) Opened(key, page string) error {
 
 // Adopt records a spawned page under req.Key after checking what the driver
 // observed of it: opener is the page's opener as the browser reported it, and
-// attributed the key of the Act that was running when it appeared without one.
+// attributed the key of the Act whose own input the driver saw cause the page
+// (drivers set it only on evidence: the page appeared from, or in the window or
+// browser context of, the page that Act was acting on, right after its input).
+// A page is req.Parent's when the Act keyed req.Parent caused it (and it has
+// no opener, or was opened from a tab that Act's session binds), or when its
+// opener is a page req.Parent owns (opened or spawned). A page opened from a
+// bound tab without such an Act is the user's (their own click there): its
+// opener's record does not make it the session's.
 func (l *Ledger) Adopt(req browser.AdoptRequest, opener, attributed string) error {
 	if req.Key == "" || req.Parent == "" {
 		return errors.New("adopt: a key and a parent are required")
@@ -262,16 +269,21 @@ func (l *Ledger) Adopt(req browser.AdoptRequest, opener, attributed string) erro
 	if l.released[req.ID] {
 		return fmt.Errorf("page %s was adopted and released before (a Keep page is the user's now): %w", req.ID, browser.ErrNotObserved)
 	}
+	openerRec, openerRecorded := l.pages[opener]
+	if attributed != "" && attributed == req.Parent && (opener == "" || openerRec.Kind == browser.RecordBound) {
+		return l.putLocked(browser.Record{Key: req.Key, Page: req.ID, Kind: browser.RecordSpawned, Parent: req.Parent})
+	}
 	observed := false
 	if opener != "" {
-		if p, ok := l.pages[opener]; ok {
-			observed = p.Key == req.Parent
+		if p, ok := openerRec, openerRecorded; ok {
+			if p.Kind == browser.RecordBound && p.Key == req.Parent {
+				return fmt.Errorf("page %s was opened from tab %s, which %s only binds, and no action of its session caused it (the user's own click there): it stays the user's: %w", req.ID, opener, req.Parent, browser.ErrNotObserved)
+			}
+			observed = p.Key == req.Parent && p.Owned()
 		} else {
 			// The opener was closed under req.Parent after it spawned the page.
 			observed = l.closed[opener] == req.Parent
 		}
-	} else {
-		observed = attributed != "" && attributed == req.Parent
 	}
 	if !observed {
 		return fmt.Errorf("page %s (opener %q): %w from %s", req.ID, opener, browser.ErrNotObserved, req.Parent)
@@ -280,9 +292,11 @@ func (l *Ledger) Adopt(req browser.AdoptRequest, opener, attributed string) erro
 }
 
 // Bind records an existing tab for use under key. opener and attributed are
-// what the driver observed of the tab: a tab spawned by a recorded page (or
-// during an Act) belongs to that page's session, which adopts it; nobody binds
-// it in the moment between its creation and its adoption.
+// what the driver observed of the tab: a tab spawned by an owned page (or
+// caused by an Act) belongs to that page's session, which adopts it; nobody
+// binds it in the moment between its creation and its adoption. A tab the user
+// opened from a bound tab is theirs, and bindable, as is a spawn released
+// (a Keep page: the user's now).
 func (l *Ledger) Bind(req browser.BindRequest, opener, attributed string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -292,10 +306,10 @@ func (l *Ledger) Bind(req browser.BindRequest, opener, attributed string) error 
 		}
 		return fmt.Errorf("tab %s is recorded under %s (%s): %w", req.ID, r.Key, r.Kind, browser.ErrInUse)
 	}
-	if p, ok := l.pages[opener]; ok && opener != "" {
+	if p, ok := l.pages[opener]; ok && opener != "" && p.Owned() {
 		return fmt.Errorf("tab %s was spawned by page %s of %s, whose session adopts it: %w", req.ID, opener, p.Key, browser.ErrInUse)
 	}
-	if attributed != "" {
+	if attributed != "" && !l.released[req.ID] {
 		return fmt.Errorf("tab %s appeared during action %s, whose session adopts it: %w", req.ID, attributed, browser.ErrInUse)
 	}
 	return l.putLocked(browser.Record{Key: req.Key, Page: req.ID, Kind: browser.RecordBound})
@@ -372,8 +386,6 @@ func (l *Ledger) Intend(in Intent) error {
 	if p, ok := l.keys[in.Key]; ok {
 		return fmt.Errorf("key %s already has page %s: %w", in.Key, p, browser.ErrInUse)
 	}
-	in.Existing = slices.Clone(in.Existing)
-	slices.Sort(in.Existing)
 	l.intents[in.Key] = in
 	return l.saveLocked()
 }

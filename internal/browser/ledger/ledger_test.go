@@ -114,8 +114,10 @@ func TestRules(t *testing.T) {
 			after: rec(browser.Record{Key: "k", Page: "S9", Kind: browser.RecordSpawned, Parent: "owner"})},
 		{name: "adopt/spawn of a spawn", op: adopt("k", "S9", "child", "S1", ""), page: "S9",
 			after: rec(browser.Record{Key: "k", Page: "S9", Kind: browser.RecordSpawned, Parent: "child"})},
-		{name: "adopt/spawn of a bound tab", op: adopt("k", "S9", "binder", "B1", ""), page: "S9",
-			after: rec(browser.Record{Key: "k", Page: "S9", Kind: browser.RecordSpawned, Parent: "binder"})},
+		{name: "adopt/the user's spawn of a bound tab", op: adopt("k", "S9", "binder", "B1", ""), want: browser.ErrNotObserved},
+		{name: "adopt/spawn of a bound tab caused by an act", op: adopt("k", "S9", "act", "B1", "act"), page: "S9",
+			after: rec(browser.Record{Key: "k", Page: "S9", Kind: browser.RecordSpawned, Parent: "act"})},
+		{name: "adopt/spawn of a bound tab attributed to another act", op: adopt("k", "S9", "act", "B1", "other-act"), want: browser.ErrNotObserved},
 		{name: "adopt/attributed to the parent's act", op: adopt("k", "S9", "act", "", "act"), page: "S9",
 			after: rec(browser.Record{Key: "k", Page: "S9", Kind: browser.RecordSpawned, Parent: "act"})},
 		{name: "adopt/opener recorded under another key", op: adopt("k", "S9", "binder", "P1", ""), want: browser.ErrNotObserved},
@@ -143,6 +145,9 @@ func TestRules(t *testing.T) {
 		{name: "bind/spawned page", op: bind("k", "S1"), want: browser.ErrInUse},
 		{name: "bind/spawn of a recorded page, not adopted yet", op: bindObserved("k", "S9", "P1", ""), want: browser.ErrInUse},
 		{name: "bind/page that appeared during an action", op: bindObserved("k", "S9", "", "act-1"), want: browser.ErrInUse},
+		{name: "bind/the user's spawn of a bound tab", op: bindObserved("k", "U9", "B1", ""), page: "U9",
+			after: rec(browser.Record{Key: "k", Page: "U9", Kind: browser.RecordBound})},
+		{name: "bind/an act's spawn of a bound tab, not adopted yet", op: bindObserved("k", "S9", "B1", "act-1"), want: browser.ErrInUse},
 		{name: "bind/spawn of an unrecorded page", op: bindObserved("k", "U9", "U1", ""), page: "U9",
 			after: rec(browser.Record{Key: "k", Page: "U9", Kind: browser.RecordBound})},
 		{name: "bind/key already has a page", op: bind("binder", "U1"), want: browser.ErrInUse},
@@ -505,7 +510,7 @@ func TestWritableByOthersIsRefused(t *testing.T) {
 func TestIntentsAndContextsPersist(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state", "ledger.json")
 	l := standard(t, path)
-	in := Intent{Key: "k", URL: "https://example.test/", NewWindow: true, Context: "ns/s", Existing: []string{"P2", "P1"}}
+	in := Intent{Key: "k", URL: "https://example.test/", NewWindow: true, Context: "ns/s", Marker: "about:blank#tw-0123"}
 	checkErr(t, "intend", l.Intend(in), nil)
 	checkErr(t, "intend for a key with a page", l.Intend(Intent{Key: "owner", URL: "x"}), browser.ErrInUse)
 	checkErr(t, "intend without a key", l.Intend(Intent{URL: "x"}), errAny)
@@ -515,7 +520,7 @@ func TestIntentsAndContextsPersist(t *testing.T) {
 	r, err := New(path)
 	checkErr(t, "reload", err, nil)
 	got, ok := r.IntentOf("k")
-	if !ok || got.URL != in.URL || !got.NewWindow || got.Context != in.Context || !slices.Equal(got.Existing, []string{"P1", "P2"}) {
+	if !ok || got.URL != in.URL || !got.NewWindow || got.Context != in.Context || got.Marker != in.Marker {
 		t.Fatalf("intent after reload: %+v %v", got, ok)
 	}
 	if _, ok := r.IntentOf("owner"); ok {

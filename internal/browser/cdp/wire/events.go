@@ -65,8 +65,19 @@ type RequestPaused struct {
 	ResourceType string `json:"resourceType,omitempty"`
 }
 
+// WindowOpen is Page.windowOpen (on a page's session): the page is about to
+// open a new window or tab (window.open, a target=_blank link, a form), noopener
+// ones too, with the user gesture that caused it.
+type WindowOpen struct {
+	URL            string   `json:"url"`
+	WindowName     string   `json:"windowName"`
+	WindowFeatures []string `json:"windowFeatures"`
+	UserGesture    bool     `json:"userGesture"`
+}
+
 var eventTypes = map[string]func() any{
 	"Fetch.requestPaused":                func() any { return &RequestPaused{} },
+	"Page.windowOpen":                    func() any { return &WindowOpen{} },
 	"Target.targetCreated":               func() any { return &TargetCreated{} },
 	"Target.targetInfoChanged":           func() any { return &TargetInfoChanged{} },
 	"Target.targetDestroyed":             func() any { return &TargetDestroyed{} },

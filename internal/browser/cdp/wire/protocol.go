@@ -40,11 +40,14 @@ func (GetWindowForTarget) result() GetWindowForTargetResult {
 
 // TargetInfo describes one target.
 type TargetInfo struct {
-	TargetID         string `json:"targetId"`
-	Type             string `json:"type"`
-	Title            string `json:"title"`
-	URL              string `json:"url"`
-	OpenerID         string `json:"openerId,omitempty"`
+	TargetID string `json:"targetId"`
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	URL      string `json:"url"`
+	OpenerID string `json:"openerId,omitempty"`
+	// OpenerFrameID is the frame that opened the target (Chromium reports it
+	// for noopener opens too, where OpenerID is empty).
+	OpenerFrameID    string `json:"openerFrameId,omitempty"`
 	BrowserContextID string `json:"browserContextId,omitempty"`
 	Subtype          string `json:"subtype,omitempty"`
 	// Attached: some debugger client (a DevTools session, an extension's
