@@ -36,7 +36,8 @@ func TestActionRunnerForgetsFinishedActions(t *testing.T) {
 		objs = append(objs, s)
 	}
 	for i := range actions {
-		act := &twv1.BrowserAction{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("a%d", i), UID: types.UID(fmt.Sprintf("uid-a%d", i))}}
+		// Stamped with the session's profile, as the controller does before an agent may run it.
+		act := &twv1.BrowserAction{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("a%d", i), UID: types.UID(fmt.Sprintf("uid-a%d", i)), Labels: map[string]string{twv1.ProfileLabel: "p"}}}
 		act.Spec.SessionRef.Name, act.Spec.Thread, act.Spec.WindowRef.Name = fmt.Sprintf("s%d", i%sessions), "t", "w"
 		act.Spec.Steps = []twv1.ActionStep{{Type: twv1.StepObserve}}
 		objs = append(objs, act)
