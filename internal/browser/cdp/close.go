@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
@@ -103,6 +104,9 @@ func (b *Browser) has(id string) bool {
 	return ok
 }
 
+// closeRetry is how long a close waits for targetDestroyed before it asks again.
+const closeRetry = 500 * time.Millisecond
+
 // closeTarget closes a page and waits for targetDestroyed.
 func (b *Browser) closeTarget(ctx context.Context, c *wire.Conn, id string) error {
 	b.mu.Lock()
@@ -113,17 +117,27 @@ func (b *Browser) closeTarget(ctx context.Context, c *wire.Conn, id string) erro
 	done := make(chan struct{})
 	b.destroyed[id] = append(b.destroyed[id], done)
 	b.mu.Unlock()
-	_, err := call(ctx, c, "", wire.CloseTarget{TargetID: id})
-	if err != nil && !wire.IsGone(err) {
-		return err
-	}
-	select {
-	case <-done:
-		return nil
-	case <-c.Done():
-		return fmt.Errorf("close %s: %w", id, browser.ErrNotConnected)
-	case <-ctx.Done():
-		return fmt.Errorf("close %s: waiting for the page to go: %w", id, ctx.Err())
+	// Chromium answers a close it then drops when it lands while the page
+	// commits a navigation (an Open's first load, under request interception):
+	// the target stays. Ask again until it is gone; a second close of a
+	// closing page is harmless.
+	retry := time.NewTicker(closeRetry)
+	defer retry.Stop()
+	for {
+		_, err := call(ctx, c, "", wire.CloseTarget{TargetID: id})
+		if err != nil && !wire.IsGone(err) {
+			return err
+		}
+		select {
+		case <-done:
+			return nil
+		case <-c.Done():
+			return fmt.Errorf("close %s: %w", id, browser.ErrNotConnected)
+		case <-ctx.Done():
+			return fmt.Errorf("close %s: waiting for the page to go: %w", id, ctx.Err())
+		case <-retry.C:
+			b.log.V(1).Info("Page still there after Target.closeTarget; closing it again", "target", id)
+		}
 	}
 }
 
