@@ -240,7 +240,16 @@ func userCloses(t *testing.T, id string) {
 	if !isOpen(t, id) {
 		return
 	}
-	devtoolsHTTP(t, "/json/close/"+id, nil)
+	// Chromium drops a close that lands while the page commits a navigation
+	// (see closeRetry): the user clicks the tab's close button again.
+	for range 10 {
+		devtoolsHTTP(t, "/json/close/"+id, nil)
+		for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if !isOpen(t, id) {
+				return
+			}
+		}
+	}
 	waitGone(t, "user closes", id)
 }
 
