@@ -105,11 +105,11 @@ function renderSessions(sessions) {
     ...model.map((s) => {
       const rows = s.windows.map((w) =>
         el("tr", { class: w.unacknowledged ? "window unacknowledged" : "window" }, [
-          el("td", { text: w.name }),
-          el("td", { text: w.tabId }),
-          el("td", { text: w.source }),
-          el("td", { text: w.phase }),
-          el("td", { text: w.unacknowledged ? "⚠ unacknowledged" : w.disposition, class: w.unacknowledged ? "unacknowledged" : "" }),
+          el("td", { text: w.name, class: "id" }),
+          el("td", { text: w.tabId, class: "id" }),
+          el("td", { text: w.source, class: "word" }),
+          el("td", { text: w.phase, class: "word" }),
+          el("td", { text: w.unacknowledged ? "⚠ unacknowledged" : w.disposition, class: w.unacknowledged ? "word unacknowledged" : "word" }),
         ]),
       );
       const table = rows.length

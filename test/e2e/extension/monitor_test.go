@@ -24,6 +24,9 @@ type monitorSession struct {
 	Windows                       []struct {
 		Name, Tab, Source, Phase, Disposition string
 		Unacknowledged                        bool
+		// Split: a word cell (source, phase, disposition) wraps onto a
+		// second line at the popup's 420 px ("Ope/n", "unacknowledg/ed").
+		Split bool
 	}
 }
 
@@ -39,7 +42,8 @@ func readMonitor(g Gomega, sess string) map[string]monitorSession {
 		Hints: [...s.querySelectorAll("code.hint")].map((c) => c.textContent),
 		Windows: [...s.querySelectorAll("tbody tr")].map((tr) => {
 			const td = [...tr.querySelectorAll("td")].map((c) => c.textContent);
-			return { Name: td[0], Tab: td[1], Source: td[2], Phase: td[3], Disposition: td[4], Unacknowledged: tr.classList.contains("unacknowledged") };
+			const split = [...tr.querySelectorAll("td")].slice(2).some((c) => { const r = document.createRange(); r.selectNodeContents(c); return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size > 1; });
+			return { Name: td[0], Tab: td[1], Source: td[2], Phase: td[3], Disposition: td[4], Unacknowledged: tr.classList.contains("unacknowledged"), Split: split };
 		}),
 	})))`, &raw)).To(Succeed())
 	var list []monitorSession
@@ -142,6 +146,7 @@ func TestSessionMonitorThroughExtension(t *testing.T) {
 		marked := map[string]bool{}
 		for _, w := range got.Windows {
 			marked[w.Name] = w.Unacknowledged
+			g.Expect(w.Split).To(BeFalse(), "window %s: a word of its row is split across lines at the popup's width", w.Name)
 			if w.Unacknowledged {
 				g.Expect(w.Source).To(Equal("Spawned"))
 				g.Expect(w.Disposition).To(ContainSubstring("unacknowledged"))
