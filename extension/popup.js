@@ -92,7 +92,13 @@ function renderConnection(conn, local) {
   err.textContent = v.error;
   err.className = v.hasError ? "error" : "";
   document.getElementById("forget").disabled = !v.canForget;
+  // A pairing's "Connecting…" ends when the connection says so.
+  const result = document.getElementById("pair-result");
+  if (result && v.state === "connected" && result.textContent === PAIRED_CONNECTING) result.textContent = PAIRED_CONNECTED;
 }
+
+const PAIRED_CONNECTING = "Paired. Connecting…";
+const PAIRED_CONNECTED = "Paired. Connected.";
 
 function renderSessions(sessions) {
   const box = document.getElementById("sessions");
@@ -117,7 +123,7 @@ function renderSessions(sessions) {
             el("thead", {}, [el("tr", {}, ["window", "tab", "source", "phase", "disposition"].map((h) => el("th", { text: h })))]),
             el("tbody", {}, rows),
           ])
-        : el("p", { class: "empty", text: "No windows yet." });
+        : el("p", { class: "empty", text: s.phase === "Finished" || s.phase === "Finishing" ? "Ended: its pages are closed, released or detached." : "No windows yet." });
       const warn = s.unacknowledged
         ? [
             el("p", {
@@ -170,7 +176,7 @@ function wire() {
     try {
       const r = await chrome.runtime.sendMessage({ type: "pair", code, port });
       if (r?.ok) {
-        result.textContent = "Paired. Connecting…";
+        result.textContent = PAIRED_CONNECTING;
         result.className = "ok";
         document.getElementById("pair-code").value = "";
       } else {

@@ -178,6 +178,13 @@ func pairThroughPopup(t *testing.T, open func(context.Context) (string, error), 
 	}); err != nil {
 		return fmt.Errorf("the popup shows %+v, want connected, epoch %s, port %s: %w", shown, shownEpoch, port, err)
 	}
+	// The pairing message follows the connection: no "Connecting…" once connected.
+	if err := poll(ctx, 10*time.Second, func() (bool, error) {
+		err := devtools.eval(ctx, sess, `document.getElementById("pair-result").textContent`, &result)
+		return result == "Paired. Connected.", err
+	}); err != nil {
+		return fmt.Errorf("connected, but the popup still says %q: %w", result, err)
+	}
 	if _, err := host.Driver().Snapshot(ctx); err != nil {
 		return err
 	}
