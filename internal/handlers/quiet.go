@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -24,7 +26,7 @@ func Quiet(r reconcile.Reconciler) reconcile.Reconciler {
 		switch {
 		case err == nil:
 			return res, nil
-		case apierrors.IsConflict(err):
+		case conflict(err):
 			ctrl.LoggerFrom(ctx).V(1).Info("lost an optimistic-lock race; retrying", "error", err.Error(), "in", ConflictRequeue)
 			return reconcile.Result{RequeueAfter: ConflictRequeue}, nil
 		case ctx.Err() != nil:
@@ -33,4 +35,19 @@ func Quiet(r reconcile.Reconciler) reconcile.Reconciler {
 		}
 		return res, err
 	})
+}
+
+// conflict reports whether err is a 409 Conflict, or an aggregate (a patch
+// helper's) of nothing but conflicts.
+func conflict(err error) bool {
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		for _, e := range agg.Errors() {
+			if !conflict(e) {
+				return false
+			}
+		}
+		return len(agg.Errors()) > 0
+	}
+	return apierrors.IsConflict(err)
 }

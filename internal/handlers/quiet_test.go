@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -25,6 +26,8 @@ func TestQuiet(t *testing.T) {
 		{"success passes", context.Background(), nil, false, reconcile.Result{RequeueAfter: 7}},
 		{"a wrapped conflict is retried quietly", context.Background(), fmt.Errorf("patching ns/w: %w", conflict), false, reconcile.Result{RequeueAfter: ConflictRequeue}},
 		{"a stop mid-reconcile ends quietly", canceled, fmt.Errorf("patching ns/w: %w", context.Canceled), false, reconcile.Result{}},
+		{"an aggregate of conflicts is retried quietly", context.Background(), utilerrors.NewAggregate([]error{fmt.Errorf("patching ns/w: %w", conflict), conflict}), false, reconcile.Result{RequeueAfter: ConflictRequeue}},
+		{"an aggregate with another error is an error", context.Background(), utilerrors.NewAggregate([]error{conflict, errors.New("boom")}), true, reconcile.Result{}},
 		{"any other error is an error", context.Background(), errors.New("boom"), true, reconcile.Result{}},
 		{"a cancellation while running is an error", context.Background(), context.Canceled, true, reconcile.Result{}},
 	} {

@@ -28,12 +28,34 @@ type model struct {
 	// the first sync are kept in recOps and replayed on top of it.
 	records map[int64]Record
 	recOps  []func(*model)
+	// gone are the tabs reported removed on this connection (the last maxGone):
+	// Chrome never reuses a tab id, so a report of one of them that arrives
+	// later (an update Chrome queued before the removal) is stale and must not
+	// bring it back.
+	gone      map[int64]struct{}
+	goneOrder []int64
+}
+
+// maxGone bounds model.gone.
+const maxGone = 8192
+
+// markGone remembers that tab id was removed.
+func (m *model) markGone(id int64) {
+	if _, ok := m.gone[id]; ok {
+		return
+	}
+	m.gone[id] = struct{}{}
+	m.goneOrder = append(m.goneOrder, id)
+	if len(m.goneOrder) > maxGone {
+		delete(m.gone, m.goneOrder[0])
+		m.goneOrder = m.goneOrder[1:]
+	}
 }
 
 const maxBufferedEvents = 4096
 
 func newModel() model {
-	return model{windows: map[int64]wireWindow{}, tabs: map[int64]wireTab{}, records: map[int64]Record{}}
+	return model{windows: map[int64]wireWindow{}, tabs: map[int64]wireTab{}, records: map[int64]Record{}, gone: map[int64]struct{}{}}
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
@@ -69,12 +91,16 @@ func (m *model) removeWindow(wid int64) {
 }
 
 func (m *model) replace(r observeResult, recs []Record) {
-	ops := m.recOps
+	ops, gone, goneOrder := m.recOps, m.gone, m.goneOrder
 	*m = newModel()
+	m.gone, m.goneOrder = gone, goneOrder
 	for _, w := range r.Windows {
 		m.putWindow(w)
 	}
 	for _, t := range r.Tabs {
+		if _, ok := m.gone[t.ID]; ok {
+			continue // an observe that started before its removal
+		}
 		m.tabs[t.ID] = t
 	}
 	for _, rec := range recs {
@@ -200,6 +226,9 @@ func (h *Host) applyLocked(s *session, f inFrame) {
 		if f.Tab == nil {
 			return
 		}
+		if _, gone := m.gone[f.Tab.ID]; gone {
+			return // a stale report of a tab already removed
+		}
 		if f.Event == evTabCreated && f.Owner != "" {
 			// The extension recorded it for an open that a worker restart interrupted.
 			if _, ok := m.records[f.Tab.ID]; !ok {
@@ -211,6 +240,7 @@ func (h *Host) applyLocked(s *session, f inFrame) {
 		if f.TabID == nil {
 			return
 		}
+		m.markGone(*f.TabID)
 		if t, ok := m.tabs[*f.TabID]; ok {
 			delete(m.tabs, t.ID)
 			emit(browser.PageRemoved, browser.Page{ID: id(t.ID), WindowID: id(t.WindowID), Popup: m.popup(t.WindowID)})
@@ -243,6 +273,7 @@ func (h *Host) applyLocked(s *session, f inFrame) {
 		}
 		slices.SortFunc(gone, func(a, b wireTab) int { return a.Index - b.Index })
 		for _, t := range gone {
+			m.markGone(t.ID)
 			delete(m.tabs, t.ID)
 			emit(browser.PageRemoved, browser.Page{ID: id(t.ID), WindowID: id(wid), Popup: popup})
 		}
@@ -493,6 +524,7 @@ func (d *Driver) forgetTab(tid int64) {
 	if s == nil || !h.model.synced {
 		return
 	}
+	h.model.markGone(tid)
 	if t, ok := h.model.tabs[tid]; ok {
 		delete(h.model.tabs, tid)
 		h.emitLocked(browser.Event{Type: browser.PageRemoved, Epoch: s.epoch,
