@@ -213,7 +213,7 @@ func TestActionsOfOneSessionRunOneAtATime(t *testing.T) {
 	if b.Status.StartTime.Before(a.Status.StartTime) {
 		a, b = b, a
 	}
-	g.Expect(b.Status.StartTime.Time).NotTo(BeTemporally("<", a.Status.CompletionTime.Time.Truncate(time.Second)),
+	g.Expect(b.Status.StartTime.Time).NotTo(BeTemporally("<", a.Status.CompletionTime.Truncate(time.Second)),
 		"the session's second action started after its first finished")
 	g.Expect(third.Status.StartTime.Time).To(BeTemporally("<", b.Status.StartTime.Time),
 		"another session's action does not wait for this session's")

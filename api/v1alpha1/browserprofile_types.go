@@ -81,6 +81,7 @@ type URLPolicy struct {
 	// 192.168/16, fc00::/7), loopback, link-local and unspecified addresses.
 	// The DevTools port itself stays blocked by the driver whatever this says.
 	// +optional
+	//nolint:kubeapilinter // unset and false mean the same (refused); no caller needs to tell them apart
 	AllowPrivateNetworks bool `json:"allowPrivateNetworks,omitempty"`
 
 	// allowedHosts are host names or addresses (as written in urls, without

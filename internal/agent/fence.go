@@ -71,14 +71,6 @@ func (f *fence) stop(ctx context.Context, uid types.UID) error {
 	}
 }
 
-// size is how many actions the fence tracks now (tests: it never grows with
-// the actions that ran).
-func (f *fence) size() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.running)
-}
-
 // sessionEnded reports whether ctx was cancelled because its session ended.
 func sessionEnded(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), errSessionEnded)

@@ -86,7 +86,7 @@ func (o *Ops) renew(ctx context.Context, s *twv1.BrowserSession, identity string
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(RenewInterval(s).Seconds() * 3)
 	if s.Spec.AbandonAfter != nil && s.Spec.AbandonAfter.Duration > 0 {
-		secs = int32(max(s.Spec.AbandonAfter.Duration.Seconds(), 1))
+		secs = int32(max(s.Spec.AbandonAfter.Seconds(), 1))
 	}
 	owner := metav1.OwnerReference{APIVersion: twv1.GroupVersion.String(), Kind: "BrowserSession", Name: s.Name, UID: s.UID}
 	l := &coordv1.Lease{}
