@@ -138,9 +138,20 @@ func TestUp(t *testing.T) {
 	if info.Kubeconfig != kubeconfig {
 		t.Fatalf("up.json names kubeconfig %s, want %s", info.Kubeconfig, kubeconfig)
 	}
-	if info.DevToolsHTTP == "" || info.ChromiumUserDataDir == "" || info.ExtensionAddr == "" {
-		t.Fatalf("up.json is missing the Chromium or extension endpoints: %+v", info)
+	if info.ChromiumPID == 0 || info.ChromiumUserDataDir == "" || info.ExtensionAddr == "" || info.StartPage != info.FixtureURL+"/" {
+		t.Fatalf("up.json is missing the Chromium, its start page or the extension endpoint: %+v", info)
 	}
+	// Chromium is driven over a pipe: no process of its group listens on any
+	// port (no DevTools port for a page or another local user to reach), and
+	// up.json names no DevTools endpoint.
+	if ports := groupListeningPorts(t, info.ChromiumPID); len(ports) != 0 || info.DevToolsHTTP != "" {
+		t.Fatalf("the Chromium up launched listens on TCP ports %v (up.json DevTools %q): want a pipe and no port", ports, info.DevToolsHTTP)
+	}
+	// The user's own tab, opened at launch, is there (as the fixture site sees its pages).
+	eventually(t, time.Minute, "the user's start page shown", func() (bool, string) {
+		n, all := shown(t, info.FixtureURL, "/")
+		return n == 1, all
+	})
 	// The fixture site and the metrics are served on loopback, and printed.
 	if !strings.HasPrefix(info.FixtureURL, "http://127.0.0.1:") || !strings.HasPrefix(info.MetricsURL, "http://127.0.0.1:") {
 		t.Fatalf("up.json is missing the fixture site or the metrics endpoint on loopback: %+v", info)
@@ -300,9 +311,10 @@ func TestUp(t *testing.T) {
 		tabID = id
 		return phase == "Open" && id != "", out
 	})
-	if !pageOpen(t, info.DevToolsHTTP, tabID, openURL) {
-		t.Fatalf("the window reports tab %s Open, but Chromium has no such page at %s", tabID, openURL)
-	}
+	eventually(t, time.Minute, "the browser shows the window's page", func() (bool, string) {
+		n, all := shown(t, info.FixtureURL, "/form")
+		return n == 1, all
+	})
 	t.Logf("window example Open as tab %s", tabID)
 	must("", "--kubeconfig", userKC, "apply", "-f", "config/samples/action.yaml")
 	eventually(t, 2*time.Minute, "the sample action Succeeded, the form saved", func() (bool, string) {
@@ -311,7 +323,7 @@ func TestUp(t *testing.T) {
 	})
 
 	// A second window, closed with `kubectl tabwarden ack` (disposition Close).
-	secondURL := site.Path("/landing")
+	secondURL := info.FixtureURL + "/landing"
 	second := strings.Replace(strings.Replace(window, openURL, secondURL, 1), "name: example", "name: second", 1)
 	must(second, "apply", "-f", "-")
 	var secondTab string
@@ -340,10 +352,11 @@ func TestUp(t *testing.T) {
 	}
 	eventually(t, 2*time.Minute, "window second Closed and its page gone", func() (bool, string) {
 		out, _ := kubectl("", "get", "browserwindow", "second", "-o", "jsonpath={.status.phase}")
-		return strings.TrimSpace(out) == "Closed" && !pageOpen(t, info.DevToolsHTTP, secondTab, ""), out
+		n, all := shown(t, info.FixtureURL, "/landing")
+		return strings.TrimSpace(out) == "Closed" && n == 0, out + " " + all
 	})
-	if !pageOpen(t, info.DevToolsHTTP, tabID, openURL) {
-		t.Fatalf("closing window second closed window example's page %s too", tabID)
+	if n, all := shown(t, info.FixtureURL, "/form"); n != 1 {
+		t.Fatalf("closing window second (tab %s) closed window example's page (tab %s) too: %s", secondTab, tabID, all)
 	}
 
 	// Ending the session closes its pages and removes its windows.
@@ -352,8 +365,12 @@ func TestUp(t *testing.T) {
 		out, err := kubectl("", "get", "browserwindows", "-o", "name")
 		return err == nil && strings.TrimSpace(out) == "", out
 	})
-	if pageOpen(t, info.DevToolsHTTP, tabID, "") {
-		t.Fatalf("session tax-form was deleted but Chromium still has its page %s", tabID)
+	eventually(t, time.Minute, "the session's page gone from the browser", func() (bool, string) {
+		n, all := shown(t, info.FixtureURL, "/form")
+		return n == 0, all
+	})
+	if n, all := shown(t, info.FixtureURL, "/"); n != 1 {
+		t.Fatalf("the session ended and the user's own tab went with it: %s", all)
 	}
 
 	// Ctrl-C: everything up started stops, and nothing is left behind.
@@ -505,30 +522,32 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() (bool
 	}
 }
 
-// pageOpen reports whether Chromium lists page id (at url, when given) on /json/list.
-func pageOpen(t *testing.T, devtools, id, url string) bool {
+// shown counts the pages at path (and query) the browser shows, as up's
+// fixture site sees them (fixture.Presence): up drives Chromium over a pipe,
+// so nothing else can list its tabs. It returns the whole list too, for messages.
+func shown(t *testing.T, fixtureURL, path string) (int, string) {
 	t.Helper()
-	c := &http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(devtools + "/json/list")
-	if err != nil {
-		t.Fatalf("asking Chromium for its pages: %v", err)
+	var pages []fixture.OpenPage
+	if err := json.Unmarshal([]byte(httpGet(t, fixtureURL+fixture.PresencePath)), &pages); err != nil {
+		t.Fatalf("the fixture site's page list: %v", err)
 	}
-	defer func() { _ = resp.Body.Close() }() // the body is read; a close error changes nothing
-	body, _ := io.ReadAll(resp.Body)
-	var targets []struct {
-		ID   string `json:"id"`
-		Type string `json:"type"`
-		URL  string `json:"url"`
-	}
-	if err := json.Unmarshal(body, &targets); err != nil {
-		t.Fatalf("Chromium's /json/list: %v: %s", err, body)
-	}
-	for _, tg := range targets {
-		if tg.ID == id && tg.Type == "page" && (url == "" || tg.URL == url) {
-			return true
+	n := 0
+	for _, p := range pages {
+		if p.Path == path {
+			n++
 		}
 	}
-	return false
+	return n, fmt.Sprintf("%v", pages)
+}
+
+// groupListeningPorts are the TCP ports process group pgid listens on.
+func groupListeningPorts(t *testing.T, pgid int) []int {
+	t.Helper()
+	ports, err := chromium.ListeningPorts(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports
 }
 
 func parsePids(t *testing.T, s string) []up.Proc {

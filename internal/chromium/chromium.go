@@ -96,6 +96,9 @@ type Options struct {
 	// user of the machine, can reach the browser's control plane. Connect with
 	// Process.Dial; WebSocketURL and HTTPURL stay empty.
 	Pipe bool
+	// StartURL is the page the browser opens at launch (default about:blank):
+	// a page of the user's own, opened before any driver connects.
+	StartURL string
 }
 
 // Process is a running Chromium.
@@ -179,7 +182,11 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 		args = append(args, "--remote-debugging-pipe")
 	}
 	args = append(args, opts.ExtraArgs...)
-	args = append(args, "about:blank")
+	start := "about:blank"
+	if opts.StartURL != "" {
+		start = opts.StartURL
+	}
+	args = append(args, start)
 
 	// Not CommandContext: the process must outlive the launch ctx; Close ends it.
 	cmd := exec.Command(bin, args...)

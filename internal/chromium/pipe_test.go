@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,54 +15,12 @@ import (
 	"github.com/tabwarden/tabwarden/internal/chromium"
 )
 
-// listeningPorts returns the TCP ports that any process of p's process group
-// (the browser, its renderers, GPU and network services) listens on, read from
-// /proc: the sockets each process holds, matched against the listening
-// sockets of /proc/net/tcp and tcp6.
+// listeningPorts are the TCP ports p's process group listens on.
 func listeningPorts(t *testing.T, p *chromium.Process) []int {
 	t.Helper()
-	inodes := map[string]bool{}
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	group := 0
-	for _, dir := range procs {
-		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces; split after ')'.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(p.Pid()) {
-			continue
-		}
-		group++
-		fds, _ := filepath.Glob(filepath.Join(dir, "fd", "*"))
-		for _, fd := range fds {
-			if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "socket:[") {
-				inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-			}
-		}
-	}
-	if group == 0 {
-		t.Fatalf("no process in Chromium's process group %d", p.Pid())
-	}
-	var ports []int
-	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			f := strings.Fields(line)
-			if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: LISTEN
-				continue
-			}
-			local := f[1]
-			port, err := strconv.ParseInt(local[strings.LastIndexByte(local, ':')+1:], 16, 32)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ports = append(ports, int(port))
-		}
+	ports, err := chromium.ListeningPorts(p.Pid())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

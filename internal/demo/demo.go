@@ -49,8 +49,9 @@ const (
 	// one the session is refused.
 	ClickAction = "demo-click-alice"
 	ActionName  = "demo-click-bob"
-	// UserPage is the user's own page (a path of the fixture site).
-	UserPage = "/landing?user=demo"
+	// UserPage is the user's own page (a path of the fixture site): the tab
+	// tabwarden up's Chromium opens at launch, before any agent connects.
+	UserPage = "/"
 )
 
 // Options configure Run.
@@ -171,7 +172,11 @@ func (d *demo) play(ctx context.Context) error {
 	fmt.Fprintf(d.out, "opens a standalone compose popup, as Gmail does. Without tabwarden those windows belong to no one\n")
 	fmt.Fprintf(d.out, "and stay open. Watch tabwarden adopt, hold, acknowledge and clean up.\n\n")
 	fmt.Fprintf(d.out, "  API server    %s (run the commands below with: export KUBECONFIG=%s)\n", d.info.APIServer, rel(d.info.Kubeconfig))
-	fmt.Fprintf(d.out, "  browser       profile %s: Chromium driven by tabwarden's agent (DevTools %s)\n", d.info.LocalProfile, d.info.DevToolsHTTP)
+	if d.info.DevToolsHTTP != "" {
+		fmt.Fprintf(d.out, "  browser       profile %s: the Chrome at %s, driven by tabwarden's agent\n", d.info.LocalProfile, d.info.DevToolsHTTP)
+	} else {
+		fmt.Fprintf(d.out, "  browser       profile %s: Chromium (pid %d) driven by tabwarden's agent over a pipe: no DevTools port\n", d.info.LocalProfile, d.info.ChromiumPID)
+	}
 	fmt.Fprintf(d.out, "  fixture site  %s/contacts\n", d.info.FixtureURL)
 	if err := d.reset(ctx); err != nil {
 		return err
@@ -202,21 +207,27 @@ func (d *demo) play(ctx context.Context) error {
 	return nil
 }
 
-// userTab opens the user's own page, unless an earlier demo left it open.
+// userTab points at the user's own page: the tab Chromium opened at launch.
+// The demo has no hand of its own on the browser (tabwarden drives it over a
+// pipe, with no DevTools port), so it shows that tab rather than opening one.
 func (d *demo) userTab(ctx context.Context) error {
-	pages, err := d.pages(ctx)
-	if err != nil {
+	if d.info.StartPage == "" {
+		fmt.Fprintf(d.out, "\n# The browser's own tabs (this up drives a Chrome you started) are the user's: tabwarden never closes or touches them.\n")
+		return nil
+	}
+	if err := d.waitFor(ctx, "the user's own tab ("+d.info.StartPage+") to show", func() (bool, error) {
+		pages, err := d.pageList(ctx)
+		for _, p := range pages {
+			if p.Path == UserPage {
+				return true, nil
+			}
+		}
+		return false, err
+	}); err != nil {
 		return err
 	}
-	for _, p := range pages {
-		if p == UserPage {
-			return nil
-		}
-	}
-	fmt.Fprintf(d.out, "\n# The user has a page of their own open: %s. tabwarden will never close or touch it.\n", UserPage)
-	cctx, cancel := context.WithTimeout(ctx, d.o.StepTimeout)
-	defer cancel()
-	return openUserTab(cctx, d.info.DevToolsWebSocket, d.info.FixtureURL+UserPage)
+	fmt.Fprintf(d.out, "\n# The user has a page of their own open: %s (Chromium opened it at launch). tabwarden will never close or touch it.\n", d.info.StartPage)
+	return nil
 }
 
 // ---- the steps ----------------------------------------------------------------------
@@ -410,6 +421,10 @@ func (d *demo) acknowledge(ctx context.Context) error {
 func (d *demo) finish(ctx context.Context) error {
 	d.header("The agent finishes its session",
 		"Every page the session owns closes (Keep pages would be released, bound user tabs detached). The user's own pages are never touched.")
+	owned, err := d.ownedPaths(ctx)
+	if err != nil {
+		return err
+	}
 	s := &twv1.BrowserSession{}
 	s.Namespace, s.Name = d.ns, SessionName
 	d.run(fmt.Sprintf(`kubectl patch browsersession %s --type=merge -p '{"spec":{"state":"Finished"}}'`, SessionName))
@@ -429,6 +444,19 @@ func (d *demo) finish(ctx context.Context) error {
 		return err
 	}
 	if err := d.getWindows(ctx); err != nil {
+		return err
+	}
+	// The site hears a page go when the browser drops its stream, a moment
+	// after the page closed.
+	if err := d.waitFor(ctx, "the session's pages to leave the browser", func() (bool, error) {
+		pages, err := d.pageList(ctx)
+		for _, p := range pages {
+			if owned[p.Path] && p.Path != UserPage {
+				return false, err
+			}
+		}
+		return err == nil, err
+	}); err != nil {
 		return err
 	}
 	return d.browserPages(ctx)
@@ -626,68 +654,75 @@ func (d *demo) getWindows(ctx context.Context) error {
 	return nil
 }
 
-// pages lists the paths of the fixture site's pages Chromium shows, by title.
-func (d *demo) pageList(ctx context.Context) ([]struct{ Title, Path string }, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(d.info.DevToolsHTTP, "/")+"/json/list", nil)
+// pageList lists the fixture site's pages the browser shows, as the site
+// itself sees them (fixture.Presence: each page holds a stream open while it
+// lives), by path.
+func (d *demo) pageList(ctx context.Context) ([]fixture.OpenPage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.info.FixtureURL+fixture.PresencePath, nil)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("listing Chromium's pages: %w", err)
+		return nil, fmt.Errorf("listing the browser's pages of the fixture site: %w", err)
 	}
 	defer func() { _ = resp.Body.Close() }() // the body is read; a close error changes nothing
-	var pages []struct {
-		Type, Title, URL string
-	}
+	var pages []fixture.OpenPage
 	if err := json.NewDecoder(resp.Body).Decode(&pages); err != nil {
-		return nil, fmt.Errorf("listing Chromium's pages: %w", err)
+		return nil, fmt.Errorf("listing the browser's pages of the fixture site: %w", err)
 	}
-	var out []struct{ Title, Path string }
-	for _, p := range pages {
-		if p.Type != "page" || !strings.HasPrefix(p.URL, d.info.FixtureURL) {
-			continue
+	for i := range pages {
+		if p, err := url.PathUnescape(pages[i].Path); err == nil {
+			pages[i].Path = p
 		}
-		path := strings.TrimPrefix(p.URL, d.info.FixtureURL)
-		if u, err := url.PathUnescape(path); err == nil {
-			path = u
-		}
-		title := p.Title
-		if strings.Contains(p.URL, title) {
-			title = "(loading)"
-		}
-		out = append(out, struct{ Title, Path string }{title, path})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return pages, nil
 }
 
-// pages are the paths of the fixture site's pages Chromium shows.
-func (d *demo) pages(ctx context.Context) ([]string, error) {
-	list, err := d.pageList(ctx)
-	var out []string
-	for _, p := range list {
-		out = append(out, p.Path)
-	}
-	return out, err
-}
-
-// browserPages prints the pages of the fixture site Chromium shows (its
-// DevTools page list).
+// browserPages prints the pages of the fixture site the browser shows, and
+// whose each one is: the user's own tab, a page of the session's live windows,
+// or a page no session owns any more (released by Keep, here or in an earlier
+// demo: the user's now).
 func (d *demo) browserPages(ctx context.Context) error {
 	list, err := d.pageList(ctx)
 	if err != nil {
 		return err
 	}
-	d.note("what Chromium shows now (pages of the fixture site):")
+	owned, err := d.ownedPaths(ctx)
+	if err != nil {
+		return err
+	}
+	d.note("what the browser shows now (pages of the fixture site):")
 	for _, p := range list {
-		owner := "the session's"
-		if p.Path == UserPage {
+		owner := "released"
+		switch {
+		case p.Path == UserPage:
 			owner = "the user's"
+		case owned[p.Path]:
+			owner = "the session's"
 		}
 		d.say("#   %-14s %-10s %s", owner, p.Title, p.Path)
 	}
 	return nil
+}
+
+// ownedPaths are the paths (and queries) of the session's live windows' pages.
+func (d *demo) ownedPaths(ctx context.Context) (map[string]bool, error) {
+	var ws twv1.BrowserWindowList
+	if err := d.k8s.List(ctx, &ws, client.InNamespace(d.ns), client.MatchingLabels{twv1.SessionLabel: SessionName}); err != nil {
+		return nil, err
+	}
+	owned := map[string]bool{}
+	for _, w := range ws.Items {
+		if w.Status.Phase == twv1.WindowOpen || w.Status.Phase == twv1.WindowPending {
+			if u, err := url.Parse(w.Status.URL); err == nil {
+				if p, err := url.PathUnescape(u.RequestURI()); err == nil {
+					owned[p] = true
+				}
+			}
+		}
+	}
+	return owned, nil
 }
 
 func orNone(s string) string {

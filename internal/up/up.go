@@ -51,6 +51,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 	"github.com/tabwarden/tabwarden/internal/chromium"
 	"github.com/tabwarden/tabwarden/internal/fixture"
@@ -159,9 +160,16 @@ type Info struct {
 	APIServer           string            `json:"apiServer"`
 	Namespace           string            `json:"namespace"`
 	LocalProfile        string            `json:"localProfile"`
-	DevToolsHTTP        string            `json:"devToolsHTTP,omitempty"`
-	DevToolsWebSocket   string            `json:"devToolsWebSocket,omitempty"`
-	ChromiumUserDataDir string            `json:"chromiumUserDataDir,omitempty"`
+	// DevToolsHTTP is the endpoint of the Chrome given with --cdp-endpoint;
+	// empty when up launched Chromium, which it drives over a pipe and which
+	// has no DevTools port at all.
+	DevToolsHTTP string `json:"devToolsHTTP,omitempty"`
+	// ChromiumPID is the Chromium up launched (the leader of its process group).
+	ChromiumPID         int    `json:"chromiumPID,omitempty"`
+	ChromiumUserDataDir string `json:"chromiumUserDataDir,omitempty"`
+	// StartPage is the page Chromium opened at launch: the user's own tab,
+	// which tabwarden never adopts, reads or closes.
+	StartPage string `json:"startPage,omitempty"`
 	ExtensionProfile    string            `json:"extensionProfile,omitempty"`
 	ExtensionAddr       string            `json:"extensionAddr,omitempty"`
 	StateDir            string            `json:"stateDir"`
@@ -422,7 +430,7 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		handler    http.Handler
 		url        *string
 	}{
-		{"the fixture site", o.FixtureAddr, fixture.Handler(), &fixtureURL},
+		{"the fixture site", o.FixtureAddr, fixture.Tracked(fixture.Handler()), &fixtureURL},
 		{"the metrics endpoint", o.MetricsAddr, metricsHandler(), &metricsURL},
 	} {
 		if srv.addr == Off {
@@ -442,13 +450,19 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		metricsURL += "/metrics"
 	}
 
-	// Chromium starts while the control plane does.
+	var startPage string
+	// Chromium starts while the control plane does, over a pipe: no DevTools
+	// port for a page or another local user to reach (invariant 8). It opens
+	// the fixture site's home page as the user's own tab.
 	if o.CDPEndpoint == "" {
 		progress("launching headless Chromium")
+		if fixtureURL != "" {
+			startPage = fixtureURL + "/"
+		}
 		chrome = &launch{ch: make(chan chromeResult, 1)}
 		go func() {
 			// Not ctx: the process is ended by the cleanup above, not by the signal.
-			p, err := chromium.Launch(context.Background(), chromium.Options{Headful: o.Headful, StartTimeout: 90 * time.Second})
+			p, err := chromium.Launch(context.Background(), chromium.Options{Headful: o.Headful, StartTimeout: 90 * time.Second, Pipe: true, StartURL: startPage})
 			chrome.ch <- chromeResult{p, err}
 		}()
 	}
@@ -576,14 +590,15 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		}
 	}
 	endpoint := o.CDPEndpoint
+	var dial func(context.Context, func(wire.Event)) (*wire.Conn, error)
 	if chrome != nil {
 		p, err := chrome.wait()
 		if err != nil {
 			return fmt.Errorf("launching Chromium: %w", err)
 		}
-		endpoint = p.WebSocketURL
-		info.DevToolsHTTP, info.DevToolsWebSocket, info.ChromiumUserDataDir = p.HTTPURL, p.WebSocketURL, p.UserDataDir
-		progress("Chromium up, DevTools at %s", p.HTTPURL)
+		endpoint, dial = "pipe", p.Dial
+		info.ChromiumPID, info.ChromiumUserDataDir, info.StartPage = p.Pid(), p.UserDataDir, startPage
+		progress("Chromium up (pid %d), driven over a pipe: no DevTools port", p.Pid())
 	} else {
 		info.DevToolsHTTP = strings.TrimSuffix(o.CDPEndpoint, "/")
 	}
@@ -609,7 +624,7 @@ func Run(ctx context.Context, o Options) (retErr error) {
 			}
 		}
 	}
-	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile), BlockPorts: blockPorts})
+	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile), BlockPorts: blockPorts, Dial: dial})
 	cancelDial()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -855,7 +870,11 @@ func readyText(o Options, repo string, info Info) string {
 	} else if o.Headful {
 		browserDesc = "Chromium"
 	}
-	fmt.Fprintf(&b, "  agent          profile %-10s cdp driver, %s (DevTools %s)\n", info.LocalProfile, browserDesc, info.DevToolsHTTP)
+	if info.DevToolsHTTP != "" {
+		fmt.Fprintf(&b, "  agent          profile %-10s cdp driver, %s (DevTools %s)\n", info.LocalProfile, browserDesc, info.DevToolsHTTP)
+	} else {
+		fmt.Fprintf(&b, "  agent          profile %-10s cdp driver, %s over a pipe (no DevTools port); your own tab: %s\n", info.LocalProfile, browserDesc, orBlank(info.StartPage))
+	}
 	if info.ExtensionAddr != "" {
 		fmt.Fprintf(&b, "  agent          profile %-10s extension driver, host on %s (pair your Chrome, below)\n", info.ExtensionProfile, info.ExtensionAddr)
 	}
@@ -935,4 +954,11 @@ func ReadInfo(dir string) (Info, error) {
 		return info, fmt.Errorf("the tabwarden up of %s (pid %d) is not running any more: start it again with `tabwarden up --dir %s`", filepath.Join(dir, InfoFile), info.PID, dir)
 	}
 	return info, nil
+}
+
+func orBlank(page string) string {
+	if page == "" {
+		return "about:blank"
+	}
+	return page
 }
