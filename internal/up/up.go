@@ -156,10 +156,10 @@ type Info struct {
 	Kubeconfig string `json:"kubeconfig"`
 	// RoleKubeconfigs are the kubeconfigs the roles run under, by user name
 	// (tabwarden:controller, tabwarden:agent:<profile>).
-	RoleKubeconfigs     map[string]string `json:"roleKubeconfigs"`
-	APIServer           string            `json:"apiServer"`
-	Namespace           string            `json:"namespace"`
-	LocalProfile        string            `json:"localProfile"`
+	RoleKubeconfigs map[string]string `json:"roleKubeconfigs"`
+	APIServer       string            `json:"apiServer"`
+	Namespace       string            `json:"namespace"`
+	LocalProfile    string            `json:"localProfile"`
 	// DevToolsHTTP is the endpoint of the Chrome given with --cdp-endpoint;
 	// empty when up launched Chromium, which it drives over a pipe and which
 	// has no DevTools port at all.
@@ -169,10 +169,10 @@ type Info struct {
 	ChromiumUserDataDir string `json:"chromiumUserDataDir,omitempty"`
 	// StartPage is the page Chromium opened at launch: the user's own tab,
 	// which tabwarden never adopts, reads or closes.
-	StartPage string `json:"startPage,omitempty"`
-	ExtensionProfile    string            `json:"extensionProfile,omitempty"`
-	ExtensionAddr       string            `json:"extensionAddr,omitempty"`
-	StateDir            string            `json:"stateDir"`
+	StartPage        string `json:"startPage,omitempty"`
+	ExtensionProfile string `json:"extensionProfile,omitempty"`
+	ExtensionAddr    string `json:"extensionAddr,omitempty"`
+	StateDir         string `json:"stateDir"`
 	// FixtureURL is the fixture site's base URL (the incident: FixtureURL+"/contacts").
 	FixtureURL string `json:"fixtureURL,omitempty"`
 	// MetricsURL serves the roles' Prometheus metrics (docs/metrics.md).
