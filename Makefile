@@ -61,8 +61,8 @@ manifests:
 lint:
 	"$$(hack/lint.sh)" run ./...
 
-## verify: fail when generated files are stale, the code is not formatted or lint finds something.
-verify: generate manifests lint
+## verify: fail when generated files are stale, the code is not formatted, or vet or lint finds something.
+verify: generate manifests vet lint
 	@test -z "$$(gofmt -l api controllers cmd internal hack test extension 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l api controllers cmd internal hack test extension; exit 1; }
 	@git diff --exit-code -- api/v1alpha1/zz_generated.deepcopy.go crds config/rbac/controller_role.yaml config/rbac/agent_role.yaml || { echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; }
 
