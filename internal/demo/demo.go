@@ -692,6 +692,24 @@ func (d *demo) browserPages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A page the window reports Open tells the site it is there once it loaded.
+	if err := d.waitFor(ctx, "the session's open pages to show", func() (bool, error) {
+		shown := map[string]bool{}
+		if list, err = d.pageList(ctx); err != nil {
+			return false, err
+		}
+		for _, p := range list {
+			shown[p.Path] = true
+		}
+		for p := range owned {
+			if !shown[p] {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return err
+	}
 	d.note("what the browser shows now (pages of the fixture site):")
 	for _, p := range list {
 		owner := "released"
@@ -706,7 +724,7 @@ func (d *demo) browserPages(ctx context.Context) error {
 	return nil
 }
 
-// ownedPaths are the paths (and queries) of the session's live windows' pages.
+// ownedPaths are the paths (and queries) of the session's Open windows' pages.
 func (d *demo) ownedPaths(ctx context.Context) (map[string]bool, error) {
 	var ws twv1.BrowserWindowList
 	if err := d.k8s.List(ctx, &ws, client.InNamespace(d.ns), client.MatchingLabels{twv1.SessionLabel: SessionName}); err != nil {
@@ -714,7 +732,7 @@ func (d *demo) ownedPaths(ctx context.Context) (map[string]bool, error) {
 	}
 	owned := map[string]bool{}
 	for _, w := range ws.Items {
-		if w.Status.Phase == twv1.WindowOpen || w.Status.Phase == twv1.WindowPending {
+		if w.Status.Phase == twv1.WindowOpen && w.Status.URL != "" {
 			if u, err := url.Parse(w.Status.URL); err == nil {
 				if p, err := url.PathUnescape(u.RequestURI()); err == nil {
 					owned[p] = true
