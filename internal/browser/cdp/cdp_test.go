@@ -264,11 +264,30 @@ func TestOAuthPopupOpensPopup(t *testing.T) {
 // not adoptable under the act, not closable, and stay open. The driver's own
 // Open during a step is not attributed either.
 func TestUserPagesDuringAnActStayTheUsers(t *testing.T) {
-	b, r := newDriver(t, Options{})
+	// A pool profile too: the session's pages live in a browser context of
+	// their own, and a page of the default context (the user's, or another
+	// client's) opened meanwhile is no more the session's.
+	for _, pool := range []bool{false, true} {
+		t.Run(map[bool]string{false: "profile", true: "pool"}[pool], func(t *testing.T) { userPagesDuringAnAct(t, pool) })
+	}
+}
+
+func userPagesDuringAnAct(t *testing.T, pool bool) {
+	b, r := newDriver(t, Options{Pool: pool})
 	// The user's hand, a second driver: someone else opening pages meanwhile.
 	other, _ := newDriver(t, Options{})
 	ctx := tctx(t)
-	slow := openWindow(t, b, r, "slow", "/slow?ms=1500", fixture.TitleSlow)
+	var slow browser.Page
+	if pool {
+		var err error
+		if slow, err = b.Open(ctx, browser.OpenRequest{Key: "slow", URL: site.Path("/slow?ms=1500"), NewWindow: true, Context: "session-a"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: "slow", ID: slow.ID, OwnsWindow: true}) })
+		waitTitle(t, b, slow.ID, fixture.TitleSlow)
+	} else {
+		slow = openWindow(t, b, r, "slow", "/slow?ms=1500", fixture.TitleSlow)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
