@@ -26,7 +26,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/conditions"
 	"github.com/tabwarden/tabwarden/internal/handlers"
 	"github.com/tabwarden/tabwarden/internal/hint"
-	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
 // ActionReconciler runs the BrowserActions of the sessions placed on this
@@ -342,7 +341,11 @@ func (run *actionRun) finish(ctx context.Context, phase twv1.ActionPhase, rf *re
 	}
 	conditions.Action(act)
 	ctrl.LoggerFrom(ctx).Info("Action finished", "action", act.Name, "phase", phase, "reason", act.Status.Reason)
-	metrics.ActionFinished(string(phase), act.Status.Reason)
+	var claimed time.Time
+	if run.claimed && act.Status.StartTime != nil {
+		claimed = act.Status.StartTime.Time
+	}
+	a.metrics().ActionFinished(string(phase), act.Status.Reason, claimed)
 }
 
 // write patches the action's status with optimistic locking (one write for an
