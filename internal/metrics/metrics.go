@@ -110,10 +110,12 @@ var (
 	})
 )
 
-func init() {
-	crmetrics.Registry.MustRegister(spawnsAdopted, adoptionLatency, pagesOpened, openLatency, pagesClosed, pagesReleased,
-		actionResults, actionDuration, poolContextsDisposed, driverConnected, driverPaired, cleanupDuration)
-}
+// registered is every collector tabwarden registers (docs/metrics.md lists
+// their metrics; TestMetricsDocumented checks it).
+var registered = []prometheus.Collector{spawnsAdopted, adoptionLatency, pagesOpened, openLatency, pagesClosed, pagesReleased,
+	actionResults, actionDuration, poolContextsDisposed, driverConnected, driverPaired, cleanupDuration, sessions}
+
+func init() { crmetrics.Registry.MustRegister(registered...) }
 
 // Agent records the metrics of the agent serving one profile through one driver.
 type Agent struct{ Profile, Driver string }
@@ -219,8 +221,6 @@ var (
 	windowPhases  = []twv1.WindowPhase{twv1.WindowPending, twv1.WindowOpen, twv1.WindowClosing, twv1.WindowClosed, twv1.WindowGone, twv1.WindowUnknown}
 	windowSources = []twv1.WindowSource{twv1.SourceOpen, twv1.SourceSpawned, twv1.SourceBind}
 )
-
-func init() { crmetrics.Registry.MustRegister(sessions) }
 
 // SetSessionReader makes the session and window gauges (unacknowledged spawns,
 // dirty sessions, sessions and windows by phase) read the sessions, windows
