@@ -71,8 +71,8 @@ var (
 	}, agentLabels)
 	openLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    OpenLatencyName,
-		Help:    "Seconds from an Open BrowserWindow being created (the intent) to its page being open in the browser, holds included (agent).",
-		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800},
+		Help:    "Seconds from an Open BrowserWindow being created (the intent; its creationTimestamp, to the second) to its page being open in the browser, holds included (agent).",
+		Buckets: []float64{0.5, 1, 1.5, 2, 3, 5, 10, 30, 60, 300, 1800},
 	}, agentLabels)
 	pagesClosed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: PagesClosedName,
