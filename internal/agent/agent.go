@@ -212,9 +212,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	return a, nil
 }
 
-// ownerOf finds the window a page belongs to from the driver's records: never
-// from a tab id that someone wrote into an object. It returns the window and the
-// key the page is recorded under.
 // metrics records the agent's metrics under its profile and driver.
 func (a *Agent) metrics() metrics.Agent { return metrics.For(a.opts.Profile, string(a.opts.Driver)) }
 
@@ -231,6 +228,9 @@ func (a *Agent) paired() bool {
 	return true
 }
 
+// ownerOf finds the window a page belongs to from the driver's records: never
+// from a tab id that someone wrote into an object. It returns the window and the
+// key the page is recorded under.
 func (a *Agent) ownerOf(ctx context.Context, pageID string) (owner, string, bool) {
 	if pageID == "" {
 		return owner{}, "", false

@@ -602,8 +602,10 @@ func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow,
 // owned by nobody. A spawn racing the session's deletion is the case:
 // TestSpawnRacingDeletionIsAdopted.
 func (a *Agent) closeRecorded(ctx context.Context, rec browser.Record, ownsWindow bool) error {
-	// Counted once per page: a page closed already (by a session's batch
-	// close, or a context disposal whose records this drops) has no record left.
+	// Counted once per page, while its record is held: a page the session's
+	// batch close closed has no record left when its window's own cleanup
+	// closes it again (a page that went with a disposed pool context still
+	// has one, and is counted here).
 	held, recorded := a.model.record(rec.Page)
 	if err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: ownsWindow}); err != nil {
 		return err
