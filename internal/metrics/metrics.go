@@ -53,7 +53,9 @@ const (
 // no metric carries a session, window or url.
 var agentLabels = []string{"profile", "driver"}
 
-func withAgentLabels(extra ...string) []string { return append(append([]string{}, agentLabels...), extra...) }
+func withAgentLabels(extra ...string) []string {
+	return append(append([]string{}, agentLabels...), extra...)
+}
 
 var (
 	spawnsAdopted = prometheus.NewCounterVec(prometheus.CounterOpts{
