@@ -92,6 +92,14 @@ func TestMetricsAfterIncident(t *testing.T) {
 	startController(t)
 	startAgent(t, "metrics", b)
 	before := scrape(g)
+	// The agent's series carry its profile and driver.
+	agentLabels := []string{"profile", "metrics", "driver", "fake"}
+	at := func(labels ...string) []string { return append(append([]string{}, agentLabels...), labels...) }
+	opened0 := max(0, value(before, metrics.PagesOpenedName, agentLabels...))
+	openLatency0 := max(0, value(before, metrics.OpenLatencyName, agentLabels...))
+	closed0 := max(0, value(before, metrics.PagesClosedName, agentLabels...))
+	duration0 := max(0, value(before, metrics.ActionDurationName, at("phase", "Succeeded")...))
+	refusedDuration0 := max(0, value(before, metrics.ActionDurationName, at("phase", "Refused")...))
 	opener0 := max(0, value(before, metrics.SpawnsAdoptedName, "reason", agent.ReasonOpener))
 	action0 := max(0, value(before, metrics.SpawnsAdoptedName, "reason", agent.ReasonDuringAction))
 	latency0 := max(0, value(before, metrics.AdoptionLatencyName))
@@ -108,6 +116,13 @@ func TestMetricsAfterIncident(t *testing.T) {
 	contacts := openWindow(ns, "contacts", "taxes", "https://contacts.example/people")
 	g.Expect(k8s.Create(ctx, contacts)).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(get(t, contacts).Status.Phase).To(Equal(twv1.WindowOpen)) }).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		m := scrape(g)
+		g.Expect(value(m, metrics.PagesOpenedName, agentLabels...)).To(Equal(opened0 + 1))
+		g.Expect(value(m, metrics.OpenLatencyName, agentLabels...)).To(Equal(openLatency0 + 1))
+		g.Expect(value(m, metrics.SessionsName, "phase", "Active", "profile", "metrics")).To(Equal(1.0))
+		g.Expect(value(m, metrics.WindowsName, "phase", "Open", "source", "Open", "profile", "metrics")).To(Equal(1.0))
+	}).Should(Succeed())
 
 	// Two spawns: a compose popup (opener) and a viewer during an action.
 	compose, err := b.Spawn(contacts.Status.TabID, "https://mail.example/compose?to=ada", true)
@@ -122,7 +137,8 @@ func TestMetricsAfterIncident(t *testing.T) {
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		m := scrape(g)
-		g.Expect(value(m, metrics.SpawnsAdoptedName, "reason", agent.ReasonOpener)).To(Equal(opener0 + 1))
+		g.Expect(value(m, metrics.SpawnsAdoptedName, at("reason", agent.ReasonOpener)...)).To(Equal(opener0 + 1))
+		g.Expect(value(m, metrics.WindowsName, "phase", "Open", "source", "Spawned", "profile", "metrics")).To(Equal(2.0))
 		g.Expect(value(m, metrics.SpawnsAdoptedName, "reason", agent.ReasonDuringAction)).To(Equal(action0 + 1))
 		g.Expect(value(m, metrics.AdoptionLatencyName)).To(Equal(latency0 + 2))
 		g.Expect(value(m, metrics.UnacknowledgedSpawnsName, "namespace", ns)).To(Equal(2.0))
@@ -143,7 +159,11 @@ func TestMetricsAfterIncident(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		m := scrape(g)
 		g.Expect(value(m, metrics.ActionResultsName, "phase", "Refused", "reason", twv1.ReasonUnacknowledgedSpawns)).To(Equal(refused0 + 1))
-		g.Expect(value(m, metrics.ActionResultsName, "phase", "Succeeded", "reason", "")).To(Equal(succeeded0 + 1))
+		g.Expect(value(m, metrics.ActionResultsName, at("phase", "Succeeded", "reason", "")...)).To(Equal(succeeded0 + 1))
+		// Claim to completion, by final phase: unacknowledged_spawns refuses
+		// the click at its step, after the action was claimed.
+		g.Expect(value(m, metrics.ActionDurationName, at("phase", "Succeeded")...)).To(Equal(duration0 + 1))
+		g.Expect(value(m, metrics.ActionDurationName, at("phase", "Refused")...)).To(Equal(refusedDuration0 + 1))
 	}).Should(Succeed())
 
 	// The browser goes away, then the session finishes: it is dirty (it still owns
@@ -171,8 +191,15 @@ func TestMetricsAfterIncident(t *testing.T) {
 		g.Expect(value(m, metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(1.0))
 		g.Expect(value(m, metrics.DirtySessionsName, "namespace", ns)).To(Equal(0.0))
 		g.Expect(value(m, metrics.CleanupDurationName)).To(Equal(cleanup0 + 1))
+		// The contacts page and both temporary spawns, each counted once.
+		g.Expect(value(m, metrics.PagesClosedName, agentLabels...)).To(Equal(closed0 + 3))
 	}).Should(Succeed())
 	g.Expect(get(t, s).Status.Phase).To(Equal(twv1.SessionPhaseFinished))
+	g.Eventually(func(g Gomega) {
+		m := scrape(g)
+		g.Expect(value(m, metrics.SessionsName, "phase", "Finished", "profile", "metrics")).To(Equal(1.0))
+		g.Expect(value(m, metrics.SessionsName, "phase", "Active", "profile", "metrics")).To(Equal(0.0))
+	}).Should(Succeed())
 }
 
 // TestMetricsServeAcrossControllerRestarts scrapes as Prometheus would while
@@ -215,4 +242,39 @@ func TestMetricsServeBeforeTheCacheSyncs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect((&controllers.SessionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test")}).SetupWithManager(mgr)).To(Succeed())
 	scrape(g) // fails the test on an unparsable (error) body
+}
+
+// unpaired is a browser that no extension has paired with yet: it cannot
+// connect, as the extension driver before `tabwarden pair`.
+type unpaired struct{ *fake.Browser }
+
+func (unpaired) Paired() bool { return false }
+
+// TestDriverPairedGauge: an extension-like profile nobody paired reports
+// tabwarden_driver_connected 0 with tabwarden_driver_paired 0, so the
+// documented TabwardenDriverDown (connected == 0 and paired == 1) stays
+// quiet; a driver with nothing to pair reports paired 1, and its disconnection
+// alerts as before.
+func TestDriverPairedGauge(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	lonely := fake.New()
+	lonely.Disconnect()
+	startAgent(t, "metrics-unpaired", unpaired{lonely})
+	paired := fake.New()
+	startAgent(t, "metrics-paired", paired)
+	// driverDown is the documented alert's expression for one profile.
+	driverDown := func(m map[string]*dto.MetricFamily, profile string) bool {
+		return value(m, metrics.DriverConnectedName, "profile", profile) == 0 && value(m, metrics.DriverPairedName, "profile", profile) == 1
+	}
+	g.Eventually(func(g Gomega) {
+		m := scrape(g)
+		g.Expect(value(m, metrics.DriverConnectedName, "profile", "metrics-unpaired", "driver", "fake")).To(Equal(0.0))
+		g.Expect(value(m, metrics.DriverPairedName, "profile", "metrics-unpaired", "driver", "fake")).To(Equal(0.0))
+		g.Expect(driverDown(m, "metrics-unpaired")).To(BeFalse())
+		g.Expect(value(m, metrics.DriverConnectedName, "profile", "metrics-paired", "driver", "fake")).To(Equal(1.0))
+		g.Expect(value(m, metrics.DriverPairedName, "profile", "metrics-paired", "driver", "fake")).To(Equal(1.0))
+	}).Should(Succeed())
+	paired.Disconnect()
+	g.Eventually(func(g Gomega) { g.Expect(driverDown(scrape(g), "metrics-paired")).To(BeTrue()) }).Should(Succeed())
 }

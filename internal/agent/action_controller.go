@@ -26,7 +26,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/conditions"
 	"github.com/tabwarden/tabwarden/internal/handlers"
 	"github.com/tabwarden/tabwarden/internal/hint"
-	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
 // ActionReconciler runs the BrowserActions of the sessions placed on this
@@ -216,8 +215,10 @@ type actionRun struct {
 	session *twv1.BrowserSession
 	window  *twv1.BrowserWindow
 	page    browser.Record
-	// claimed is set once the Running status is written.
-	claimed bool
+	// claimed is set once the Running status is written; claimedAt is when
+	// (status.startTime, at full resolution: the API keeps seconds).
+	claimed   bool
+	claimedAt time.Time
 	// spawned collects the windows adopted for the session meanwhile.
 	spawned *[]twv1.SpawnedWindow
 	// claimErr is the error of a claim that was not written.
@@ -245,7 +246,7 @@ func (run *actionRun) execute(ctx context.Context) {
 		run.claimErr = err
 		return
 	}
-	run.claimed = true
+	run.claimed, run.claimedAt = true, now.Time
 	run.spawned = a.spawnWatch.start(s.Namespace, s.Name)
 	defer a.spawnWatch.stop(s.Namespace, s.Name, run.spawned)
 	// The steps run under the session's fence: its end cancels them, and its
@@ -342,7 +343,7 @@ func (run *actionRun) finish(ctx context.Context, phase twv1.ActionPhase, rf *re
 	}
 	conditions.Action(act)
 	ctrl.LoggerFrom(ctx).Info("Action finished", "action", act.Name, "phase", phase, "reason", act.Status.Reason)
-	metrics.ActionFinished(string(phase), act.Status.Reason)
+	a.metrics().ActionFinished(string(phase), act.Status.Reason, run.claimedAt)
 }
 
 // write patches the action's status with optimistic locking (one write for an

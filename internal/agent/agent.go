@@ -212,6 +212,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	return a, nil
 }
 
+// metrics records the agent's metrics under its profile and driver.
+func (a *Agent) metrics() metrics.Agent { return metrics.For(a.opts.Profile, string(a.opts.Driver)) }
+
+// pairing is a driver that a browser must pair with before it can connect
+// (the extension driver).
+type pairing interface{ Paired() bool }
+
+// paired reports whether the driver has a browser to reach: an extension
+// paired with its host, or any driver with nothing to pair.
+func (a *Agent) paired() bool {
+	if p, ok := a.opts.Browser.(pairing); ok {
+		return p.Paired()
+	}
+	return true
+}
+
 // ownerOf finds the window a page belongs to from the driver's records: never
 // from a tab id that someone wrote into an object. It returns the window and the
 // key the page is recorded under.
@@ -381,7 +397,7 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reas
 	case err != nil:
 		return fmt.Errorf("adopting spawned page %s into session %s/%s: %w", p.ID, o.Namespace, o.Session, err)
 	}
-	metrics.SpawnAdopted(reason, seen)
+	a.metrics().SpawnAdopted(reason, seen)
 	if err := a.recordAdoption(ctx, w, parent); err != nil {
 		// The window's own reconcile retries and, if the driver still refuses,
 		// says so in its conditions; the page is never touched meanwhile.

@@ -70,7 +70,7 @@ func (a *Agent) disposeEndedContexts(ctx context.Context) error {
 		if err := pool.DisposeContext(ctx, name); err != nil {
 			return err
 		}
-		metrics.PoolContextDisposed(metrics.DisposedAfterCleanup)
+		a.metrics().PoolContextDisposed(metrics.DisposedAfterCleanup)
 		ctrl.LoggerFrom(ctx).Info("Disposed the browser context of an ended session", "context", name)
 	}
 	return nil
@@ -133,7 +133,7 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 	if err := pool.DisposeContext(ctx, name); err != nil {
 		return false, fmt.Errorf("disposing the browser context %q of ended session %s: %w", name, s.Name, err)
 	}
-	metrics.PoolContextDisposed(metrics.DisposedInCleanup)
+	a.metrics().PoolContextDisposed(metrics.DisposedInCleanup)
 	ctrl.LoggerFrom(ctx).Info("Disposed the browser context of an ended session: its temporary pages are closed at once", "context", name, "pages", pages)
 	return true, nil
 }

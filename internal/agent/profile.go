@@ -23,7 +23,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/conditions"
 	"github.com/tabwarden/tabwarden/internal/index"
-	"github.com/tabwarden/tabwarden/internal/metrics"
 	"github.com/tabwarden/tabwarden/internal/patch"
 )
 
@@ -135,7 +134,7 @@ func (pl *profileLoop) publish(ctx context.Context, full bool) error {
 	a.profileRead.Store(true) // windows held until now requeue themselves
 	helper := patch.NewHelper(p, a.client)
 	ready, epoch := a.model.state()
-	metrics.DriverConnected(a.opts.Profile, string(a.opts.Driver), ready)
+	a.metrics().DriverConnected(ready, a.paired())
 	a.model.mu.RLock()
 	version := a.model.version
 	a.model.mu.RUnlock()

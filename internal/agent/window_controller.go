@@ -369,6 +369,7 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	}
 	// No Event: the status records the open, and an Event per page doubles the
 	// API writes of the common path. Events are kept for refusals, adoptions and cleanup.
+	a.metrics().PageOpened(w.CreationTimestamp.Time)
 	ctrl.LoggerFrom(ctx).Info("Opened page", "page", page.ID, "url", w.Spec.URL, "newWindow", req.NewWindow)
 	return ctrl.Result{}, nil
 }
@@ -601,8 +602,16 @@ func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow,
 // owned by nobody. A spawn racing the session's deletion is the case:
 // TestSpawnRacingDeletionIsAdopted.
 func (a *Agent) closeRecorded(ctx context.Context, rec browser.Record, ownsWindow bool) error {
+	// Counted once per page, while its record is held: a page the session's
+	// batch close closed has no record left when its window's own cleanup
+	// closes it again (a page that went with a disposed pool context still
+	// has one, and is counted here).
+	held, recorded := a.model.record(rec.Page)
 	if err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: ownsWindow}); err != nil {
 		return err
+	}
+	if recorded && held.Key == rec.Key {
+		a.metrics().PageClosed()
 	}
 	wait, cancel := context.WithTimeout(ctx, spawnDrainTimeout)
 	defer cancel()
@@ -731,6 +740,9 @@ func (r *WindowReconciler) releasePage(ctx context.Context, w *twv1.BrowserWindo
 	a := r.agent
 	if err := a.opts.Browser.Release(ctx, browser.ReleaseRequest{Key: rec.Key, ID: rec.Page}); err != nil {
 		return fmt.Errorf("releasing page %s of window %s: %w", rec.Page, w.Name, err)
+	}
+	if held, recorded := a.model.record(rec.Page); recorded && held.Key == rec.Key {
+		a.metrics().PageReleased()
 	}
 	a.model.dropRecord(rec.Key, rec.Page)
 	return nil

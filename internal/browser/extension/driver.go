@@ -683,3 +683,8 @@ func (d *Driver) Records(ctx context.Context) ([]Record, error) {
 }
 
 var _ browser.SessionMonitor = (*Driver)(nil)
+
+// Paired reports whether an extension is paired with the host: until one is,
+// no browser can connect, and the agent reports the driver as unpaired rather
+// than down (tabwarden_driver_paired).
+func (d *Driver) Paired() bool { return d.h.Paired() }

@@ -198,3 +198,24 @@ func TestForgetFromTheExtension(t *testing.T) {
 		t.Fatalf("state file after forget: %v", err)
 	}
 }
+
+// The driver says whether an extension is paired (the agent's
+// tabwarden_driver_paired): not before the first pairing, yes after it, not
+// after an unpair.
+func TestDriverReportsPairing(t *testing.T) {
+	th := startHost(t, "", nil)
+	d := th.Driver()
+	if d.Paired() {
+		t.Fatal("a host nobody paired with: driver says paired")
+	}
+	pair(t, th)
+	if !d.Paired() {
+		t.Fatal("after pairing: driver says unpaired")
+	}
+	if was, err := RequestUnpair(context.Background(), th.dir); err != nil || !was {
+		t.Fatalf("unpair: %v %v", was, err)
+	}
+	if d.Paired() {
+		t.Fatal("after unpair: driver says paired")
+	}
+}
