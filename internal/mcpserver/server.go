@@ -140,6 +140,10 @@ func New(o *ops.Ops, opts Options) *mcp.Server {
 			steps := s.Properties["steps"]
 			steps.MinItems, steps.MaxItems = jsonschema.Ptr(1), jsonschema.Ptr(maxSteps)
 			steps.Items.Properties["type"].Enum = enum(twv1.StepTypes...)
+			for _, p := range []string{"x", "y"} {
+				steps.Items.Properties[p].Minimum = jsonschema.Ptr(0.0)
+			}
+			nonEmpty(steps.Items, "url", "ref", "target_text", "observation", "text", "key", "duration")
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Act on a page", DestructiveHint: &yes, OpenWorldHint: &yes},
 	}, h.act)
