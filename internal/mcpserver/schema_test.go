@@ -297,3 +297,37 @@ func TestToolSchemas(t *testing.T) {
 		t.Errorf("act.steps: minItems %v maxItems %v, want 1 and 32", s["minItems"], s["maxItems"])
 	}
 }
+
+// TestArgumentErrors: arguments the input schema refuses (steps sent as a
+// string, as the MCP Inspector did with ["null","array"]; a disposition not
+// the API's) are a tool error with structured content saying reason and hint,
+// like every refusal, before anything reaches the API server.
+func TestArgumentErrors(t *testing.T) {
+	srv := mcpserver.New(&ops.Ops{Namespace: "default"}, mcpserver.Options{Version: "test"})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schema-test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(); _ = ss.Wait() }()
+	for tool, args := range map[string]map[string]any{
+		"act":         {"session": "s", "window": "w", "thread": "t", "steps": `[{"type": "Observe"}]`},
+		"acknowledge": {"windows": []string{"w"}, "disposition": "close"},
+	} {
+		text, structured, isErr := call(t, cs, tool, args)
+		if !isErr {
+			t.Errorf("%s %v: no error: %s", tool, args, text)
+			continue
+		}
+		e, _ := structured["error"].(map[string]any)
+		if e["reason"] != "invalid_arguments" || e["kind"] != "Invalid" || !strings.HasPrefix(e["hint"].(string), "call "+tool+" again") || e["message"] != text {
+			t.Errorf("%s %v: structured content %v", tool, args, structured)
+		}
+	}
+}

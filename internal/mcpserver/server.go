@@ -70,6 +70,7 @@ func New(o *ops.Ops, opts Options) *mcp.Server {
 	h := &handlers{ops: o, timeout: opts.Timeout, holdCtx: opts.Hold, holder: opts.Holder, held: map[string]bool{}}
 	s := mcp.NewServer(&mcp.Implementation{Name: "tabwarden", Title: "tabwarden browser sessions", Version: opts.Version},
 		&mcp.ServerOptions{Instructions: instructions})
+	s.AddReceivingMiddleware(structuredErrors)
 	yes := true
 	no := false
 	mcp.AddTool(s, &mcp.Tool{
@@ -156,6 +157,36 @@ func New(o *ops.Ops, opts Options) *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{Title: "Finish the session", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no},
 	}, h.finish)
 	return s
+}
+
+// structuredErrors gives the tool errors the SDK makes itself (arguments that
+// do not match the input schema, before any handler runs) the structured
+// content every refusal of the handlers has: error {kind, reason, message, hint}.
+func structuredErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		r, ok := res.(*mcp.CallToolResult)
+		if err != nil || !ok || !r.IsError || r.StructuredContent != nil {
+			return res, err
+		}
+		var msg strings.Builder
+		for _, c := range r.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				msg.WriteString(t.Text)
+			}
+		}
+		f := Failure{Kind: string(ops.Failed), Message: msg.String()}
+		if strings.HasPrefix(f.Message, `validating "arguments"`) {
+			tool := "the tool"
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+				tool = p.Name
+			}
+			f.Kind, f.Reason = string(ops.Invalid), "invalid_arguments"
+			f.Hint = fmt.Sprintf("call %s again with the arguments its input schema gives (tools/list): each required one, each of its type (a list is a JSON array, not a string), an enum's values as spelled", tool)
+		}
+		r.StructuredContent = map[string]any{"error": f}
+		return r, nil
+	}
 }
 
 // The closed sets the tools take, each from the API's constants (the CRDs' enums).
