@@ -138,11 +138,16 @@ func TestTools(t *testing.T) {
 		g.Expect(names).To(HaveKey(n))
 	}
 
-	// The profiles this user can see, and whether its namespace may use each.
-	text, out, isErr := call(t, cs, "list_profiles", map[string]any{})
-	g.Expect(isErr).To(BeFalse(), text)
-	g.Expect(out["namespace"]).To(Equal(ns))
-	g.Expect(out["profiles"]).To(ContainElement(And(HaveKeyWithValue("name", "mcp-local"), HaveKeyWithValue("usable", "yes"), HaveKeyWithValue("connected", true))))
+	// The profiles this user can see, and whether its namespace may use each (once its agent connected).
+	var text string
+	var out map[string]any
+	var isErr bool
+	g.Eventually(func(g Gomega) {
+		text, out, isErr = call(t, cs, "list_profiles", map[string]any{})
+		g.Expect(isErr).To(BeFalse(), text)
+		g.Expect(out["namespace"]).To(Equal(ns))
+		g.Expect(out["profiles"]).To(ContainElement(And(HaveKeyWithValue("name", "mcp-local"), HaveKeyWithValue("usable", "yes"), HaveKeyWithValue("connected", true))))
+	}).Should(Succeed())
 	g.Expect(text).To(ContainSubstring(`start_session {"thread": "<your thread>", "purpose": "<why>", "profile": `))
 
 	// Neither profile nor selector: the API server's refusal names the tool's parameters, not the CRD's fields.
