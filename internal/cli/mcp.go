@@ -16,10 +16,12 @@ func newMCP(env *Env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve tabwarden's tools to an AI agent over MCP (stdio), with your kubeconfig",
-		Long: `Serve a Model Context Protocol server on standard input and output. Its tools start a session,
-open windows, list what the session owns, acknowledge spawned windows, observe and act on pages,
-and finish, through the API server with the kubeconfig flags' identity and namespace. A refusal
-is a tool error whose text carries the guard's reason, message and hint.
+		Long: `Serve a Model Context Protocol server on standard input and output. Its tools list the browser
+profiles, start a session, open windows, list what the session owns, acknowledge spawned windows,
+observe and act on pages, and finish (waiting, up to --timeout, until the session is Finished),
+through the API server with the kubeconfig flags' identity and namespace. A refusal is a tool
+error whose text and structured content (error: kind, reason, message, hint) carry the guard's
+reason, message and hint, naming the tools' parameters.
 
 The server holds every session it starts or is given (it renews the session's Lease) while it
 runs. When the agent exits, so does the server: a session it did not finish is abandoned after
@@ -45,7 +47,7 @@ An agent's MCP configuration:
 			return s.Run(ctx, t)
 		},
 	}
-	c.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long a tool waits for a session to be placed, a window to open, an action to finish")
+	c.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long a tool waits for a session to be placed, a window to open, an action or a session to finish")
 	return c
 }
 

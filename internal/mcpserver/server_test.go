@@ -133,17 +133,37 @@ func TestTools(t *testing.T) {
 			g.Expect(s.Required).To(ConsistOf("thread", "purpose"))
 		}
 	}
-	g.Expect(names).To(HaveLen(7))
-	for _, n := range []string{"start_session", "open_window", "list_owned", "acknowledge", "observe", "act", "finish"} {
+	g.Expect(names).To(HaveLen(8))
+	for _, n := range []string{"list_profiles", "start_session", "open_window", "list_owned", "acknowledge", "observe", "act", "finish"} {
 		g.Expect(names).To(HaveKey(n))
 	}
 
+	// The profiles this user can see, and whether its namespace may use each (once its agent connected).
+	var text string
+	var out map[string]any
+	var isErr bool
+	g.Eventually(func(g Gomega) {
+		text, out, isErr = call(t, cs, "list_profiles", map[string]any{})
+		g.Expect(isErr).To(BeFalse(), text)
+		g.Expect(out["namespace"]).To(Equal(ns))
+		g.Expect(out["profiles"]).To(ContainElement(And(HaveKeyWithValue("name", "mcp-local"), HaveKeyWithValue("usable", "yes"), HaveKeyWithValue("connected", true))))
+	}).Should(Succeed())
+	g.Expect(text).To(ContainSubstring(`start_session {"thread": "<your thread>", "purpose": "<why>", "profile": `))
+
+	// Neither profile nor selector: the API server's refusal names the tool's parameters, not the CRD's fields.
+	text, out, isErr = call(t, cs, "start_session", map[string]any{"thread": "thread-42", "purpose": "file the 2026 tax return form"})
+	g.Expect(isErr).To(BeTrue())
+	g.Expect(text).To(ContainSubstring("set exactly one of profile (pin a profile, for example profile: local) or selector"))
+	g.Expect(text).NotTo(ContainSubstring("spec."))
+	g.Expect(text).NotTo(ContainSubstring("profileName"))
+	g.Expect(out["error"]).To(HaveKeyWithValue("message", ContainSubstring("set exactly one of profile")))
+
 	// No purpose: refused before anything is created.
-	text, _, isErr := call(t, cs, "start_session", map[string]any{"thread": "thread-42", "profile": "mcp-local"})
+	text, _, isErr = call(t, cs, "start_session", map[string]any{"thread": "thread-42", "profile": "mcp-local"})
 	g.Expect(isErr).To(BeTrue())
 	g.Expect(text).To(ContainSubstring("purpose"))
 
-	text, out, isErr := call(t, cs, "start_session", map[string]any{"thread": "thread-42", "purpose": "file the 2026 tax return form", "profile": "mcp-local"})
+	text, out, isErr = call(t, cs, "start_session", map[string]any{"thread": "thread-42", "purpose": "file the 2026 tax return form", "profile": "mcp-local"})
 	g.Expect(isErr).To(BeFalse(), text)
 	session := out["session"].(string)
 	g.Expect(session).To(HavePrefix("thread-42-"))
@@ -170,7 +190,7 @@ func TestTools(t *testing.T) {
 	g.Expect(isErr).To(BeFalse(), text)
 	g.Expect(out["spawned"]).To(HaveLen(1))
 	spawned := out["spawned"].([]any)[0].(map[string]any)["window"].(string)
-	g.Expect(text).To(ContainSubstring(`acknowledge {"windows": ["` + spawned + `"], "disposition": "close"}`))
+	g.Expect(text).To(ContainSubstring(`acknowledge {"windows": ["` + spawned + `"], "disposition": "Close"}`))
 	sw := &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: spawned}}
 	g.Eventually(func() string { return testenv.Get(t, k8s, sw).Status.TabID }).ShouldNot(BeEmpty())
 	page := sw.Status.TabID
@@ -179,39 +199,49 @@ func TestTools(t *testing.T) {
 	g.Expect(isErr).To(BeFalse(), text)
 	g.Expect(out["unacknowledged"]).To(ConsistOf(spawned))
 	g.Expect(text).To(ContainSubstring(spawned + "*"))
-	g.Expect(text).To(ContainSubstring(`acknowledge {"session": "` + session + `", "all_unacked": true, "disposition": "close"}`))
+	g.Expect(text).To(ContainSubstring(`acknowledge {"session": "` + session + `", "all_unacked": true, "disposition": "Close"}`))
 
-	// The next click is refused: a tool error with reason, message and the tool call that fixes it.
-	text, _, isErr = call(t, cs, "act", map[string]any{"session": session, "window": window, "thread": "thread-42",
+	// The next click is refused: a tool error with reason, message and the tool call that fixes it,
+	// in its text and in its structured content, with the action's name and phase.
+	text, out, isErr = call(t, cs, "act", map[string]any{"session": session, "window": window, "thread": "thread-42",
 		"steps": []map[string]any{{"type": "Click", "target_text": "grace@example.com"}}})
 	g.Expect(isErr).To(BeTrue())
 	g.Expect(text).To(HavePrefix("refused (unacknowledged_spawns): "))
 	g.Expect(text).To(ContainSubstring(spawned))
-	g.Expect(text).To(ContainSubstring(`hint: acknowledge {"session": "` + session + `", "all_unacked": true, "disposition": "close"}`))
+	g.Expect(text).To(ContainSubstring(`hint: acknowledge {"session": "` + session + `", "all_unacked": true, "disposition": "Close"}`))
+	g.Expect(out["action"]).To(HavePrefix(session + "-"))
+	g.Expect(out["phase"]).To(Equal("Refused"))
+	g.Expect(out["error"]).To(And(HaveKeyWithValue("kind", "Refused"), HaveKeyWithValue("reason", "unacknowledged_spawns"),
+		HaveKeyWithValue("message", ContainSubstring(spawned)),
+		HaveKeyWithValue("hint", HavePrefix(`acknowledge {"session": "`+session+`", "all_unacked": true, "disposition": "Close"}`))))
 	// And another thread may not drive the session at all.
-	text, _, isErr = call(t, cs, "observe", map[string]any{"session": session, "window": window, "thread": "thread-7"})
+	text, out, isErr = call(t, cs, "observe", map[string]any{"session": session, "window": window, "thread": "thread-7"})
 	g.Expect(isErr).To(BeTrue())
 	g.Expect(text).To(HavePrefix("refused (session_owned_by_another_thread): "))
 	g.Expect(text).To(ContainSubstring(`hint: start_session {"thread":"thread-7",`))
+	g.Expect(out["error"]).To(And(HaveKeyWithValue("reason", "session_owned_by_another_thread"), HaveKeyWithValue("hint", HavePrefix(`start_session {"thread":"thread-7",`))))
 
-	// A new window is held: the tool error carries reason, message and hint.
-	text, _, isErr = call(t, cs, "open_window", map[string]any{"session": session, "url": "https://forms.example/next", "name": "next"})
+	// A new window is held: the tool error carries reason, message and hint, and the window's name and phase.
+	text, out, isErr = call(t, cs, "open_window", map[string]any{"session": session, "url": "https://forms.example/next", "name": "next"})
 	g.Expect(isErr).To(BeTrue())
 	g.Expect(text).To(HavePrefix("refused (unacknowledged_spawns): window next is held"))
 	g.Expect(text).To(ContainSubstring("hint: "))
-	g.Expect(text).To(ContainSubstring(`acknowledge {"session": "` + session + `", "all_unacked": true, "disposition": "close"}`))
+	g.Expect(text).To(ContainSubstring(`acknowledge {"session": "` + session + `", "all_unacked": true, "disposition": "Close"}`))
+	g.Expect(out).To(And(HaveKeyWithValue("window", "next"), HaveKeyWithValue("phase", "Pending")))
+	g.Expect(out["error"]).To(And(HaveKeyWithValue("reason", "unacknowledged_spawns"), HaveKeyWithValue("hint", ContainSubstring(`"disposition": "Close"`))))
 
 	// Acknowledging a window that does not exist teaches how to list them.
-	text, _, isErr = call(t, cs, "acknowledge", map[string]any{"windows": []string{"nosuch"}, "disposition": "close"})
+	text, out, isErr = call(t, cs, "acknowledge", map[string]any{"windows": []string{"nosuch"}, "disposition": "Close"})
 	g.Expect(isErr).To(BeTrue())
+	g.Expect(out["error"]).To(And(HaveKeyWithValue("reason", "window_not_found"), HaveKeyWithValue("hint", ContainSubstring("list_owned"))))
 	g.Expect(text).To(ContainSubstring(`BrowserWindow "nosuch" not found`))
 	g.Expect(text).To(ContainSubstring("its unacknowledged windows are: " + spawned))
 	g.Expect(text).To(ContainSubstring("list_owned"))
-	text, _, isErr = call(t, cs, "acknowledge", map[string]any{"disposition": "close"})
+	text, _, isErr = call(t, cs, "acknowledge", map[string]any{"disposition": "Close"})
 	g.Expect(isErr).To(BeTrue())
 	g.Expect(text).To(ContainSubstring("name the windows, or the session with all_unacked"))
 
-	text, out, isErr = call(t, cs, "acknowledge", map[string]any{"session": session, "all_unacked": true, "disposition": "close"})
+	text, out, isErr = call(t, cs, "acknowledge", map[string]any{"session": session, "all_unacked": true, "disposition": "Close"})
 	g.Expect(isErr).To(BeFalse(), text)
 	g.Expect(out["acknowledged"]).To(ConsistOf(spawned))
 	g.Eventually(func() bool { return b.HasPage(page) }).Should(BeFalse(), "the acknowledged popup closes")
@@ -223,16 +253,24 @@ func TestTools(t *testing.T) {
 	g.Expect(out["unacknowledged"]).To(BeNil())
 	g.Expect(out["windows"]).To(HaveLen(3))
 
-	text, _, isErr = call(t, cs, "finish", map[string]any{"session": session})
+	// finish returns once the session is Finished, and says so: its pages are closed by then.
+	text, out, isErr = call(t, cs, "finish", map[string]any{"session": session})
 	g.Expect(isErr).To(BeFalse(), text)
-	s := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: session}}
-	g.Eventually(func() twv1.SessionPhase { return testenv.Get(t, k8s, s).Status.Phase }).Should(Equal(twv1.SessionPhaseFinished))
+	g.Expect(out["phase"]).To(Equal("Finished"), text)
+	g.Expect(text).To(HavePrefix("Session " + session + " is Finished"))
 	g.Expect(b.HasPage(tab)).To(BeFalse(), "the session's temporary page closed")
+	s := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: session}}
+	g.Expect(testenv.Get(t, k8s, s).Status.Phase).To(Equal(twv1.SessionPhaseFinished))
 	g.Expect(b.HasPage(userTabs[0])).To(BeTrue(), "the user's tab is untouched")
 
-	text, _, isErr = call(t, cs, "open_window", map[string]any{"session": session, "url": "https://forms.example/"})
+	text, out, isErr = call(t, cs, "open_window", map[string]any{"session": session, "url": "https://forms.example/"})
 	g.Expect(isErr).To(BeTrue())
 	g.Expect(text).To(HavePrefix("refused (session_finished)"))
+	g.Expect(out["error"]).To(And(HaveKeyWithValue("kind", "Refused"), HaveKeyWithValue("reason", "session_finished"), HaveKeyWithValue("hint", Not(BeEmpty()))))
+	// Finishing again is idempotent and says the same phase.
+	text, out, isErr = call(t, cs, "finish", map[string]any{"session": session})
+	g.Expect(isErr).To(BeFalse(), text)
+	g.Expect(out["phase"]).To(Equal("Finished"))
 }
 
 // TestPageTextIsUntrustedData: a page whose text speaks as the system ("SYSTEM:

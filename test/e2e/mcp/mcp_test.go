@@ -236,7 +236,7 @@ func TestIncidentThroughMCP(t *testing.T) {
 	g.Expect(r.isError).To(BeTrue())
 	g.Expect(r.text).To(HavePrefix("refused (" + twv1.ReasonUnacknowledgedSpawns + "): "))
 	g.Expect(r.text).To(ContainSubstring(compose))
-	g.Expect(r.text).To(ContainSubstring(`hint: acknowledge {"session": "contacts-form", "all_unacked": true, "disposition": "close"}`))
+	g.Expect(r.text).To(ContainSubstring(`hint: acknowledge {"session": "contacts-form", "all_unacked": true, "disposition": "Close"}`))
 	g.Consistently(func() int { return len(pages(t, h)) }, 2*time.Second).Should(Equal(before), "the refused click opened nothing")
 
 	// Another thread may not drive the session at all.
@@ -246,7 +246,7 @@ func TestIncidentThroughMCP(t *testing.T) {
 	g.Expect(r.text).To(ContainSubstring(`hint: start_session {"thread":"thread-7",`), "the hint is the tool call that starts a session of its own")
 
 	// Acknowledge: the compose popup closes in Chromium.
-	r = call(t, cs, "acknowledge", map[string]any{"session": "contacts-form", "all_unacked": true, "disposition": "close"})
+	r = call(t, cs, "acknowledge", map[string]any{"session": "contacts-form", "all_unacked": true, "disposition": "Close"})
 	g.Expect(r.isError).To(BeFalse())
 	g.Expect(r.structured["acknowledged"]).To(ConsistOf(compose))
 	g.Eventually(func() map[string]browser.Page { return pages(t, h) }).ShouldNot(HaveKey(composeTab))
