@@ -199,6 +199,15 @@ func (l *logFlags) bind(fs *pflag.FlagSet, devel bool) {
 	fs.StringVar(&l.level, "log-level", "", "the older name of --zap-log-level: debug, info, error, or a number (higher is more verbose)")
 }
 
+// quietByDefault makes warnings and errors the default level (an explicit
+// --zap-log-level or --log-level still wins): for a command whose own output,
+// not the roles' logs, is what its user reads.
+func (l *logFlags) quietByDefault(fs *pflag.FlagSet) {
+	if !fs.Changed("zap-log-level") && l.level == "" {
+		l.opts.Level = zapcore.WarnLevel
+	}
+}
+
 // setup builds the logger and installs it as controller-runtime's.
 func (l *logFlags) setup(stderr io.Writer) (logr.Logger, error) {
 	if l.level != "" {

@@ -34,6 +34,9 @@ func runUp(name string, args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	// The roles log warnings and errors only: the ready banner and what to
+	// run next are what a user reads (--log-level info shows the rest).
+	lf.quietByDefault(fs)
 	log, err := lf.setup(stderr)
 	if err != nil {
 		return err
