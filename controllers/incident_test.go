@@ -175,6 +175,7 @@ func TestWindowWithoutSession(t *testing.T) {
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(twv1.ReasonSessionUnregistered))
 		g.Expect(c.Message).To(ContainSubstring(`"kind":"BrowserSession","metadata":{"name":"ghost"`))
+		g.Expect(w.Status.Disposition).To(Equal(twv1.EffectiveDisposition(twv1.DispositionTemporary)), "the refusal's status says what is in effect too")
 	}).Should(Succeed())
 	g.Expect(b.PageCount()).To(Equal(1), "nothing opens for an unregistered window")
 
