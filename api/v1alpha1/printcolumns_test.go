@@ -29,11 +29,6 @@ func crd(t *testing.T, plural string) *apiextensionsv1.CustomResourceDefinition 
 	return c
 }
 
-type column struct {
-	name, jsonPath string
-	wide           bool // priority 1: only with -o wide
-}
-
 // TestPrinterColumns pins what `kubectl get` and `kubectl get -o wide` print
 // for each kind, from the generated CRDs: the window's disposition in effect
 // (status.disposition, never the empty spec field of a defaulted window or an
@@ -42,63 +37,69 @@ type column struct {
 func TestPrinterColumns(t *testing.T) {
 	for _, tc := range []struct {
 		plural string
-		want   []column
+		want   []string
 	}{
-		{"browserwindows", []column{
-			{"Session", ".spec.sessionRef.name", false},
-			{"Source", ".spec.source", false},
-			{"Disposition", ".status.disposition", false},
-			{"Phase", ".status.phase", false},
-			{"Tab", ".status.tabId", true},
-			{"URL", ".status.url", false},
-			{"Age", ".metadata.creationTimestamp", false},
+		{"browserwindows", []string{
+			"Session .spec.sessionRef.name",
+			"Source .spec.source",
+			"Disposition .status.disposition",
+			"Phase .status.phase",
+			"Tab .status.tabId wide",
+			"URL .status.url",
+			"Age .metadata.creationTimestamp",
 		}},
-		{"browseractions", []column{
-			{"Session", ".spec.sessionRef.name", false},
-			{"Window", ".spec.windowRef.name", false},
-			{"Phase", ".status.phase", false},
-			{"Reason", ".status.reason", false},
-			{"Age", ".metadata.creationTimestamp", false},
-			{"Thread", ".spec.thread", true},
-			{"Profile", ".status.profileName", true},
-			{"Started", ".status.startTime", true},
-			{"Completed", ".status.completionTime", true},
+		{"browseractions", []string{
+			"Session .spec.sessionRef.name",
+			"Window .spec.windowRef.name",
+			"Phase .status.phase",
+			"Reason .status.reason",
+			"Age .metadata.creationTimestamp",
+			"Thread .spec.thread wide",
+			"Profile .status.profileName wide",
+			"Started .status.startTime wide",
+			"Completed .status.completionTime wide",
 		}},
-		{"browsersessions", []column{
-			{"Thread", ".spec.thread", false},
-			{"Purpose", ".spec.purpose", false},
-			{"Profile", ".status.profileName", false},
-			{"Phase", ".status.phase", false},
-			{"Reason", `.status.conditions[?(@.type=="Ready")].reason`, false},
-			{"Live", ".status.windows.live", false},
-			{"Unacked", ".status.windows.unacknowledged", false},
-			{"Age", ".metadata.creationTimestamp", false},
-			{"Placement", ".spec.placement", true},
-			{"Opened", ".status.windows.opened", true},
-			{"Spawned", ".status.windows.spawned", true},
-			{"Bound", ".status.windows.bound", true},
-			{"Last-Activity", ".status.lastActivityTime", true},
-			{"Waiting", ".status.waitingSince", true},
-			{"Holder", ".status.holder", true},
-			{"Renewed", ".status.lastRenewal", true},
-			{"Ended", ".status.endReason", true},
+		{"browsersessions", []string{
+			"Thread .spec.thread",
+			"Purpose .spec.purpose",
+			"Profile .status.profileName",
+			"Phase .status.phase",
+			`Reason .status.conditions[?(@.type=="Ready")].reason`,
+			"Live .status.windows.live",
+			"Unacked .status.windows.unacknowledged",
+			"Age .metadata.creationTimestamp",
+			"Placement .spec.placement wide",
+			"Opened .status.windows.opened wide",
+			"Spawned .status.windows.spawned wide",
+			"Bound .status.windows.bound wide",
+			"Last-Activity .status.lastActivityTime wide",
+			"Waiting .status.waitingSince wide",
+			"Holder .status.holder wide",
+			"Renewed .status.lastRenewal wide",
+			"Ended .status.endReason wide",
 		}},
 	} {
 		t.Run(tc.plural, func(t *testing.T) {
 			v := crd(t, tc.plural).Spec.Versions[0]
-			var got []column
+			// Each column as "Name jsonPath", then " wide" when it has priority 1
+			// (only with -o wide).
+			var got []string
 			for _, c := range v.AdditionalPrinterColumns {
 				if c.Priority != 0 && c.Priority != 1 {
 					t.Errorf("column %s: priority %d", c.Name, c.Priority)
 				}
-				got = append(got, column{c.Name, c.JSONPath, c.Priority == 1})
+				col := c.Name + " " + c.JSONPath
+				if c.Priority == 1 {
+					col += " wide"
+				}
+				got = append(got, col)
 			}
 			if len(got) != len(tc.want) {
 				t.Errorf("columns\n got %v\nwant %v", got, tc.want)
 			}
 			for i := range min(len(got), len(tc.want)) {
 				if got[i] != tc.want[i] {
-					t.Errorf("column %d: got %+v, want %+v", i, got[i], tc.want[i])
+					t.Errorf("column %d: got %q, want %q", i, got[i], tc.want[i])
 				}
 			}
 		})
