@@ -42,6 +42,10 @@ func TestIncident(t *testing.T) {
 		g.Expect(metav1.GetControllerOf(contacts).Name).To(Equal("taxes"))
 	}).Should(Succeed())
 	g.Expect(b.HasPage(contacts.Status.TabID)).To(BeTrue())
+	// Created without a disposition: `kubectl get bw` shows the default in effect.
+	g.Expect(contacts.Spec.Disposition).To(BeEmpty())
+	g.Expect(contacts.Status.Disposition).To(Equal(twv1.EffectiveDisposition(twv1.DispositionTemporary)))
+	g.Expect(columns(g, ns, "browserwindows", "contacts")).To(HaveKeyWithValue("Disposition", string(twv1.DispositionTemporary)))
 
 	// 2. The contacts page spawns a standalone compose popup.
 	compose, err := b.Spawn(contacts.Status.TabID, "https://mail.example/compose?to=ada", true)
@@ -56,7 +60,9 @@ func TestIncident(t *testing.T) {
 		g.Expect(metav1.GetControllerOf(composeWin).Name).To(Equal("taxes"))
 		g.Expect(composeWin.Status.Phase).To(Equal(twv1.WindowOpen))
 		g.Expect(composeWin.Status.URL).To(Equal("https://mail.example/compose?to=ada"))
+		g.Expect(composeWin.Status.Disposition).To(Equal(twv1.DispositionUnacknowledged), "a spawn nobody acknowledged says so")
 	}).Should(Succeed())
+	g.Expect(columns(g, ns, "browserwindows", composeWin.Name)).To(HaveKeyWithValue("Disposition", string(twv1.DispositionUnacknowledged)))
 	g.Eventually(func(g Gomega) {
 		get(t, s)
 		c := apimeta.FindStatusCondition(s.Status.Conditions, twv1.SpawnsAcknowledgedCondition)
@@ -99,6 +105,8 @@ func TestIncident(t *testing.T) {
 	g.Eventually(func() bool { return b.HasPage(compose) }).Should(BeFalse())
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(t, composeWin).Status.Phase).To(Equal(twv1.WindowClosed))
+		g.Expect(composeWin.Status.Disposition).To(Equal(twv1.EffectiveDisposition(twv1.DispositionClose)))
+		g.Expect(get(t, attachWin).Status.Disposition).To(Equal(twv1.EffectiveDisposition(twv1.DispositionKeep)))
 		g.Expect(get(t, second).Status.Phase).To(Equal(twv1.WindowOpen), "the held window opens once every spawn is acknowledged")
 		get(t, s)
 		g.Expect(apimeta.IsStatusConditionTrue(s.Status.Conditions, twv1.SpawnsAcknowledgedCondition)).To(BeTrue())
@@ -167,6 +175,7 @@ func TestWindowWithoutSession(t *testing.T) {
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(twv1.ReasonSessionUnregistered))
 		g.Expect(c.Message).To(ContainSubstring(`"kind":"BrowserSession","metadata":{"name":"ghost"`))
+		g.Expect(w.Status.Disposition).To(Equal(twv1.EffectiveDisposition(twv1.DispositionTemporary)), "the refusal's status says what is in effect too")
 	}).Should(Succeed())
 	g.Expect(b.PageCount()).To(Equal(1), "nothing opens for an unregistered window")
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/handlers"
 )
 
 // TabListReconciler decides where BrowserTabLists exist: one named after a
@@ -48,7 +49,7 @@ func (r *TabListReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			},
 		}).
 		Named("browsertablist").
-		Complete(r)
+		Complete(handlers.Quiet(r))
 }
 
 // enqueuePlacement enqueues the tab list of the session's namespace and profile.

@@ -81,6 +81,7 @@ func (r *WindowRegistrationReconciler) reconcileRegistration(ctx context.Context
 		}
 		msg := UnregisteredWindowMessage(w)
 		w.Status.Phase = twv1.WindowPending
+		w.Status.Disposition = w.EffectiveDisposition()
 		setCondition(w, twv1.RegisteredCondition, metav1.ConditionFalse, twv1.ReasonSessionUnregistered, msg)
 		setCondition(w, twv1.ReadyCondition, metav1.ConditionFalse, twv1.ReasonSessionUnregistered, msg)
 		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, twv1.ReasonSessionUnregistered, "Register",

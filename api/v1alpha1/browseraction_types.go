@@ -377,8 +377,11 @@ func (a *BrowserAction) SetConditions(c []metav1.Condition) { a.Status.Condition
 // +kubebuilder:printcolumn:name="Window",type=string,JSONPath=`.spec.windowRef.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
-// +kubebuilder:printcolumn:name="Hint",type=string,JSONPath=`.status.hint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Thread",type=string,JSONPath=`.spec.thread`,priority=1
+// +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profileName`,priority=1
+// +kubebuilder:printcolumn:name="Started",type=date,JSONPath=`.status.startTime`,priority=1
+// +kubebuilder:printcolumn:name="Completed",type=date,JSONPath=`.status.completionTime`,priority=1
 type BrowserAction struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the object's standard metadata.

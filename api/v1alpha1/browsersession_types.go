@@ -239,6 +239,11 @@ type BrowserSessionStatus struct {
 // +kubebuilder:printcolumn:name="Live",type=integer,JSONPath=`.status.windows.live`
 // +kubebuilder:printcolumn:name="Unacked",type=integer,JSONPath=`.status.windows.unacknowledged`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement`,priority=1
+// +kubebuilder:printcolumn:name="Opened",type=integer,JSONPath=`.status.windows.opened`,priority=1
+// +kubebuilder:printcolumn:name="Spawned",type=integer,JSONPath=`.status.windows.spawned`,priority=1
+// +kubebuilder:printcolumn:name="Bound",type=integer,JSONPath=`.status.windows.bound`,priority=1
+// +kubebuilder:printcolumn:name="Last-Activity",type=date,JSONPath=`.status.lastActivityTime`,priority=1
 // +kubebuilder:printcolumn:name="Waiting",type=date,JSONPath=`.status.waitingSince`,priority=1
 // +kubebuilder:printcolumn:name="Holder",type=string,JSONPath=`.status.holder`,priority=1
 // +kubebuilder:printcolumn:name="Renewed",type=date,JSONPath=`.status.lastRenewal`,priority=1

@@ -33,6 +33,18 @@ const (
 	DispositionClose Disposition = "Close"
 )
 
+// EffectiveDisposition is the disposition in effect for a window, as
+// `kubectl get browserwindow` shows it: spec.disposition when set; Temporary
+// (the default) for an Open or Bind window without one; Unacknowledged for a
+// Spawned window without one, which holds its session back until someone says
+// keep or close.
+// +kubebuilder:validation:Enum=Temporary;Keep;Close;Unacknowledged
+type EffectiveDisposition string
+
+// DispositionUnacknowledged is the effective disposition of a spawned window
+// nobody has acknowledged yet (spec.disposition unset).
+const DispositionUnacknowledged EffectiveDisposition = "Unacknowledged"
+
 // WindowPhase is the state of a window's page in the browser.
 // +kubebuilder:validation:Enum=Pending;Open;Closing;Closed;Gone;Unknown
 type WindowPhase string
@@ -145,6 +157,14 @@ type BrowserWindowStatus struct {
 	// phase is Pending, Open, Closing, Closed, Gone or Unknown.
 	// +optional
 	Phase WindowPhase `json:"phase,omitempty"`
+	// disposition is the disposition in effect: spec.disposition when set,
+	// Temporary when an Open or Bind window was created without one (the
+	// default), Unacknowledged for a Spawned window nobody has said keep or
+	// close for yet (a bound tab is detached, never closed, whichever it
+	// shows). Written with the rest of the status by the agent serving the
+	// window (and by the controller when it refuses one); unset until then.
+	// +optional
+	Disposition EffectiveDisposition `json:"disposition,omitempty"`
 	// profileName is the profile the page lives in.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
@@ -201,7 +221,7 @@ type BrowserWindowStatus struct {
 // +kubebuilder:resource:shortName=bwin;bw,categories=tabwarden
 // +kubebuilder:printcolumn:name="Session",type=string,JSONPath=`.spec.sessionRef.name`
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source`
-// +kubebuilder:printcolumn:name="Disposition",type=string,JSONPath=`.spec.disposition`
+// +kubebuilder:printcolumn:name="Disposition",type=string,JSONPath=`.status.disposition`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Tab",type=string,JSONPath=`.status.tabId`,priority=1
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
@@ -244,6 +264,19 @@ func (w *BrowserWindow) Owned() bool { return w.Spec.Source != SourceBind }
 // Acknowledged reports whether a spawned window has a disposition.
 func (w *BrowserWindow) Acknowledged() bool {
 	return w.Spec.Source != SourceSpawned || w.Spec.Disposition != ""
+}
+
+// EffectiveDisposition is the disposition in effect (status.disposition):
+// spec.disposition when set, Unacknowledged for a spawned window without one,
+// Temporary for any other.
+func (w *BrowserWindow) EffectiveDisposition() EffectiveDisposition {
+	switch {
+	case w.Spec.Disposition != "":
+		return EffectiveDisposition(w.Spec.Disposition)
+	case w.Spec.Source == SourceSpawned:
+		return DispositionUnacknowledged
+	}
+	return EffectiveDisposition(DispositionTemporary)
 }
 
 // Unacknowledged reports whether the window holds its session back: a spawned

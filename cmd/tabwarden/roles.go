@@ -112,7 +112,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 10*time.Second, "how often the Lease is renewed and the profile published")
 	fs.IntVar(&o.WindowWorkers, "window-workers", 16, "BrowserWindows the agent reconciles at once")
 	var blockPorts []int
-	fs.Func("block-port", "a port no page of the browser may reach, on any host, besides the DevTools endpoint's own (cdp; repeatable): the real DevTools port behind a forwarded endpoint, or tabwarden's own endpoints", func(v string) error {
+	fs.Func("block-port", "a `port` no page of the browser may reach, on any host, besides the DevTools endpoint's own (cdp; repeatable): the real DevTools port behind a forwarded endpoint, or tabwarden's own endpoints", func(v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 65535 {
 			return fmt.Errorf("want a port number from 1 to 65535, for example --block-port=9222")

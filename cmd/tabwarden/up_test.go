@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -449,6 +450,37 @@ func TestCommands(t *testing.T) {
 		got := out.String() + errOut.String()
 		if code != c.code || !strings.Contains(got, c.want) {
 			t.Errorf("tabwarden %v: exit %d, output %q; want exit %d and %q", c.args, code, got, c.code, c.want)
+		}
+	}
+}
+
+// TestRoleHelpIsGNUStyle: every role command's help lists its flags as
+// --name TYPE, like the verbs and kubectl: no Go-style -name line, no
+// anonymous "value" type.
+func TestRoleHelpIsGNUStyle(t *testing.T) {
+	flagLine := regexp.MustCompile(`^\s+(-\S+)(?: (\S+))?(?:\s{2,}|$)`)
+	for _, role := range []string{"up", "demo", "controller", "agent", "pair", "unpair", "version"} {
+		var out, errOut bytes.Buffer
+		if code := dispatch([]string{role, "--help"}, &out, &errOut); code != 0 {
+			t.Errorf("tabwarden %s --help: exit %d: %s", role, code, errOut.String())
+			continue
+		}
+		n := 0
+		for _, l := range strings.Split(out.String()+errOut.String(), "\n") {
+			m := flagLine.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			n++
+			if !strings.HasPrefix(m[1], "--") || len(m[1]) < 4 {
+				t.Errorf("tabwarden %s --help: %q is not a --flag", role, strings.TrimSpace(l))
+			}
+			if m[2] == "value" {
+				t.Errorf("tabwarden %s --help: %q names no type", role, strings.TrimSpace(l))
+			}
+		}
+		if n == 0 && role != "version" {
+			t.Errorf("tabwarden %s --help lists no flags:\n%s", role, out.String()+errOut.String())
 		}
 	}
 }

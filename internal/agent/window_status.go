@@ -27,6 +27,7 @@ func truncate(s string, n int) string { return conditions.Truncate(s, n) }
 // closed, Stalled=True once the page was closed outside tabwarden (nothing
 // reopens it) or a bound tab is gone.
 func summarizeWindow(w *twv1.BrowserWindow, err error) {
+	w.Status.Disposition = w.EffectiveDisposition()
 	reconciling, stalled, msg := "", "", ""
 	defer func() { conditions.Kstatus(w, reconciling, stalled, msg) }()
 	if err != nil {

@@ -357,10 +357,13 @@ func TestErrorsTeach(t *testing.T) {
 	w.g.Expect(testenv.Get(t, k8s, form).Spec.Disposition).NotTo(Equal(twv1.DispositionClose))
 	w.g.Consistently(func() twv1.WindowPhase { return testenv.Get(t, k8s, form).Status.Phase }, 2*time.Second).Should(Equal(twv1.WindowOpen))
 
-	// act needs its window and thread.
+	// act needs its window; its thread defaults to the session's.
 	_, errOut, code = w.run("act", "tax-form", "--observe")
 	w.g.Expect(code).To(Equal(2))
-	w.g.Expect(errOut).To(ContainSubstring("--window and --thread are required"))
+	w.g.Expect(errOut).To(ContainSubstring("--window is required"))
+	_, errOut, code = w.run("act", "tax-from", "--window", "form", "--observe")
+	w.g.Expect(code).To(Equal(1))
+	w.g.Expect(errOut).To(ContainSubstring(`BrowserSession "tax-from" not found in namespace`))
 	_, errOut, code = w.run("act", "tax-form", "--window", "form", "--thread", "thread-42")
 	w.g.Expect(code).To(Equal(2))
 	w.g.Expect(errOut).To(ContainSubstring("no steps"))
@@ -466,6 +469,14 @@ func TestAct(t *testing.T) {
 	w.g.Expect(out).To(MatchRegexp(`BrowserAction \S+: Failed \(\w+\)`))
 	w.g.Expect(out).To(MatchRegexp(`(?m)^reason:  \w+$`))
 	w.g.Expect(w.browser.HasPage(w.userTab)).To(BeTrue(), "the user's tab is untouched")
+
+	// Without --thread the action runs as the session's own thread.
+	out, errOut, code = w.run("act", "taxes", "--window", "contacts", "--observe", "-o", "yaml")
+	w.g.Expect(code).To(Equal(0), errOut)
+	var own twv1.BrowserAction
+	w.g.Expect(yaml.UnmarshalStrict([]byte(out), &own)).To(Succeed(), out)
+	w.g.Expect(own.Spec.Thread).To(Equal("thread-42"), "the session's spec.thread")
+	w.g.Expect(own.Status.Phase).To(Equal(twv1.ActionSucceeded))
 }
 
 // complete runs the shell's completion request as bash would for

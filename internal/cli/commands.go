@@ -273,12 +273,17 @@ func newAct(env *Env) *cobra.Command {
 		out *output
 	)
 	c := &cobra.Command{
-		Use:   "act SESSION --window WINDOW --thread THREAD [steps] | -f steps.yaml",
+		Use:   "act SESSION --window WINDOW [--thread THREAD] [steps] | -f steps.yaml",
 		Short: "Drive a window of a session (observe, navigate, click, type, press, scroll, wait) and print the result",
 		Long: `Run one BrowserAction against a window of a session, wait for it, and print the result: each step,
 the last observation's elements with the refs later clicks can target, and the windows the page
 spawned. A refused step prints the guard's reason, message and hint (exit code 3); a failed one
 exit code 1.
+
+--thread names the calling thread; without it the action runs as the session's own thread
+(its spec.thread), as the person at the terminal driving their session would. An agent acting
+from a thread of its own passes it, and is refused (session_owned_by_another_thread) when it
+is not the session's.
 
 Step flags run in this order: --navigate, --click-*, --type, --press, --scroll, --wait-text,
 --observe. For another order, or several of a kind, list the steps in a file (-f):
@@ -288,22 +293,31 @@ Step flags run in this order: --navigate, --click-*, --type, --press, --scroll, 
   - {type: Type, target: {text: "Name"}, text: Ada Lovelace}
   - {type: Press, key: Enter}
   - {type: Wait, text: Saved}`,
-		Example: `  kubectl tabwarden act tax-form --window form --thread thread-42 --observe
+		Example: `  kubectl tabwarden act tax-form --window form --observe
   kubectl tabwarden act tax-form --window form --thread thread-42 --click-ref o1.e3 --observe
   kubectl tabwarden act tax-form --window form --thread thread-42 --click-point 120,340 --observation o1
   kubectl tabwarden act tax-form --window form --thread thread-42 -f steps.yaml -o yaml`,
-		Args: args(1, 1, "SESSION --window WINDOW --thread THREAD [steps]"),
+		Args: args(1, 1, "SESSION --window WINDOW [--thread THREAD] [steps]"),
 		RunE: func(c *cobra.Command, a []string) error {
 			steps, err := f.steps(c.InOrStdin())
 			if err != nil {
 				return usageError{fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())}
 			}
-			if f.window == "" || f.thread == "" {
-				return usageError{fmt.Errorf("--window and --thread are required: the window whose page the steps drive, and the session's thread, for example\n  %s act %s --window WINDOW --thread THREAD --observe\n(%s owned %s lists the windows)", env.Name, a[0], env.Name, a[0])}
+			if f.window == "" {
+				return usageError{fmt.Errorf("--window is required: the window whose page the steps drive, for example\n  %s act %s --window WINDOW --observe\n(%s owned %s lists the windows)", env.Name, a[0], env.Name, a[0])}
 			}
 			o, err := env.Ops()
 			if err != nil {
 				return err
+			}
+			if f.thread == "" {
+				// The session's own thread: the person driving their session
+				// from the terminal need not repeat it.
+				s, err := o.GetSession(c.Context(), a[0])
+				if err != nil {
+					return err
+				}
+				f.thread = s.Spec.Thread
 			}
 			act, err := o.Act(c.Context(), ops.ActRequest{Session: a[0], Window: f.window, Thread: f.thread, Profile: f.profile, Steps: steps}, f.timeout)
 			if act == nil || (err != nil && !act.Status.Phase.Finished()) {
@@ -327,7 +341,7 @@ Step flags run in this order: --navigate, --click-*, --type, --press, --scroll, 
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.window, "window", "", "the BrowserWindow whose page the steps drive (required)")
-	fl.StringVar(&f.thread, "thread", "", "the calling thread: the session's spec.thread (required)")
+	fl.StringVar(&f.thread, "thread", "", "the calling thread, which must be the session's (default: the session's spec.thread)")
 	fl.StringVar(&f.profile, "profile", "", "when set, must be the session's profile (profile_mismatch otherwise)")
 	fl.StringVarP(&f.file, "filename", "f", "", `a YAML or JSON file of steps ("-" reads standard input)`)
 	fl.BoolVar(&f.observe, "observe", false, "observe the page: url, title and the visible elements with their refs")
