@@ -17,15 +17,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -78,6 +77,7 @@ type demo struct {
 	out  io.Writer
 	info up.Info
 	k8s  client.Client
+	cfg  *rest.Config
 	ns   string
 	step int
 	// started: the tabwarden up was started for this demo.
@@ -123,7 +123,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	d := &demo{o: o, out: o.Out, info: info, k8s: k8s, ns: up.SessionNamespace, started: started}
+	d := &demo{o: o, out: o.Out, info: info, k8s: k8s, cfg: cfg, ns: up.SessionNamespace, started: started}
 	return d.play(ctx)
 }
 
@@ -363,9 +363,11 @@ func (d *demo) seeRefusal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.run("kubectl get browseraction " + ActionName + " -o wide")
-	d.table([]string{"NAME", "SESSION", "WINDOW", "PHASE", "REASON", "HINT", "AGE"},
-		[]string{act.Name, act.Spec.SessionRef.Name, act.Spec.WindowRef.Name, string(act.Status.Phase), orNone(act.Status.Reason), orNone(act.Status.Hint), age(act.CreationTimestamp)})
+	if err := d.get(ctx, "browseractions", ActionName, ""); err != nil {
+		return err
+	}
+	d.run(fmt.Sprintf("kubectl get browseraction %s -o jsonpath='{.status.hint}'", ActionName))
+	d.say("%s", act.Status.Hint)
 
 	form := d.openWindow(FormWindow, d.info.FixtureURL+"/quiet?form=taxes")
 	d.apply(form)
@@ -605,25 +607,15 @@ func (d *demo) apply(obj client.Object) {
 	d.say("%s.tabwarden.dev/%s created", kind, obj.GetName())
 }
 
-func (d *demo) table(header []string, rows ...[]string) {
-	tw := tabwriter.NewWriter(d.out, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	_ = tw.Flush()
-}
-
 // getSessions prints `kubectl get browsersessions` (the CRD's printer columns).
 func (d *demo) getSessions(ctx context.Context) error {
 	s := &twv1.BrowserSession{}
 	if err := d.k8s.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: SessionName}, s); err != nil {
 		return err
 	}
-	d.run("kubectl get browsersession " + SessionName)
-	d.table([]string{"NAME", "THREAD", "PURPOSE", "PROFILE", "PHASE", "LIVE", "UNACKED", "AGE"},
-		[]string{s.Name, s.Spec.Thread, s.Spec.Purpose, orNone(s.Status.ProfileName), orNone(string(s.Status.Phase)),
-			fmt.Sprint(s.Status.Windows.Live), fmt.Sprint(s.Status.Windows.Unacknowledged), age(s.CreationTimestamp)})
+	if err := d.get(ctx, "browsersessions", SessionName, ""); err != nil {
+		return err
+	}
 	if c := apimeta.FindStatusCondition(s.Status.Conditions, twv1.ReadyCondition); c != nil {
 		d.run(fmt.Sprintf(`kubectl get browsersession %s -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}'`, SessionName))
 		d.say("%s %s: %s", c.Status, c.Reason, c.Message)
@@ -633,25 +625,59 @@ func (d *demo) getSessions(ctx context.Context) error {
 
 // getWindows prints `kubectl get browserwindows -l tabwarden.dev/session=…`.
 func (d *demo) getWindows(ctx context.Context) error {
-	var ws twv1.BrowserWindowList
-	if err := d.k8s.List(ctx, &ws, client.InNamespace(d.ns), client.MatchingLabels{twv1.SessionLabel: SessionName}); err != nil {
+	return d.get(ctx, "browserwindows", "", twv1.SessionLabel+"="+SessionName)
+}
+
+// get prints what `kubectl get <resource> [name] [-l selector]` prints: the
+// API server's own table (the CRD's printer columns, server-side printing),
+// rendered by kubectl's table printer, so the demo shows exactly what a user
+// running the command sees.
+func (d *demo) get(ctx context.Context, resource, name, selector string) error {
+	cmd := "kubectl get " + resource
+	if name != "" {
+		cmd += " " + name
+	}
+	if selector != "" {
+		cmd += " -l " + selector
+	}
+	d.run(cmd)
+	hc, err := rest.HTTPClientFor(d.cfg)
+	if err != nil {
 		return err
 	}
-	sort.Slice(ws.Items, func(i, j int) bool {
-		return ws.Items[i].CreationTimestamp.Before(&ws.Items[j].CreationTimestamp) || ws.Items[i].Name < ws.Items[j].Name && ws.Items[i].CreationTimestamp.Equal(&ws.Items[j].CreationTimestamp)
-	})
-	d.run("kubectl get browserwindows -l " + twv1.SessionLabel + "=" + SessionName)
-	rows := make([][]string, 0, len(ws.Items))
-	for _, w := range ws.Items {
-		rows = append(rows, []string{w.Name, w.Spec.SessionRef.Name, string(w.Spec.Source), orNone(string(w.Spec.Disposition)),
-			orNone(string(w.Status.Phase)), orNone(w.Status.URL), age(w.CreationTimestamp)})
+	u := fmt.Sprintf("%s/apis/%s/namespaces/%s/%s", strings.TrimSuffix(d.cfg.Host, "/"), twv1.GroupVersion.String(), d.ns, resource)
+	if name != "" {
+		u += "/" + name
 	}
-	if len(rows) == 0 {
+	if selector != "" {
+		u += "?labelSelector=" + url.QueryEscape(selector)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	defer func() { _ = resp.Body.Close() }() // read below; a close error changes nothing
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", cmd, resp.Status, body)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	if len(table.Rows) == 0 {
 		d.say("No resources found in %s namespace.", d.ns)
 		return nil
 	}
-	d.table([]string{"NAME", "SESSION", "SOURCE", "DISPOSITION", "PHASE", "URL", "AGE"}, rows...)
-	return nil
+	return printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(&table, d.out)
 }
 
 // pageList lists the fixture site's pages the browser shows, as the site
@@ -741,17 +767,6 @@ func (d *demo) ownedPaths(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	return owned, nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
-}
-
-func age(t metav1.Time) string {
-	return duration.HumanDuration(time.Since(t.Time))
 }
 
 func rel(path string) string {
