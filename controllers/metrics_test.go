@@ -100,12 +100,14 @@ func TestMetricsAfterIncident(t *testing.T) {
 	closed0 := max(0, value(before, metrics.PagesClosedName, agentLabels...))
 	duration0 := max(0, value(before, metrics.ActionDurationName, at("phase", "Succeeded")...))
 	refusedDuration0 := max(0, value(before, metrics.ActionDurationName, at("phase", "Refused")...))
-	opener0 := max(0, value(before, metrics.SpawnsAdoptedName, "reason", agent.ReasonOpener))
-	action0 := max(0, value(before, metrics.SpawnsAdoptedName, "reason", agent.ReasonDuringAction))
-	latency0 := max(0, value(before, metrics.AdoptionLatencyName))
+	// This test's own agent only (profile "metrics"): other tests' agents
+	// share the registry and run meanwhile.
+	opener0 := max(0, value(before, metrics.SpawnsAdoptedName, at("reason", agent.ReasonOpener)...))
+	action0 := max(0, value(before, metrics.SpawnsAdoptedName, at("reason", agent.ReasonDuringAction)...))
+	latency0 := max(0, value(before, metrics.AdoptionLatencyName, agentLabels...))
 	cleanup0 := max(0, value(before, metrics.CleanupDurationName))
-	refused0 := max(0, value(before, metrics.ActionResultsName, "phase", "Refused", "reason", twv1.ReasonUnacknowledgedSpawns))
-	succeeded0 := max(0, value(before, metrics.ActionResultsName, "phase", "Succeeded", "reason", ""))
+	refused0 := max(0, value(before, metrics.ActionResultsName, at("phase", "Refused", "reason", twv1.ReasonUnacknowledgedSpawns)...))
+	succeeded0 := max(0, value(before, metrics.ActionResultsName, at("phase", "Succeeded", "reason", "")...))
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(value(scrape(g), metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(1.0))
@@ -139,8 +141,8 @@ func TestMetricsAfterIncident(t *testing.T) {
 		m := scrape(g)
 		g.Expect(value(m, metrics.SpawnsAdoptedName, at("reason", agent.ReasonOpener)...)).To(Equal(opener0 + 1))
 		g.Expect(value(m, metrics.WindowsName, "phase", "Open", "source", "Spawned", "profile", "metrics")).To(Equal(2.0))
-		g.Expect(value(m, metrics.SpawnsAdoptedName, "reason", agent.ReasonDuringAction)).To(Equal(action0 + 1))
-		g.Expect(value(m, metrics.AdoptionLatencyName)).To(Equal(latency0 + 2))
+		g.Expect(value(m, metrics.SpawnsAdoptedName, at("reason", agent.ReasonDuringAction)...)).To(Equal(action0 + 1))
+		g.Expect(value(m, metrics.AdoptionLatencyName, agentLabels...)).To(Equal(latency0 + 2))
 		g.Expect(value(m, metrics.UnacknowledgedSpawnsName, "namespace", ns)).To(Equal(2.0))
 		g.Expect(value(m, metrics.DirtySessionsName, "namespace", ns)).To(Equal(0.0))
 	}).Should(Succeed())
@@ -158,7 +160,7 @@ func TestMetricsAfterIncident(t *testing.T) {
 	g.Expect(sa.Act("contacts", observe()).Status.Phase).To(Equal(twv1.ActionSucceeded))
 	g.Eventually(func(g Gomega) {
 		m := scrape(g)
-		g.Expect(value(m, metrics.ActionResultsName, "phase", "Refused", "reason", twv1.ReasonUnacknowledgedSpawns)).To(Equal(refused0 + 1))
+		g.Expect(value(m, metrics.ActionResultsName, at("phase", "Refused", "reason", twv1.ReasonUnacknowledgedSpawns)...)).To(Equal(refused0 + 1))
 		g.Expect(value(m, metrics.ActionResultsName, at("phase", "Succeeded", "reason", "")...)).To(Equal(succeeded0 + 1))
 		// Claim to completion, by final phase: unacknowledged_spawns refuses
 		// the click at its step, after the action was claimed.
