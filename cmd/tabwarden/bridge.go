@@ -14,10 +14,10 @@ import (
 // no DevTools port; the agent, in another container, reaches the pipe through
 // the socket (--cdp-endpoint unix:PATH).
 func runCDPBridge(name string, args []string, _, stderr io.Writer) error {
-	const synopsis = "Run Chromium with no DevTools port (--remote-debugging-pipe) and serve its pipe on a unix\n"+
-		"socket to one client at a time, the agent (--cdp-endpoint unix:PATH). While no client is\n"+
-		"connected, every request the agent's interception pauses fails. The bridge exits non-zero\n"+
-		"when Chromium exits, and closes Chromium on SIGTERM.\n\n"+
+	const synopsis = "Run Chromium with no DevTools port (--remote-debugging-pipe) and serve its pipe on a unix\n" +
+		"socket to one client at a time, the agent (--cdp-endpoint unix:PATH). While no client is\n" +
+		"connected, every request the agent's interception pauses fails. The bridge exits non-zero\n" +
+		"when Chromium exits, and closes Chromium on SIGTERM.\n\n" +
 		"  tabwarden cdp-bridge --socket /run/tabwarden/cdp/cdp.sock -- /usr/lib/chromium/chromium --headless ..."
 	fs := newFlagSet(name, synopsis, stderr)
 	fs.Usage = func() {
