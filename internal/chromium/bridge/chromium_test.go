@@ -229,4 +229,3 @@ func browserGroup(t *testing.T, udd string) int {
 	t.Fatalf("no Chromium browser process for %s", udd)
 	return 0
 }
-

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -66,7 +67,10 @@ func Run(ctx context.Context, o Options) error {
 		_ = l.Close() // no new client while the browser closes
 		return nil
 	case err := <-browserDone:
-		<-p.Done()
+		select {
+		case <-p.Done():
+		case <-time.After(5 * time.Second): // a browser that closed its pipe but lives: Close ends it
+		}
 		return fmt.Errorf("chromium exited (%v): %w", p.Err(), err)
 	}
 }
