@@ -35,9 +35,9 @@ CHROMIUM_IMAGE ?= tabwarden-chromium
 image:
 	docker build --build-arg VERSION=$(TAG) -t $(IMAGE):$(TAG) .
 
-## image-chromium: the pool's browser image (hack/chromium-image: Debian's Chromium, non-root).
+## image-chromium: the pool's browser image (hack/chromium-image: Debian's Chromium, non-root, and tabwarden's cdp-bridge).
 image-chromium:
-	docker build -t $(CHROMIUM_IMAGE):$(TAG) hack/chromium-image
+	docker build --build-arg VERSION=$(TAG) -f hack/chromium-image/Dockerfile -t $(CHROMIUM_IMAGE):$(TAG) .
 
 ## image-check: without docker, the Dockerfiles checked (pinned bases, non-root) and their go build run,
 ## and config/default checked and applied to a real kube-apiserver with each role under its ServiceAccount.

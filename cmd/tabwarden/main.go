@@ -38,6 +38,7 @@ Commands:
   demo        play the incident step by step against a running tabwarden up (--start: start one)
   controller  run the controller role (sessions, window registration, cleanup)
   agent       run an agent for one browser profile (drivers: cdp, extension)
+  cdp-bridge  run Chromium with no DevTools port and serve its pipe to the agent on a unix socket
   pair        print a code to pair the tabwarden Chrome extension with a running agent
   unpair      make a running agent forget its pairing with the Chrome extension
   version     print the version
@@ -63,6 +64,7 @@ var commands = map[string]command{
 	"demo":       runDemo,
 	"controller": runController,
 	"agent":      runAgent,
+	"cdp-bridge": runCDPBridge,
 	"pair":       runPair,
 	"unpair":     runUnpair,
 	"version":    runVersion,
@@ -126,6 +128,7 @@ func roleCommands(stdout, stderr io.Writer) []*cobra.Command {
 		"demo":       "Play the incident step by step against a running tabwarden up",
 		"controller": "Run the controller role",
 		"agent":      "Run an agent for one browser profile",
+		"cdp-bridge": "Run Chromium with no DevTools port and serve its pipe to the agent on a unix socket",
 		"pair":       "Print a code to pair the tabwarden Chrome extension with a running agent",
 		"unpair":     "Make a running agent forget its pairing with the Chrome extension",
 		"version":    "Print the version",

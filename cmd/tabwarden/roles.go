@@ -21,6 +21,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/up"
@@ -103,7 +104,7 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 	)
 	fs.StringVar(&o.Profile, "profile", "", "name of the BrowserProfile this agent serves (required)")
 	fs.StringVar(&driver, "driver", "cdp", "how to talk to the browser: cdp or extension")
-	fs.StringVar(&cdpEndpoint, "cdp-endpoint", "", "DevTools endpoint of the Chrome to drive (cdp): ws://host:port/devtools/browser/<id> or http://host:port")
+	fs.StringVar(&cdpEndpoint, "cdp-endpoint", "", "DevTools endpoint of the Chrome to drive (cdp): ws://host:port/devtools/browser/<id>, http://host:port, or unix:/path/to.sock, the socket of a `tabwarden cdp-bridge` (Chromium with no DevTools port)")
 	fs.StringVar(&extensionAddr, "extension-addr", extension.DefaultAddr, "loopback address the extension connects to (extension)")
 	fs.StringVar(&stateDir, "state-dir", defaultStateDir(), "directory of the agent's state: the ownership ledger of the pages it opened, adopted or bound (cdp), the extension pairing and the socket tabwarden pair asks for codes (extension)")
 	fs.StringVar(&extensionID, "extension-id", "", "the only Chrome extension id that may pair and connect (extension; default $"+extension.ExtensionIDEnv+", else tabwarden's pinned id "+extension.DefaultExtensionID+")")
@@ -158,9 +159,13 @@ func runAgent(name string, args []string, _, stderr io.Writer) error {
 			return errors.New("--cdp-endpoint is required with --driver cdp, for example http://127.0.0.1:9222 " +
 				"(a Chrome started with --remote-debugging-port=9222)")
 		}
-		if !strings.HasPrefix(cdpEndpoint, "ws://") && !strings.HasPrefix(cdpEndpoint, "wss://") &&
+		if _, unix, err := wire.UnixPath(cdpEndpoint); unix {
+			if err != nil {
+				return fmt.Errorf("--cdp-endpoint: %w", err)
+			}
+		} else if !strings.HasPrefix(cdpEndpoint, "ws://") && !strings.HasPrefix(cdpEndpoint, "wss://") &&
 			!strings.HasPrefix(cdpEndpoint, "http://") && !strings.HasPrefix(cdpEndpoint, "https://") {
-			return fmt.Errorf("--cdp-endpoint %q: want ws://host:port/devtools/browser/<id> or http://host:port", cdpEndpoint)
+			return fmt.Errorf("--cdp-endpoint %q: want ws://host:port/devtools/browser/<id>, http://host:port or unix:/path/to.sock (tabwarden cdp-bridge)", cdpEndpoint)
 		}
 		cb, err := dialCDP(ctx, log, cdpEndpoint, cdp.LedgerFile(stateDir, o.Profile), blockPorts)
 		if err != nil {

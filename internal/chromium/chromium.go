@@ -293,6 +293,52 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 	}
 }
 
+// Exec starts bin with exactly args (nothing of DefaultArgs) plus
+// --remote-debugging-pipe, in a process group of its own, and returns at once:
+// take the pipe with Pipe or Dial. It is how `tabwarden cdp-bridge` runs the
+// pool's Chromium, whose flags (sandbox included) are the manifest's. A
+// DevTools port flag in args is refused: the browser gets no port. Close ends
+// the process group; UserDataDir stays whatever args say (nothing is removed).
+func Exec(bin string, args []string, stderr io.Writer) (*Process, error) {
+	for _, a := range args {
+		if strings.HasPrefix(a, "--remote-debugging-port") || strings.HasPrefix(a, "--remote-debugging-address") ||
+			strings.HasPrefix(a, "--remote-allow-origins") {
+			return nil, fmt.Errorf("chromium: %s: the browser is driven over --remote-debugging-pipe and listens on no DevTools port; drop the flag", a)
+		}
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	args = append(slices.Clone(args), "--remote-debugging-pipe")
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout = stderr
+	cmd.Stderr = stderr
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		_, _ = inR.Close(), inW.Close() // nothing was started with them
+		return nil, err
+	}
+	// fd 3: Chromium reads commands; fd 4: it writes replies and events.
+	cmd.ExtraFiles = []*os.File{inR, outW}
+	err = cmd.Start()
+	_, _ = inR.Close(), outW.Close() // the child's ends: Chromium holds its own copies
+	if err != nil {
+		_, _ = outR.Close(), inW.Close() // nothing was started with them
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &Process{Binary: bin, cmd: cmd, pipe: &pipeEnds{r: outR, w: inW}, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
 type pipeEnds struct {
 	r *os.File // Chromium's fd 4: replies and events
 	w *os.File // Chromium's fd 3: commands
@@ -302,20 +348,41 @@ type pipeEnds struct {
 // connection for the life of the process: a second Dial, or one after the
 // connection dropped, fails.
 func (p *Process) Dial(ctx context.Context, onEvent func(wire.Event)) (*wire.Conn, error) {
+	r, w, err := p.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	return wire.NewPipe(r, w, onEvent), nil
+}
+
+// Pipe takes the parent's ends of --remote-debugging-pipe, for a caller that
+// speaks the framing itself (NUL-ended JSON messages): r reads Chromium's fd 4
+// (replies and events), w writes its fd 3 (commands). Like Dial, it works once.
+func (p *Process) Pipe() (r io.ReadCloser, w io.WriteCloser, err error) {
 	p.pipeMu.Lock()
 	ends := p.pipe
 	p.pipe = nil
 	p.pipeMu.Unlock()
 	if ends == nil {
-		return nil, errors.New("chromium: the DevTools pipe of this browser is in use or gone (it serves one connection; a browser launched without Options.Pipe has none)")
+		return nil, nil, errors.New("chromium: the DevTools pipe of this browser is in use or gone (it serves one connection; a browser launched without Options.Pipe has none)")
 	}
 	select {
 	case <-p.done:
 		_, _ = ends.r.Close(), ends.w.Close() // the browser is gone
-		return nil, fmt.Errorf("chromium exited: %v", p.waitErr)
+		return nil, nil, fmt.Errorf("chromium exited: %v", p.waitErr)
 	default:
 	}
-	return wire.NewPipe(ends.r, ends.w, onEvent), nil
+	return ends.r, ends.w, nil
+}
+
+// Err is how the process ended (its Wait error), once Done is closed.
+func (p *Process) Err() error {
+	select {
+	case <-p.done:
+		return p.waitErr
+	default:
+		return nil
+	}
 }
 
 // Pid is the browser process's id (the leader of its process group).

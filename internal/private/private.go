@@ -65,3 +65,7 @@ func Dir(dir string) (tightened []string, err error) {
 	})
 	return tightened, err
 }
+
+// Mine refuses path (whose info is fi) when another user owns it: they could
+// change its mode back, or have planted it to be trusted.
+func Mine(path string, fi os.FileInfo) error { return mine(path, fi) }

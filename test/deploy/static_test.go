@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -219,9 +220,27 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("the built binary's version: %q, %v", got, err)
 	}
 
+	// The Chromium image: non-root, with /tabwarden (the cdp-bridge the manifest runs)
+	// built by the same command as the tabwarden image's.
 	chromium := parseDockerfile(t, filepath.Join(root, "hack", "chromium-image", "Dockerfile"))
 	final = checkBases(t, "hack/chromium-image/Dockerfile", chromium)
 	nonRootUser(t, final)
+	var chromiumBuild string
+	for _, in := range chromium {
+		if in.op == "RUN" && strings.Contains(in.args, "go build") {
+			chromiumBuild = in.args
+		}
+	}
+	if chromiumBuild != build {
+		t.Errorf("hack/chromium-image/Dockerfile builds tabwarden with %q, the root Dockerfile with %q: want the same build", chromiumBuild, build)
+	}
+	bridged := false
+	for _, in := range final {
+		bridged = bridged || (in.op == "COPY" && strings.HasPrefix(in.args, "--from=build ") && strings.HasSuffix(in.args, " /tabwarden"))
+	}
+	if !bridged {
+		t.Error("hack/chromium-image/Dockerfile: its runtime stage must COPY --from=build … /tabwarden (config/agent runs /tabwarden cdp-bridge)")
+	}
 }
 
 // render is `kubectl kustomize config/default`, decoded.
@@ -397,6 +416,76 @@ func TestManifests(t *testing.T) {
 	udd, _ := flagValue(chr.Args, "user-data-dir")
 	if !mounts["/tmp"] || !mounts[filepath.Dir(udd)] {
 		t.Errorf("chromium needs writable /tmp and %s (--user-data-dir %s): mounts %v", filepath.Dir(udd), udd, mounts)
+	}
+	checkBridge(t, &sts.Spec.Template.Spec, chr, agt)
+}
+
+// checkBridge: the pool's Chromium has no DevTools port. The chromium container
+// runs it under `tabwarden cdp-bridge`, whose socket the agent's --cdp-endpoint
+// names, on a volume both mount writable, in a subdirectory of it (the emptyDir
+// is writable by everyone; the bridge refuses that), and both containers run as
+// one uid (the socket is 0600). The agent blocks its own ports to the pages.
+func checkBridge(t *testing.T, spec *corev1.PodSpec, chr, agt *corev1.Container) {
+	t.Helper()
+	cmd := append(append([]string{}, chr.Command...), chr.Args...)
+	dash := slices.Index(cmd, "--")
+	if len(cmd) < 2 || cmd[0] != "/tabwarden" || cmd[1] != "cdp-bridge" || dash < 0 || dash+1 >= len(cmd) {
+		t.Fatalf("the chromium container runs %q: want /tabwarden cdp-bridge --socket=PATH -- CHROMIUM ARGS", cmd)
+	}
+	socket, _ := flagValue(cmd[2:dash], "socket")
+	for _, a := range cmd[dash+1:] {
+		if strings.HasPrefix(a, "--remote-debugging-port") || strings.HasPrefix(a, "--remote-debugging-address") ||
+			strings.HasPrefix(a, "--remote-allow-origins") || a == "--no-sandbox" {
+			t.Errorf("Chromium runs with %s: the bridge drives it over a pipe, sandboxed, with no port", a)
+		}
+	}
+	endpoint, _ := flagValue(agt.Args, "cdp-endpoint")
+	if endpoint != "unix:"+socket || socket == "" {
+		t.Errorf("the agent's --cdp-endpoint=%s, the bridge's --socket=%s: want --cdp-endpoint=unix:<the socket>", endpoint, socket)
+	}
+	volumeAt := func(c *corev1.Container) string {
+		for _, m := range c.VolumeMounts {
+			if strings.HasPrefix(socket, m.MountPath+"/") && !m.ReadOnly {
+				if rel := strings.TrimPrefix(filepath.Dir(socket), m.MountPath); rel == "" {
+					t.Errorf("the socket %s sits in the root of volume %s (mode 0777): the bridge refuses it; use a subdirectory", socket, m.Name)
+				}
+				return m.Name
+			}
+		}
+		return ""
+	}
+	if v, a := volumeAt(chr), volumeAt(agt); v == "" || v != a {
+		t.Errorf("the socket %s is on volume %q for chromium and %q for the agent: want one volume both mount writable", socket, v, a)
+	}
+	uid := func(c *corev1.Container) int64 {
+		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+			return *c.SecurityContext.RunAsUser
+		}
+		if spec.SecurityContext != nil && spec.SecurityContext.RunAsUser != nil {
+			return *spec.SecurityContext.RunAsUser
+		}
+		return -1
+	}
+	if uid(chr) != uid(agt) || uid(chr) <= 0 {
+		t.Errorf("chromium runs as uid %d, the agent as %d: the bridge's socket (0600) admits its own uid alone", uid(chr), uid(agt))
+	}
+	blocked := map[string]bool{}
+	for _, a := range agt.Args {
+		if v, ok := strings.CutPrefix(a, "--block-port="); ok {
+			blocked[v] = true
+		}
+	}
+	for _, p := range agt.Ports {
+		if !blocked[strconv.Itoa(int(p.ContainerPort))] {
+			t.Errorf("the agent serves port %d (%s) on the pod's loopback, which the pages share, and does not --block-port it", p.ContainerPort, p.Name)
+		}
+	}
+	for _, c := range spec.Containers {
+		for _, p := range c.Ports {
+			if c.Name == "chromium" {
+				t.Errorf("the chromium container declares port %d: it serves none", p.ContainerPort)
+			}
+		}
 	}
 }
 

@@ -27,4 +27,10 @@ func TestBlocksEveryRequestToTheControlPort(t *testing.T) {
 	if got := controlPorts("pipe", nil); len(got) != 0 {
 		t.Errorf("a pipe has no control port, got %v", got)
 	}
+	// The socket of tabwarden cdp-bridge has no port; BlockPorts still apply.
+	for _, e := range []string{"unix:/run/tabwarden/cdp/cdp.sock", "unix:///run/tabwarden/cdp/cdp.sock"} {
+		if got := controlPorts(e, []int{8081, 8443}); len(got) != 2 || !got["8081"] || !got["8443"] {
+			t.Errorf("controlPorts(%s, 8081, 8443) = %v: want the BlockPorts alone", e, got)
+		}
+	}
 }

@@ -164,8 +164,11 @@ type Browser struct {
 var _ browser.Browser = (*Browser)(nil)
 
 // New connects to a browser. endpoint is a browser websocket URL
-// (ws://host:port/devtools/browser/…) or the DevTools HTTP address
-// (http://host:port), resolved through /json/version on every (re)connect. The
+// (ws://host:port/devtools/browser/…), the DevTools HTTP address
+// (http://host:port), resolved through /json/version on every (re)connect, or
+// the unix socket of `tabwarden cdp-bridge` (unix:/path/to.sock or
+// unix:///path/to.sock), which serves a Chromium's --remote-debugging-pipe and
+// has no port (only Options.BlockPorts are blocked then). The
 // first connection must succeed; later drops are reconnected with backoff until
 // Shutdown.
 func New(ctx context.Context, endpoint string, opts Options) (*Browser, error) {

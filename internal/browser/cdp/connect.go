@@ -29,7 +29,7 @@ func (b *Browser) resolveWS(ctx context.Context) (string, error) {
 		return b.endpoint, nil
 	case "http", "https":
 	default:
-		return "", fmt.Errorf("cdp endpoint %q: want ws://… or http://…", b.endpoint)
+		return "", fmt.Errorf("cdp endpoint %q: want ws://…, http://… or unix:/path/to.sock", b.endpoint)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(b.endpoint, "/")+"/json/version", nil)
 	if err != nil {
@@ -78,6 +78,14 @@ func (b *Browser) connect(ctx context.Context) (*wire.Conn, error) {
 	var err error
 	if b.opts.Dial != nil {
 		if c, err = b.opts.Dial(ctx, onEvent); err != nil {
+			return nil, fmt.Errorf("dial %s: %w", b.endpoint, err)
+		}
+	} else if path, unix, perr := wire.UnixPath(b.endpoint); unix {
+		// tabwarden cdp-bridge: Chromium's pipe, served on a socket; no port.
+		if perr != nil {
+			return nil, perr
+		}
+		if c, err = wire.DialUnix(ctx, path, onEvent); err != nil {
 			return nil, fmt.Errorf("dial %s: %w", b.endpoint, err)
 		}
 	} else {

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -186,6 +187,38 @@ func Dial(ctx context.Context, wsURL string, onEvent func(Event)) (*Conn, error)
 // its fd 3. Nothing listens on a port. Close closes both.
 func NewPipe(r io.ReadCloser, w io.WriteCloser, onEvent func(Event)) *Conn {
 	return start(&pipeTransport{r: bufio.NewReaderSize(r, 64*1024), w: w, c: []io.Closer{r, w}}, onEvent)
+}
+
+// DialUnix connects to the unix socket of `tabwarden cdp-bridge`, which
+// serves a Chromium's --remote-debugging-pipe and speaks its framing. Close
+// closes the socket.
+func DialUnix(ctx context.Context, path string, onEvent func(Event)) (*Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	return start(&pipeTransport{r: bufio.NewReaderSize(nc, 64*1024), w: nc, c: []io.Closer{nc}}, onEvent), nil
+}
+
+// UnixPath is the socket path of a unix: endpoint (unix:/path or
+// unix:///path); ok is false for any other endpoint. A relative path, or a
+// host, is an error.
+func UnixPath(endpoint string) (path string, ok bool, err error) {
+	rest, ok := strings.CutPrefix(endpoint, "unix:")
+	if !ok {
+		return "", false, nil
+	}
+	if p, isURL := strings.CutPrefix(rest, "//"); isURL {
+		if !strings.HasPrefix(p, "/") {
+			return "", true, fmt.Errorf("cdp endpoint %q: want unix:/path/to.sock or unix:///path/to.sock (no host)", endpoint)
+		}
+		rest = p
+	}
+	if !strings.HasPrefix(rest, "/") {
+		return "", true, fmt.Errorf("cdp endpoint %q: want an absolute socket path, unix:/path/to.sock", endpoint)
+	}
+	return rest, true, nil
 }
 
 func start(t transport, onEvent func(Event)) *Conn {

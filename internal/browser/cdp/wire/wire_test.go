@@ -283,3 +283,23 @@ func TestParamsOnTheWire(t *testing.T) {
 		t.Errorf("wire.ParseEvent(workerVersionUpdated) = %#v", wire.ParseEvent(e))
 	}
 }
+
+// TestUnixPath: the endpoints of tabwarden cdp-bridge.
+func TestUnixPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"unix:/run/tabwarden/cdp/cdp.sock":   "/run/tabwarden/cdp/cdp.sock",
+		"unix:///run/tabwarden/cdp/cdp.sock": "/run/tabwarden/cdp/cdp.sock",
+	} {
+		if got, ok, err := wire.UnixPath(in); !ok || err != nil || got != want {
+			t.Errorf("UnixPath(%q) = %q, %v, %v; want %q", in, got, ok, err, want)
+		}
+	}
+	for _, in := range []string{"unix:cdp.sock", "unix://host/cdp.sock", "unix:"} {
+		if _, ok, err := wire.UnixPath(in); !ok || err == nil {
+			t.Errorf("UnixPath(%q): ok %v, err %v; want an error", in, ok, err)
+		}
+	}
+	if _, ok, _ := wire.UnixPath("http://127.0.0.1:9222"); ok {
+		t.Error("an http endpoint taken for a unix one")
+	}
+}
