@@ -86,21 +86,24 @@ func TestMetricsAfterIncident(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(20 * time.Second)
 	ctx := context.Background()
 	ns := newNamespace(t)
+	// A profile of this run's own: its series are this run's alone (the
+	// registry outlives a run, and -count=N repeats it).
+	prof := "metrics-" + strings.TrimPrefix(ns, "tw-")
 	b := fake.New()
 	contactsSite(b)
 	b.UserOpenWindow("https://mail.example/inbox")
 	startController(t)
-	startAgent(t, "metrics", b)
+	startAgent(t, prof, b)
 	before := scrape(g)
 	// The agent's series carry its profile and driver.
-	agentLabels := []string{"profile", "metrics", "driver", "fake"}
+	agentLabels := []string{"profile", prof, "driver", "fake"}
 	at := func(labels ...string) []string { return append(append([]string{}, agentLabels...), labels...) }
 	opened0 := max(0, value(before, metrics.PagesOpenedName, agentLabels...))
 	openLatency0 := max(0, value(before, metrics.OpenLatencyName, agentLabels...))
 	closed0 := max(0, value(before, metrics.PagesClosedName, agentLabels...))
 	duration0 := max(0, value(before, metrics.ActionDurationName, at("phase", "Succeeded")...))
 	refusedDuration0 := max(0, value(before, metrics.ActionDurationName, at("phase", "Refused")...))
-	// This test's own agent only (profile "metrics"): other tests' agents
+	// This test's own agent only (its own profile): other tests' agents
 	// share the registry and run meanwhile.
 	opener0 := max(0, value(before, metrics.SpawnsAdoptedName, at("reason", agent.ReasonOpener)...))
 	action0 := max(0, value(before, metrics.SpawnsAdoptedName, at("reason", agent.ReasonDuringAction)...))
@@ -110,10 +113,10 @@ func TestMetricsAfterIncident(t *testing.T) {
 	succeeded0 := max(0, value(before, metrics.ActionResultsName, at("phase", "Succeeded", "reason", "")...))
 
 	g.Eventually(func(g Gomega) {
-		g.Expect(value(scrape(g), metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(1.0))
+		g.Expect(value(scrape(g), metrics.DriverConnectedName, "profile", prof, "driver", "fake")).To(Equal(1.0))
 	}).Should(Succeed())
 
-	s := session(ns, "taxes", "metrics")
+	s := session(ns, "taxes", prof)
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	contacts := openWindow(ns, "contacts", "taxes", "https://contacts.example/people")
 	g.Expect(k8s.Create(ctx, contacts)).To(Succeed())
@@ -122,8 +125,8 @@ func TestMetricsAfterIncident(t *testing.T) {
 		m := scrape(g)
 		g.Expect(value(m, metrics.PagesOpenedName, agentLabels...)).To(Equal(opened0 + 1))
 		g.Expect(value(m, metrics.OpenLatencyName, agentLabels...)).To(Equal(openLatency0 + 1))
-		g.Expect(value(m, metrics.SessionsName, "phase", "Active", "profile", "metrics")).To(Equal(1.0))
-		g.Expect(value(m, metrics.WindowsName, "phase", "Open", "source", "Open", "profile", "metrics")).To(Equal(1.0))
+		g.Expect(value(m, metrics.SessionsName, "phase", "Active", "profile", prof)).To(Equal(1.0))
+		g.Expect(value(m, metrics.WindowsName, "phase", "Open", "source", "Open", "profile", prof)).To(Equal(1.0))
 	}).Should(Succeed())
 
 	// Two spawns: a compose popup (opener) and a viewer during an action.
@@ -140,7 +143,7 @@ func TestMetricsAfterIncident(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		m := scrape(g)
 		g.Expect(value(m, metrics.SpawnsAdoptedName, at("reason", agent.ReasonOpener)...)).To(Equal(opener0 + 1))
-		g.Expect(value(m, metrics.WindowsName, "phase", "Open", "source", "Spawned", "profile", "metrics")).To(Equal(2.0))
+		g.Expect(value(m, metrics.WindowsName, "phase", "Open", "source", "Spawned", "profile", prof)).To(Equal(2.0))
 		g.Expect(value(m, metrics.SpawnsAdoptedName, at("reason", agent.ReasonDuringAction)...)).To(Equal(action0 + 1))
 		g.Expect(value(m, metrics.AdoptionLatencyName, agentLabels...)).To(Equal(latency0 + 2))
 		g.Expect(value(m, metrics.UnacknowledgedSpawnsName, "namespace", ns)).To(Equal(2.0))
@@ -172,7 +175,7 @@ func TestMetricsAfterIncident(t *testing.T) {
 	// open pages) until the browser is back and they close.
 	b.Disconnect()
 	g.Eventually(func(g Gomega) {
-		g.Expect(value(scrape(g), metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(0.0))
+		g.Expect(value(scrape(g), metrics.DriverConnectedName, "profile", prof, "driver", "fake")).To(Equal(0.0))
 	}).Should(Succeed())
 	g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -190,7 +193,7 @@ func TestMetricsAfterIncident(t *testing.T) {
 	b.Reconnect()
 	g.Eventually(func(g Gomega) {
 		m := scrape(g)
-		g.Expect(value(m, metrics.DriverConnectedName, "profile", "metrics", "driver", "fake")).To(Equal(1.0))
+		g.Expect(value(m, metrics.DriverConnectedName, "profile", prof, "driver", "fake")).To(Equal(1.0))
 		g.Expect(value(m, metrics.DirtySessionsName, "namespace", ns)).To(Equal(0.0))
 		g.Expect(value(m, metrics.CleanupDurationName)).To(Equal(cleanup0 + 1))
 		// The contacts page and both temporary spawns, each counted once.
@@ -199,8 +202,8 @@ func TestMetricsAfterIncident(t *testing.T) {
 	g.Expect(get(t, s).Status.Phase).To(Equal(twv1.SessionPhaseFinished))
 	g.Eventually(func(g Gomega) {
 		m := scrape(g)
-		g.Expect(value(m, metrics.SessionsName, "phase", "Finished", "profile", "metrics")).To(Equal(1.0))
-		g.Expect(value(m, metrics.SessionsName, "phase", "Active", "profile", "metrics")).To(Equal(0.0))
+		g.Expect(value(m, metrics.SessionsName, "phase", "Finished", "profile", prof)).To(Equal(1.0))
+		g.Expect(value(m, metrics.SessionsName, "phase", "Active", "profile", prof)).To(Equal(0.0))
 	}).Should(Succeed())
 }
 

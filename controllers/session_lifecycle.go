@@ -64,6 +64,8 @@ func (r *SessionReconciler) waitTimer(ctx context.Context, s *twv1.BrowserSessio
 	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.ReasonUserWaitTimeout, "Finish",
 		"Waited for the user for %s (spec.userWaitTimeout) since %s: the session finishes; temporary pages close, Keep pages are released",
 		s.Spec.UserWaitTimeout.Duration, s.Status.WaitingSince.UTC().Format(time.RFC3339))
+	// The wait is over with the session: the status write that ends it says so.
+	s.Status.WaitingSince = nil
 	return 0
 }
 
