@@ -243,6 +243,34 @@ func (CreateIsolatedWorld) result() CreateIsolatedWorldResult {
 	return CreateIsolatedWorldResult{}
 }
 
+// CaptureScreenshot is Page.captureScreenshot (tests: the popup's picture in
+// docs/). Clip, in CSS pixels, captures that rectangle of the page.
+type CaptureScreenshot struct {
+	Format                string    `json:"format,omitempty"`
+	Clip                  *Viewport `json:"clip,omitempty"`
+	CaptureBeyondViewport bool      `json:"captureBeyondViewport,omitempty"`
+}
+
+// Viewport is a rectangle of the page, in CSS pixels, at Scale.
+type Viewport struct {
+	X      float64 `json:"x"`
+	Y      float64 `json:"y"`
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+	Scale  float64 `json:"scale"`
+}
+
+// CaptureScreenshotResult is the reply of Page.captureScreenshot: the image,
+// base64 encoded.
+type CaptureScreenshotResult struct {
+	Data string `json:"data"`
+}
+
+func (CaptureScreenshot) Method() string { return "Page.captureScreenshot" }
+func (CaptureScreenshot) result() CaptureScreenshotResult {
+	return CaptureScreenshotResult{}
+}
+
 // --- Runtime ---
 
 // Evaluate is Runtime.evaluate. ContextID 0 is the page's main world.
