@@ -271,6 +271,27 @@ func (CaptureScreenshot) result() CaptureScreenshotResult {
 	return CaptureScreenshotResult{}
 }
 
+// --- Emulation ---
+
+// SetDeviceMetricsOverride is Emulation.setDeviceMetricsOverride: the page is
+// laid out and drawn at Width x Height CSS pixels (tests: a picture of a whole
+// page).
+type SetDeviceMetricsOverride struct {
+	Width             int     `json:"width"`
+	Height            int     `json:"height"`
+	DeviceScaleFactor float64 `json:"deviceScaleFactor"`
+	Mobile            bool    `json:"mobile"`
+}
+
+func (SetDeviceMetricsOverride) Method() string { return "Emulation.setDeviceMetricsOverride" }
+func (SetDeviceMetricsOverride) result() Empty  { return Empty{} }
+
+// ClearDeviceMetricsOverride is Emulation.clearDeviceMetricsOverride.
+type ClearDeviceMetricsOverride struct{}
+
+func (ClearDeviceMetricsOverride) Method() string { return "Emulation.clearDeviceMetricsOverride" }
+func (ClearDeviceMetricsOverride) result() Empty  { return Empty{} }
+
 // --- Runtime ---
 
 // Evaluate is Runtime.evaluate. ContextID 0 is the page's main world.
