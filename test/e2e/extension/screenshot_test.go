@@ -23,6 +23,11 @@ type popupLook struct {
 	// Width, Height: the popup's viewport (Chrome sizes the popup to its page);
 	// ScrollWidth: the page's width (more than Width: a horizontal scrollbar).
 	Width, Height, ScrollWidth, ScrollHeight float64
+	// Split: the words of the page (runs of letters, digits and -_.@; window
+	// names aside) split across lines.
+	Split []string
+	// Overflows: what sticks out of its session's box (a table too wide for it).
+	Overflows []string
 	// Unacked: how the unacknowledged row is drawn.
 	Unacked struct {
 		Found                   bool
@@ -165,6 +170,26 @@ func lookAt(g Gomega, sess string) popupLook {
 		const shown = (e) => !!e && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
 		return {
 			Width: innerWidth, Height: innerHeight, ScrollWidth: de.scrollWidth, ScrollHeight: de.scrollHeight,
+			Split: (() => {
+				const out = [];
+				const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+				for (let n; (n = walk.nextNode());) {
+					if (n.parentElement.closest("td.id")) continue; // window names break anywhere, by design
+					for (const m of n.data.matchAll(/[\p{L}\p{N}_.@-]+/gu)) { // a word, a number, a name; code may break at its punctuation
+						const r = document.createRange();
+						r.setStart(n, m.index);
+						r.setEnd(n, m.index + m[0].length);
+						if (new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size > 1) out.push(m[0]);
+					}
+				}
+				return out;
+			})(),
+			Overflows: [...document.querySelectorAll("#sessions .session")].flatMap((s) => {
+				const box = s.getBoundingClientRect(), st = getComputedStyle(s);
+				const right = box.right - parseFloat(st.borderRightWidth) - parseFloat(st.paddingRight);
+				return [...s.children].filter((c) => c.getBoundingClientRect().right > right + 0.5)
+					.map((c) => c.tagName.toLowerCase() + " of " + s.dataset.session + " ends at " + c.getBoundingClientRect().right + " px, past the box's " + right);
+			}),
 			Unacked: {
 				Found: !!cell,
 				Text: cell?.textContent ?? "",
@@ -182,11 +207,15 @@ func lookAt(g Gomega, sess string) popupLook {
 	return look
 }
 
-// checkLook: nothing runs off the popup's right edge, and the unacknowledged
+// checkLook: nothing runs off the popup's right edge or out of its session's
+// box, no word anywhere in the popup is split across lines (window names, which
+// break anywhere, aside), and the unacknowledged
 // spawn is visibly marked: its own words, in red, bold, on a tinted row unlike
 // the others, with the warning and the command that acknowledges it.
 func checkLook(g Gomega, look popupLook) {
 	g.Expect(look.ScrollWidth).To(BeNumerically("<=", look.Width), "the popup's page is wider than the popup: a horizontal scrollbar")
+	g.Expect(look.Overflows).To(BeEmpty(), "a session's table or hint sticks out of its box")
+	g.Expect(look.Split).To(BeEmpty(), "words split across lines (window names may break; nothing else)")
 	u := look.Unacked
 	g.Expect(u.Found).To(BeTrue(), "the unacknowledged row has its marked disposition cell")
 	g.Expect(u.Text).To(Equal("⚠ unacknowledged"))
