@@ -112,7 +112,7 @@ function renderSessions(sessions) {
       const rows = s.windows.map((w) =>
         el("tr", { class: w.unacknowledged ? "window unacknowledged" : "window" }, [
           el("td", { text: w.name, class: "id" }),
-          el("td", { text: w.tabId, class: "id" }),
+          el("td", { text: w.tabId, class: "tab" }),
           el("td", { text: w.source, class: "word" }),
           el("td", { text: w.phase, class: "word" }),
           el("td", { text: w.unacknowledged ? "⚠ unacknowledged" : w.disposition, class: w.unacknowledged ? "word unacknowledged" : "word" }),

@@ -24,8 +24,9 @@ type monitorSession struct {
 	Windows                       []struct {
 		Name, Tab, Source, Phase, Disposition string
 		Unacknowledged                        bool
-		// Split: a word cell (source, phase, disposition) wraps onto a
-		// second line at the popup's 420 px ("Ope/n", "unacknowledg/ed").
+		// Split: a cell that must read as one (tab id, source, phase,
+		// disposition) wraps onto a second line at the popup's 420 px
+		// ("Ope/n", "unacknowledg/ed", "1866/2654/85").
 		Split bool
 	}
 }
@@ -42,7 +43,7 @@ func readMonitor(g Gomega, sess string) map[string]monitorSession {
 		Hints: [...s.querySelectorAll("code.hint")].map((c) => c.textContent),
 		Windows: [...s.querySelectorAll("tbody tr")].map((tr) => {
 			const td = [...tr.querySelectorAll("td")].map((c) => c.textContent);
-			const split = [...tr.querySelectorAll("td")].slice(2).some((c) => { const r = document.createRange(); r.selectNodeContents(c); return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size > 1; });
+			const split = [...tr.querySelectorAll("td")].slice(1).some((c) => { const r = document.createRange(); r.selectNodeContents(c); return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size > 1; });
 			return { Name: td[0], Tab: td[1], Source: td[2], Phase: td[3], Disposition: td[4], Unacknowledged: tr.classList.contains("unacknowledged"), Split: split };
 		}),
 	})))`, &raw)).To(Succeed())

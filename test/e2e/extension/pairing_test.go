@@ -224,8 +224,10 @@ func openActionPopup(ctx context.Context) (string, error) {
 	}); err != nil {
 		return "", fmt.Errorf("the extension's worker never got its chrome.* bindings: %w", err)
 	}
+	// In the last focused normal window: a popup window (a page's compose popup)
+	// has no toolbar to open it from.
 	var res string
-	if err := devtools.eval(ctx, sess, `chrome.action.openPopup().then(() => "ok", (e) => "error: " + e.message)`, &res); err != nil {
+	if err := devtools.eval(ctx, sess, `chrome.windows.getLastFocused({windowTypes: ["normal"]}).then((w) => chrome.action.openPopup({windowId: w.id})).then(() => "ok", (e) => "error: " + e.message)`, &res); err != nil {
 		return "", err
 	}
 	if res != "ok" {

@@ -243,6 +243,55 @@ func (CreateIsolatedWorld) result() CreateIsolatedWorldResult {
 	return CreateIsolatedWorldResult{}
 }
 
+// CaptureScreenshot is Page.captureScreenshot (tests: the popup's picture in
+// docs/). Clip, in CSS pixels, captures that rectangle of the page.
+type CaptureScreenshot struct {
+	Format                string    `json:"format,omitempty"`
+	Clip                  *Viewport `json:"clip,omitempty"`
+	CaptureBeyondViewport bool      `json:"captureBeyondViewport,omitempty"`
+}
+
+// Viewport is a rectangle of the page, in CSS pixels, at Scale.
+type Viewport struct {
+	X      float64 `json:"x"`
+	Y      float64 `json:"y"`
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+	Scale  float64 `json:"scale"`
+}
+
+// CaptureScreenshotResult is the reply of Page.captureScreenshot: the image,
+// base64 encoded.
+type CaptureScreenshotResult struct {
+	Data string `json:"data"`
+}
+
+func (CaptureScreenshot) Method() string { return "Page.captureScreenshot" }
+func (CaptureScreenshot) result() CaptureScreenshotResult {
+	return CaptureScreenshotResult{}
+}
+
+// --- Emulation ---
+
+// SetDeviceMetricsOverride is Emulation.setDeviceMetricsOverride: the page is
+// laid out and drawn at Width x Height CSS pixels (tests: a picture of a whole
+// page).
+type SetDeviceMetricsOverride struct {
+	Width             int     `json:"width"`
+	Height            int     `json:"height"`
+	DeviceScaleFactor float64 `json:"deviceScaleFactor"`
+	Mobile            bool    `json:"mobile"`
+}
+
+func (SetDeviceMetricsOverride) Method() string { return "Emulation.setDeviceMetricsOverride" }
+func (SetDeviceMetricsOverride) result() Empty  { return Empty{} }
+
+// ClearDeviceMetricsOverride is Emulation.clearDeviceMetricsOverride.
+type ClearDeviceMetricsOverride struct{}
+
+func (ClearDeviceMetricsOverride) Method() string { return "Emulation.clearDeviceMetricsOverride" }
+func (ClearDeviceMetricsOverride) result() Empty  { return Empty{} }
+
 // --- Runtime ---
 
 // Evaluate is Runtime.evaluate. ContextID 0 is the page's main world.
