@@ -24,6 +24,8 @@ package up
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -647,7 +649,16 @@ func Run(ctx context.Context, o Options) (retErr error) {
 			}
 		}
 	}
-	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile), BlockPorts: blockPorts, Dial: dial})
+	// The Chromium up launched is a new browser: the ledger's records of the
+	// last run's (the pages of its windows) are void, and the agent tells those
+	// windows that their pages went with a restart (Open ones open again).
+	var instance string
+	if chrome != nil {
+		nonce := make([]byte, 16)
+		_, _ = rand.Read(nonce) // crypto/rand.Read never fails
+		instance = "tabwarden-up/" + hex.EncodeToString(nonce)
+	}
+	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile), BlockPorts: blockPorts, Dial: dial, Instance: instance})
 	cancelDial()
 	if err != nil {
 		if ctx.Err() != nil {
