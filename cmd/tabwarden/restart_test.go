@@ -168,8 +168,8 @@ spec:
   source: Open
   url: %s/landing
   disposition: Temporary
----
-apiVersion: tabwarden.dev/v1alpha1
+`, info.LocalProfile, base)
+	action := fmt.Sprintf(`apiVersion: tabwarden.dev/v1alpha1
 kind: BrowserAction
 metadata:
   name: kept-navigate
@@ -182,8 +182,16 @@ spec:
   steps:
   - type: Navigate
     url: %s/form
-`, info.LocalProfile, base, base)
+`, base)
 	if out, err := kubectl(userKC, objects, "apply", "-f", "-"); err != nil {
+		t.Fatal(err, out)
+	}
+	eventually(t, 2*time.Minute, "run 1: the window Open at /landing", func() (bool, string) {
+		out := get("browserwindow", "kept-page", "-o", "jsonpath={.status.phase}")
+		n, all := shown(t, info.FixtureURL, "/landing")
+		return out == "Open" && n == 1, out + " " + all
+	})
+	if out, err := kubectl(userKC, action, "apply", "-f", "-"); err != nil {
 		t.Fatal(err, out)
 	}
 	var firstTab string
