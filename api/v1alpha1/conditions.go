@@ -155,6 +155,12 @@ const (
 	ReasonClosed = "Closed"
 	// ReasonGone: the page was closed outside tabwarden (by the user or the page).
 	ReasonGone = "Gone"
+	// ReasonBrowserRestarted: the page went with its browser, which restarted
+	// (`tabwarden up` launches a new Chromium each run): an Open window of a
+	// live session opens its page again, at its last url; a Spawned or Bound
+	// window ends Gone with this reason, as what it had cannot come back. Also
+	// the reason of the Event that says so.
+	ReasonBrowserRestarted = "BrowserRestarted"
 	// ReasonBrowserUnreachable: the agent cannot reach the browser; the page's state is unknown.
 	ReasonBrowserUnreachable = "BrowserUnreachable"
 	// ReasonBoundTabGone: the bound user tab disappeared; the binding failed and nothing replaces it.

@@ -14,7 +14,9 @@ func runUp(name string, args []string, stdout, stderr io.Writer) error {
 		"by hack/envtest.sh), the controller, a headless Chromium driven by an agent for profile `local`, and\n"+
 		"the extension host (profile `my-chrome`) your own Chrome can pair with. Writes an admin kubeconfig\n"+
 		"to <dir>/kubeconfig and prints what to run next. Ctrl-C stops everything it started.\n"+
-		"The cluster's state does not persist: every run starts empty.", stderr)
+		"The cluster's state (sessions, windows, profiles; etcd's data in <dir>/etcd-data) is kept across\n"+
+		"runs, as kind and minikube keep theirs; --fresh starts with an empty cluster. The browser is new each\n"+
+		"run: an Open window of a live session opens again at its last url, spawned and bound ones end Gone.", stderr)
 	var (
 		o  up.Options
 		lf logFlags
@@ -30,6 +32,7 @@ func runUp(name string, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 0, "how long to wait for the agents once the control plane runs (default 3m)")
 	fs.StringVar(&o.FixtureAddr, "fixture-addr", up.DefaultFixtureAddr, `loopback address of the fixture site config/samples and the demo use; "off" disables it`)
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:0", `loopback address of the roles' Prometheus metrics (docs/metrics.md); "off" disables it`)
+	fs.BoolVar(&o.Fresh, "fresh", false, "start with an empty cluster: remove the state kept from the last run (etcd's data, the cdp ledger) first; the pairing stays")
 	lf.bind(fs, true)
 	if err := parse(fs, args); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,6 +190,9 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 // tab_in_use. A refused window's page is never observed, closed or driven.
 func (r *WindowReconciler) reconcileProvenance(ctx context.Context, s *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
 	a := r.agent
+	if err := r.reconcileLost(ctx, w); err != nil {
+		return ctrl.Result{}, err
+	}
 	if _, ok := a.pageOf(w); ok || ended(w) || !a.model.knowsRecords() {
 		return ctrl.Result{}, nil
 	}
@@ -268,6 +272,74 @@ func (r *WindowReconciler) reconcileProvenance(ctx context.Context, s *twv1.Brow
 	return ctrl.Result{}, nil
 }
 
+// reconcileLost settles a window whose page went with a browser restart: the
+// driver holds its record as lost (of an earlier browser instance, see
+// browser.LostRecords), so the page was not closed by the user or the page.
+// An Open window (of a live session: an ended one is deleted) gets its page
+// again, as a Deployment's pod is recreated after its node reboots: its status
+// forgets the old page and reconcileOpen opens one at the old page's last url.
+// A Spawned or Bound window ends Gone, reason BrowserRestarted: what spawned
+// the page, or the user's tab, cannot come back. A window whose page the user
+// closed is Gone already (ended) and stays so: nothing reopens it. The lost
+// record is dropped once the window's status no longer names its page.
+func (r *WindowReconciler) reconcileLost(ctx context.Context, w *twv1.BrowserWindow) error {
+	a := r.agent
+	lr, ok := a.opts.Browser.(browser.LostRecords)
+	if !ok {
+		return nil
+	}
+	key := string(w.UID)
+	rec, lost := lr.LostRecord(key)
+	if !lost {
+		return nil
+	}
+	if _, ok := a.pageOf(w); ok || ended(w) || w.Status.TabID != rec.Page {
+		// Settled (and written) already, or the page was never in the status.
+		return lr.ForgetLost(key)
+	}
+	ctrl.LoggerFrom(ctx).Info("The window's page went with a browser restart", "page", rec.Page, "source", w.Spec.Source)
+	if w.Spec.Source == twv1.SourceOpen {
+		last := w.Status.URL
+		// Status.URL stays: reconcileOpen opens the page there again.
+		w.Status.TabID, w.Status.WindowID, w.Status.Title, w.Status.OpenedTime = "", "", "", nil
+		w.Status.PinnedWindowID, w.Status.OwnsWindow = "", false
+		w.Status.Phase = twv1.WindowPending
+		at := reopenURL(w)
+		if at == "" {
+			at = w.Spec.URL
+		}
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonBrowserRestarted,
+			fmt.Sprintf("The browser of profile %q restarted and page %s (%s) went with it; the page opens again at %s", a.opts.Profile, rec.Page, last, at))
+		a.recorder.Eventf(w, nil, corev1.EventTypeNormal, twv1.ReasonBrowserRestarted, "Reopen",
+			"Page %s went with a restart of the browser; opening it again at %s", rec.Page, at)
+		return nil
+	}
+	now := metav1.Now()
+	w.Status.Phase, w.Status.ClosedTime = twv1.WindowGone, &now
+	cond, what := twv1.OpenedCondition, "the page it spawned cannot come back"
+	if w.Spec.Source == twv1.SourceBind {
+		cond, what = twv1.BoundCondition, "the user's tab it bound went with it; the binding failed and no other tab takes its place"
+	}
+	setWindowCondition(w, cond, metav1.ConditionFalse, twv1.ReasonBrowserRestarted,
+		fmt.Sprintf("The browser of profile %q restarted and page %s went with it: %s", a.opts.Profile, rec.Page, what))
+	a.recorder.Eventf(w, nil, corev1.EventTypeNormal, twv1.ReasonBrowserRestarted, "Observe",
+		"Page %s went with a restart of the browser; the window is Gone", rec.Page)
+	return nil
+}
+
+// reopenURL is where an Open window's page opens again after a browser restart
+// (reconcileLost): the last url the page showed, when it is a web page; ""
+// otherwise (then spec.url).
+func reopenURL(w *twv1.BrowserWindow) string {
+	if w.Spec.Source != twv1.SourceOpen || w.Status.TabID != "" || ended(w) {
+		return ""
+	}
+	if u := w.Status.URL; strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+		return u
+	}
+	return ""
+}
+
 // reconcileOpen opens an Open window's page once, in the background, never
 // focused. Sets Opened=False with reason unacknowledged_spawns (held),
 // waiting_for_user, BrowserUnreachable or OpenFailed; Opened=True once open.
@@ -325,7 +397,13 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	if placement == "" {
 		placement = s.Spec.Placement
 	}
-	req := browser.OpenRequest{Key: string(w.UID), URL: w.Spec.URL, NewWindow: placement != twv1.PlacementTab}
+	openURL := w.Spec.URL
+	if last := reopenURL(w); last != "" && last != openURL && a.checkURL(ctx, last, "status.url") == nil {
+		// The page went with a browser restart (reconcileLost): it opens again
+		// where it was, if the profile allows it still.
+		openURL = last
+	}
+	req := browser.OpenRequest{Key: string(w.UID), URL: openURL, NewWindow: placement != twv1.PlacementTab}
 	if !req.NewWindow {
 		req.WindowID = pinnedWindow(s, siblings)
 		for i := range siblings {
@@ -353,7 +431,7 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	}
 	if err != nil {
 		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonOpenFailed, err.Error())
-		return ctrl.Result{}, fmt.Errorf("opening %s: %w", w.Spec.URL, err)
+		return ctrl.Result{}, fmt.Errorf("opening %s: %w", openURL, err)
 	}
 	// Into the model and the records before anything else: the page may spawn
 	// before its status is written and before the event is consumed.
@@ -370,7 +448,7 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	// No Event: the status records the open, and an Event per page doubles the
 	// API writes of the common path. Events are kept for refusals, adoptions and cleanup.
 	a.metrics().PageOpened(w.CreationTimestamp.Time)
-	ctrl.LoggerFrom(ctx).Info("Opened page", "page", page.ID, "url", w.Spec.URL, "newWindow", req.NewWindow)
+	ctrl.LoggerFrom(ctx).Info("Opened page", "page", page.ID, "url", openURL, "newWindow", req.NewWindow)
 	return ctrl.Result{}, nil
 }
 
@@ -532,6 +610,11 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 				r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", rec.Page, w.Status.URL, w.Name)
 			}
 			w.Status.Phase = twv1.WindowClosed
+		}
+	}
+	if lr, ok := a.opts.Browser.(browser.LostRecords); ok {
+		if err := lr.ForgetLost(string(w.UID)); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	controllerutil.RemoveFinalizer(w, twv1.PageFinalizer)

@@ -363,6 +363,20 @@ type EventFlusher interface {
 	FlushEvents(ctx context.Context) error
 }
 
+// LostRecords is implemented by drivers that know which browser instance they
+// drive (cdp, with a launch nonce from the launcher that restarted the
+// browser): records of pages of an earlier instance are void, their pages gone
+// with that browser, and the driver keeps them apart so that the agent tells a
+// page lost to a browser restart from one the user closed. The agent checks
+// for it with a type assertion.
+type LostRecords interface {
+	// LostRecord returns the record key had of a page of an earlier browser instance.
+	LostRecord(key string) (Record, bool)
+	// ForgetLost drops it once the key's window says what became of the page
+	// (opened anew, or gone for good). A new record of the key drops it too.
+	ForgetLost(key string) error
+}
+
 // ContextPool is implemented by drivers that isolate pool sessions in browser
 // contexts of their own (cdp). The agent checks for it with a type assertion;
 // the fake and extension drivers need nothing.

@@ -31,10 +31,18 @@ import (
 )
 
 // ControlPlaneDir, under Options.Dir, holds what the control plane of one run
-// needs and nobody else may read: etcd's data, the certificate authority that
-// admits etcd's clients, its keys, and the API server's authentication
-// configuration. It is created afresh by every run and removed when up stops.
+// needs and nobody else may read: the certificate authority that admits etcd's
+// clients, its keys, and the API server's authentication configuration. It is
+// created afresh by every run and removed when up stops.
 const ControlPlaneDir = "controlplane"
+
+// EtcdDataDir, under Options.Dir (0700, like everything there), is etcd's data:
+// the cluster's state (sessions, windows, profiles, actions), kept across runs
+// as kind and minikube keep theirs. Options.Fresh (`tabwarden up --fresh`)
+// removes it first. etcd starts on it with new ports and new certificates each
+// run: its one member's stored peer URL (the first run's) is never dialled by
+// a single-member cluster, so it may name a port long gone.
+const EtcdDataDir = "etcd-data"
 
 // Files under ControlPlaneDir.
 const (
@@ -43,7 +51,6 @@ const (
 	etcdServerKeyFile    = "etcd-server.key"
 	EtcdClientCertFile   = "apiserver-etcd-client.crt"
 	EtcdClientKeyFile    = "apiserver-etcd-client.key"
-	etcdDataDir          = "etcd-data"
 	authenticationConfig = "authentication.yaml"
 )
 
@@ -80,8 +87,9 @@ type controlPlane struct {
 }
 
 // startControlPlane starts etcd and kube-apiserver from assets, with the CRDs of
-// crds installed, its private files in stateDir/ControlPlaneDir. Stop ends them
-// and removes those files, also after a failed start.
+// crds installed (created, or updated on a kept cluster), its private files in
+// stateDir/ControlPlaneDir and etcd's data in stateDir/EtcdDataDir. Stop ends
+// them and removes ControlPlaneDir, also after a failed start; the data stays.
 func startControlPlane(ctx context.Context, stateDir, assets, crds string, startTimeout, stopTimeout time.Duration) (_ *controlPlane, retErr error) {
 	cp := &controlPlane{dir: filepath.Join(stateDir, ControlPlaneDir)}
 	defer func() {
@@ -96,6 +104,10 @@ func startControlPlane(ctx context.Context, stateDir, assets, crds string, start
 	if err := os.Mkdir(cp.dir, 0o700); err != nil {
 		return nil, err
 	}
+	data := filepath.Join(stateDir, EtcdDataDir)
+	if err := os.Mkdir(data, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, err
+	}
 	if err := writeEtcdPKI(cp.dir); err != nil {
 		return nil, fmt.Errorf("making etcd's certificates: %w", err)
 	}
@@ -104,7 +116,7 @@ func startControlPlane(ctx context.Context, stateDir, assets, crds string, start
 	}
 
 	var err error
-	if cp.etcd, err = startEtcd(ctx, filepath.Join(assets, "etcd"), cp.dir, startTimeout, stopTimeout); err != nil {
+	if cp.etcd, err = startEtcd(ctx, filepath.Join(assets, "etcd"), cp.dir, data, startTimeout, stopTimeout); err != nil {
 		return nil, err
 	}
 
@@ -141,7 +153,8 @@ func (cp *controlPlane) AddUser(user envtest.User) (*envtest.AuthenticatedUser, 
 	return cp.plane.AddUser(user, &rest.Config{QPS: 100, Burst: 200})
 }
 
-// Stop ends kube-apiserver, then etcd, and removes ControlPlaneDir.
+// Stop ends kube-apiserver, then etcd, and removes ControlPlaneDir (the
+// certificates of this run); etcd's data stays for the next.
 func (cp *controlPlane) Stop() error {
 	var errs []error
 	if cp.api != nil {
@@ -183,7 +196,9 @@ type etcdProcess struct {
 	stderr             *tailBuffer
 }
 
-func startEtcd(ctx context.Context, bin, dir string, startTimeout, stopTimeout time.Duration) (*etcdProcess, error) {
+// startEtcd starts etcd on data (a new member there, or the one a run before
+// left), its certificates from dir.
+func startEtcd(ctx context.Context, bin, dir, data string, startTimeout, stopTimeout time.Duration) (*etcdProcess, error) {
 	var ports [2]int
 	for i := range ports {
 		p, err := freeLoopbackPort()
@@ -203,7 +218,7 @@ func startEtcd(ctx context.Context, bin, dir string, startTimeout, stopTimeout t
 	const name = "tabwarden-up"
 	e.cmd = exec.Command(bin,
 		"--name="+name,
-		"--data-dir="+f(etcdDataDir),
+		"--data-dir="+data,
 		"--listen-client-urls="+e.ClientURL.String(),
 		"--advertise-client-urls="+e.ClientURL.String(),
 		"--listen-peer-urls="+e.PeerURL.String(),
@@ -215,7 +230,14 @@ func startEtcd(ctx context.Context, bin, dir string, startTimeout, stopTimeout t
 		// The peer port serves the same data (gRPC too): the same rule.
 		"--peer-cert-file="+f(etcdServerCertFile), "--peer-key-file="+f(etcdServerKeyFile),
 		"--peer-client-cert-auth=true", "--peer-trusted-ca-file="+f(EtcdCAFile),
-		// State does not outlive the run: no need to wait for the disk.
+		// The state outlives the run, yet etcd need not wait for the disk:
+		// what it wrote is in the kernel's page cache once written, so any stop
+		// of up or etcd (Ctrl-C, kill -9) keeps it; only a crash of the OS or a
+		// power loss can lose the last writes or corrupt the data (then
+		// `tabwarden up --fresh`). Measured on a loaded 2-core machine, fsync
+		// cost about 3 s of a 10 s control plane start (CRDs, RBAC, policies
+		// are many writes) and every write after: a laptop's cluster for
+		// browser sessions, not a bank's.
 		"--unsafe-no-fsync=true",
 		"--log-level=warn",
 	)
@@ -247,7 +269,7 @@ func startEtcd(ctx context.Context, bin, dir string, startTimeout, stopTimeout t
 		}
 		select {
 		case <-e.exited:
-			return nil, fmt.Errorf("etcd exited at start (%v):\n%s", e.cmd.ProcessState, e.stderr)
+			return nil, fmt.Errorf("etcd exited at start (%v):\n%s\n(its data, kept across runs, is %s: `tabwarden up --fresh` starts with an empty cluster)", e.cmd.ProcessState, e.stderr, data)
 		case <-deadline.C:
 			_ = e.Stop()
 			return nil, fmt.Errorf("etcd did not become healthy at %s within %v:\n%s", health, startTimeout, e.stderr)

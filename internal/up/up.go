@@ -11,14 +11,21 @@
 //
 // It is private to the OS user that runs it: the directory (Options.Dir) is
 // forced to 0700 and etcd admits only the API server's client certificate
-// (controlplane.go). State does not persist across runs: etcd's data is in
-// Dir/controlplane, removed on exit. Only the extension pairing (the state
-// directory) and the kubeconfig files stay.
+// (controlplane.go). The cluster's state persists across runs, as kind's and
+// minikube's does: etcd's data is in Dir/etcd-data (Options.Fresh removes it
+// first), and what up writes at start (CRDs, namespaces, RBAC, admission
+// policies, profiles, kubeconfigs) is created or updated, never refused as
+// existing. The browser is new each run: the pages of the last one are gone,
+// and the agent reconciles the windows that named them (an Open window of a
+// live session opens again, a Spawned or Bound one ends Gone, reason
+// browser_restarted). The extension pairing (the state directory) stays too.
 package up
 
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +45,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,6 +57,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/controllers"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
@@ -144,6 +153,10 @@ type Options struct {
 	// in this process) are served (default 127.0.0.1:0; printed and in up.json);
 	// "off" disables it.
 	MetricsAddr string
+	// Fresh starts with an empty cluster: the state kept from the last run
+	// (etcd's data, EtcdDataDir, and the cdp driver's ledger) is removed
+	// first. The kubeconfigs are rewritten anyway; the extension pairing stays.
+	Fresh bool
 }
 
 // AgentKubeconfigFile is the kubeconfig of the agent of profile
@@ -173,6 +186,8 @@ type Info struct {
 	ExtensionProfile string `json:"extensionProfile,omitempty"`
 	ExtensionAddr    string `json:"extensionAddr,omitempty"`
 	StateDir         string `json:"stateDir"`
+	// DataDir is etcd's data, the cluster's state kept across runs (EtcdDataDir).
+	DataDir string `json:"dataDir,omitempty"`
 	// FixtureURL is the fixture site's base URL (the incident: FixtureURL+"/contacts").
 	FixtureURL string `json:"fixtureURL,omitempty"`
 	// MetricsURL serves the roles' Prometheus metrics (docs/metrics.md).
@@ -340,6 +355,15 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		return err
 	}
 	defer unlock()
+	if o.Fresh {
+		removed, err := wipeState(dir)
+		if err != nil {
+			return fmt.Errorf("--fresh: %w", err)
+		}
+		if len(removed) > 0 {
+			progress("--fresh: removed the cluster's state kept from the last run (%s)", strings.Join(removed, ", "))
+		}
+	}
 
 	// Chromium first: its absence is the likeliest problem.
 	if o.CDPEndpoint == "" {
@@ -537,6 +561,7 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	info := Info{
 		PID: os.Getpid(), Kubeconfig: kubeconfig, APIServer: strings.TrimSuffix(cfg.Host, "/"), Namespace: Namespace,
 		LocalProfile: o.LocalProfile, StateDir: filepath.Join(dir, StateDir), RoleKubeconfigs: map[string]string{},
+		DataDir:    filepath.Join(dir, EtcdDataDir),
 		FixtureURL: fixtureURL, MetricsURL: metricsURL,
 	}
 	// Each role's own identity, written as a kubeconfig and run from it.
@@ -624,7 +649,16 @@ func Run(ctx context.Context, o Options) (retErr error) {
 			}
 		}
 	}
-	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile), BlockPorts: blockPorts, Dial: dial})
+	// The Chromium up launched is a new browser: the ledger's records of the
+	// last run's (the pages of its windows) are void, and the agent tells those
+	// windows that their pages went with a restart (Open ones open again).
+	var instance string
+	if chrome != nil {
+		nonce := make([]byte, 16)
+		_, _ = rand.Read(nonce) // crypto/rand.Read never fails
+		instance = "tabwarden-up/" + hex.EncodeToString(nonce)
+	}
+	cdpBrowser, err = cdp.New(dialCtx, endpoint, cdp.Options{Pool: true, Logger: log.WithName("cdp"), LedgerPath: cdp.LedgerFile(filepath.Join(dir, StateDir), o.LocalProfile), BlockPorts: blockPorts, Dial: dial, Instance: instance})
 	cancelDial()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -686,7 +720,7 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	readyCtx, cancelReady := context.WithTimeout(ctx, o.ReadyTimeout)
 	defer cancelReady()
 	waitErr := make(chan error, 1)
-	go func() { waitErr <- waitReady(readyCtx, k8s, o.LocalProfile, info.ExtensionProfile) }()
+	go func() { waitErr <- waitReady(readyCtx, k8s, o.LocalProfile, info.ExtensionProfile, began) }()
 	select {
 	case err := <-waitErr:
 		if ctx.Err() != nil {
@@ -764,8 +798,10 @@ func DesktopProfile(name string, driver twv1.DriverType) *twv1.BrowserProfile {
 }
 
 // ensureDesktopProfile creates a desktop profile before its agent starts (an
-// agent registers a missing profile admitting no namespace); one that exists is
-// left as the admin set it.
+// agent registers a missing profile admitting no namespace); one that exists
+// (kept from an earlier run) is left as the admin set it: up needs the profile
+// to exist, and an admin's spec.namespaces or spec.urlPolicy are theirs to keep
+// (`--fresh` starts again from up's defaults).
 func ensureDesktopProfile(ctx context.Context, k8s client.Client, name string, driver twv1.DriverType) error {
 	if err := k8s.Create(ctx, DesktopProfile(name, driver)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating BrowserProfile %s: %w", name, err)
@@ -773,14 +809,22 @@ func ensureDesktopProfile(ctx context.Context, k8s client.Client, name string, d
 	return nil
 }
 
-func waitReady(ctx context.Context, k8s client.Client, local, ext string) error {
+// waitReady waits for profile local to be Connected by an agent of this run
+// (its heartbeat Lease renewed since began: on a cluster kept from an earlier
+// run, the profile's status says what the last run's agent wrote) and for
+// profile ext to exist.
+func waitReady(ctx context.Context, k8s client.Client, local, ext string, began time.Time) error {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	last := "the profile is not registered yet"
 	for {
 		p := &twv1.BrowserProfile{}
 		err := k8s.Get(ctx, client.ObjectKey{Name: local}, p)
+		if err == nil && !renewedSince(ctx, k8s, local, began) {
+			err, last = errNotYet, "the agent of this run has not renewed the profile's heartbeat yet"
+		}
 		switch {
+		case errors.Is(err, errNotYet):
 		case err == nil:
 			c := meta.FindStatusCondition(p.Status.Conditions, twv1.ConnectedCondition)
 			if c != nil && c.Status == metav1.ConditionTrue {
@@ -803,6 +847,40 @@ func waitReady(ctx context.Context, k8s client.Client, local, ext string) error 
 		case <-t.C:
 		}
 	}
+}
+
+var errNotYet = errors.New("not yet")
+
+// renewedSince reports whether the heartbeat Lease of profile was renewed at or
+// after since (the agent publishes the profile's status before it renews it).
+func renewedSince(ctx context.Context, k8s client.Client, profile string, since time.Time) bool {
+	l := &coordv1.Lease{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: controllers.LeasePrefix + profile}, l); err != nil {
+		return false
+	}
+	return l.Spec.RenewTime != nil && !l.Spec.RenewTime.Time.Before(since.Truncate(time.Second))
+}
+
+// wipeState removes the state a run keeps for the next (--fresh): etcd's data
+// and the cdp driver's ledgers, which name pages of the last run's browser.
+// The extension pairing in StateDir stays. It returns what it removed.
+func wipeState(dir string) ([]string, error) {
+	paths := []string{filepath.Join(dir, EtcdDataDir)}
+	ledgers, err := filepath.Glob(cdp.LedgerFile(filepath.Join(dir, StateDir), "*"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, p := range append(paths, ledgers...) {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return removed, err
+		}
+		removed = append(removed, rel(p))
+	}
+	return removed, nil
 }
 
 func writeFile(path string, data []byte) error {
@@ -862,6 +940,9 @@ func readyText(o Options, repo string, info Info) string {
 	fmt.Fprintf(&b, "  API server     %s   kubeconfig %s (admin)\n", info.APIServer, kc)
 	if info.UserKubeconfig != "" {
 		fmt.Fprintf(&b, "  you, not admin %s   kubeconfig %s (tabwarden-edit in %s: give this one to an agent or MCP client)\n", UserName, rel(info.UserKubeconfig), SessionNamespace)
+	}
+	if info.DataDir != "" {
+		fmt.Fprintf(&b, "  cluster state  %s, kept across runs (%s up --fresh starts empty)\n", rel(info.DataDir), o.Self)
 	}
 	fmt.Fprintf(&b, "  controller     running as %s (kubeconfig %s)\n", access.ControllerUser, rel(info.RoleKubeconfigs[access.ControllerUser]))
 	browserDesc := "headless Chromium"

@@ -98,6 +98,13 @@ type Options struct {
 	// restarted agent can still close the pages it opened or adopted (and only
 	// those). Empty: in memory only, lost with the process.
 	LedgerPath string
+	// Instance names the browser process the driver speaks to, when its
+	// launcher knows it: an id made for one launch and never reused (`tabwarden
+	// up` makes one for each Chromium it launches). The ledger's records of
+	// another instance are void, kept apart as lost records (browser.LostRecords):
+	// their pages went with the browser. Empty: the browser is not known to be
+	// new (a Chrome at an endpoint), and the records stand.
+	Instance string
 	// BlockPorts are ports no page of the browser may reach, on any host, in
 	// addition to the DevTools endpoint's own port (boundary.go): tabwarden's
 	// own endpoints, or the real DevTools port behind a forwarded endpoint.
@@ -161,7 +168,10 @@ type Browser struct {
 	loopDone chan struct{}
 }
 
-var _ browser.Browser = (*Browser)(nil)
+var (
+	_ browser.Browser     = (*Browser)(nil)
+	_ browser.LostRecords = (*Browser)(nil)
+)
 
 // New connects to a browser. endpoint is a browser websocket URL
 // (ws://host:port/devtools/browser/…), the DevTools HTTP address
@@ -208,6 +218,11 @@ func New(ctx context.Context, endpoint string, opts Options) (*Browser, error) {
 		return nil, err
 	}
 	b.ledger = l
+	if n, err := l.SetInstance(opts.Instance); err != nil {
+		return nil, err
+	} else if n > 0 {
+		b.log.Info("The ledger's records are of another browser instance, which is gone with its pages", "records", n, "instance", opts.Instance)
+	}
 	c, err := b.connect(ctx)
 	if err != nil {
 		b.events.close()
@@ -285,6 +300,12 @@ func lockFor(m map[string]*sync.Mutex, mu *sync.Mutex, k string) *sync.Mutex {
 	}
 	return l
 }
+
+// LostRecord implements browser.LostRecords.
+func (b *Browser) LostRecord(key string) (browser.Record, bool) { return b.ledger.LostRecord(key) }
+
+// ForgetLost implements browser.LostRecords.
+func (b *Browser) ForgetLost(key string) error { return b.ledger.ForgetLost(key) }
 
 // Records returns the driver's ledger.
 func (b *Browser) Records() []browser.Record { return b.ledger.Records() }

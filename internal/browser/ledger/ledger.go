@@ -41,6 +41,10 @@ type Ledger struct {
 	// spawn is adopted into that owner's session (Adopt), never left behind.
 	closed      map[string]string
 	closedOrder []string
+	// instance names the browser the records are of (SetInstance); lost are
+	// the records, by key, of pages of an earlier instance, void since.
+	instance string
+	lost     map[string]browser.Record
 }
 
 // maxClosed bounds the closed records kept for late spawns: far more than the
@@ -67,6 +71,10 @@ type fileFormat struct {
 	Intents  []Intent          `json:"intents,omitempty"`
 	Contexts map[string]string `json:"contexts,omitempty"`
 	Released []string          `json:"released,omitempty"`
+	// Instance names the browser instance the records are of (SetInstance).
+	Instance string `json:"instance,omitempty"`
+	// Lost are records of pages of an earlier browser instance.
+	Lost []browser.Record `json:"lost,omitempty"`
 }
 
 // New returns a ledger; with a non-empty path it loads the records stored there
@@ -74,7 +82,7 @@ type fileFormat struct {
 func New(path string) (*Ledger, error) {
 	l := &Ledger{path: path, pages: map[string]browser.Record{}, keys: map[string]string{},
 		intents: map[string]Intent{}, contexts: map[string]string{}, released: map[string]bool{},
-		closed: map[string]string{}}
+		closed: map[string]string{}, lost: map[string]browser.Record{}}
 	if path == "" {
 		return l, nil
 	}
@@ -128,6 +136,12 @@ func New(path string) (*Ledger, error) {
 	for _, p := range f.Released {
 		l.released[p] = true
 	}
+	l.instance = f.Instance
+	for _, r := range f.Lost {
+		if r.Key != "" {
+			l.lost[r.Key] = r
+		}
+	}
 	return l, nil
 }
 
@@ -148,6 +162,11 @@ func (l *Ledger) saveLocked() error {
 		f.Released = append(f.Released, p)
 	}
 	slices.Sort(f.Released)
+	f.Instance = l.instance
+	for _, r := range l.lost {
+		f.Lost = append(f.Lost, r)
+	}
+	slices.SortFunc(f.Lost, func(a, b browser.Record) int { return strings.Compare(a.Key, b.Key) })
 	data, err := json.Marshal(f)
 	if err != nil {
 		return err
@@ -185,8 +204,10 @@ func (l *Ledger) putLocked(r browser.Record) error {
 	}
 	l.pages[r.Page] = r
 	l.keys[r.Key] = r.Page
-	// A recorded page resolves whatever the key intended.
+	// A recorded page resolves whatever the key intended, and supersedes the
+	// key's page lost to a browser restart.
 	delete(l.intents, r.Key)
+	delete(l.lost, r.Key)
 	return l.saveLocked()
 }
 
@@ -458,5 +479,61 @@ func (l *Ledger) DropContext(name string) error {
 		return nil
 	}
 	delete(l.contexts, name)
+	return l.saveLocked()
+}
+
+// SetInstance says which browser instance the driver speaks to: an id its
+// launcher made for this one launch (a nonce), never reused. When the records
+// were written for another instance (or for one not named), they are void:
+// their pages went with that browser, and their ids mean nothing to this one.
+// They become lost records (LostRecord), which tell a page lost to a browser
+// restart from one the user closed; the intents, the released pages and the
+// browser contexts, ids of the other browser too, are forgotten. An empty id
+// (a browser the driver did not launch: it may be the same one as before)
+// changes nothing. It returns how many records were voided.
+func (l *Ledger) SetInstance(id string) (int, error) {
+	if id == "" {
+		return 0, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.instance == id {
+		return 0, nil
+	}
+	n := len(l.pages)
+	for _, r := range l.pages {
+		l.lost[r.Key] = r
+	}
+	l.pages, l.keys, l.intents = map[string]browser.Record{}, map[string]string{}, map[string]Intent{}
+	l.contexts, l.released = map[string]string{}, map[string]bool{}
+	l.closed, l.closedOrder = map[string]string{}, nil
+	l.instance = id
+	return n, l.saveLocked()
+}
+
+// Instance is the browser instance the records are of ("" when not named).
+func (l *Ledger) Instance() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.instance
+}
+
+// LostRecord returns the record key had of a page of an earlier browser
+// instance (see SetInstance), until ForgetLost or a new record of the key.
+func (l *Ledger) LostRecord(key string) (browser.Record, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.lost[key]
+	return r, ok
+}
+
+// ForgetLost drops key's lost record, once its window says what became of it.
+func (l *Ledger) ForgetLost(key string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.lost[key]; !ok {
+		return nil
+	}
+	delete(l.lost, key)
 	return l.saveLocked()
 }
