@@ -19,9 +19,9 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
-	"github.com/tabwarden/tabwarden/internal/hint"
+	"github.com/tabwarden/tabwarden/internal/clients/hint"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/up/access"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 const (

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/handlers"
+	"github.com/tabwarden/tabwarden/internal/k8s/handlers"
 )
 
 // TabListReconciler decides where BrowserTabLists exist: one named after a

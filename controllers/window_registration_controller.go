@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/handlers"
-	"github.com/tabwarden/tabwarden/internal/patch"
+	"github.com/tabwarden/tabwarden/internal/k8s/handlers"
+	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 )
 
 // WindowRegistrationReconciler ties each BrowserWindow to its session: owner

@@ -10,7 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/tabwarden/tabwarden/internal/cli"
+	"github.com/tabwarden/tabwarden/internal/clients/cli"
 )
 
 // version is set at build time: -ldflags "-X main.version=v0.1.0".

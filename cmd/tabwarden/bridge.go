@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tabwarden/tabwarden/internal/chromium/bridge"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium/bridge"
 )
 
 // runCDPBridge is `tabwarden cdp-bridge --socket PATH -- CHROMIUM ARGS...`: the

@@ -7,8 +7,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/tabwarden/tabwarden/internal/demo"
-	"github.com/tabwarden/tabwarden/internal/up"
+	"github.com/tabwarden/tabwarden/internal/local/demo"
+	"github.com/tabwarden/tabwarden/internal/local/up"
 )
 
 func runDemo(name string, args []string, stdout, stderr io.Writer) error {

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/tabwarden/tabwarden/internal/cli"
+	"github.com/tabwarden/tabwarden/internal/clients/cli"
 )
 
 // version is set at build time: -ldflags "-X main.version=v0.1.0".
@@ -120,7 +120,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 // writes a completion script; the shells call __complete.
 var completionCommands = []string{"completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd}
 
-// roleCommands are the commands of this binary outside internal/cli, as cobra
+// roleCommands are the commands of this binary outside internal/clients/cli, as cobra
 // commands for the shared help and completion; each parses its own flags.
 func roleCommands(stdout, stderr io.Writer) []*cobra.Command {
 	shorts := map[string]string{

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/up"
+	"github.com/tabwarden/tabwarden/internal/local/up"
 )
 
 // TestUpRestart: `tabwarden up` keeps its cluster across restarts, as kind and

@@ -24,7 +24,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 	"github.com/tabwarden/tabwarden/internal/run"
-	"github.com/tabwarden/tabwarden/internal/up"
+	"github.com/tabwarden/tabwarden/internal/local/up"
 )
 
 // errFakeDriver is the refusal of --driver fake.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
-	"github.com/tabwarden/tabwarden/internal/up"
+	"github.com/tabwarden/tabwarden/internal/local/up"
 )
 
 func runUp(name string, args []string, stdout, stderr io.Writer) error {

@@ -20,11 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tabwarden/tabwarden/internal/chromium"
-	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/up"
-	"github.com/tabwarden/tabwarden/internal/up/access"
+	"github.com/tabwarden/tabwarden/internal/local/up"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 // TestUp is the smoke test of `tabwarden up`, driven the way a user drives it: the

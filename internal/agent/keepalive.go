@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/index"
+	"github.com/tabwarden/tabwarden/internal/k8s/index"
 )
 
 // keepalive keeps the browser connection busy while an active session placed

@@ -13,7 +13,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
-	"github.com/tabwarden/tabwarden/internal/index"
+	"github.com/tabwarden/tabwarden/internal/k8s/index"
 )
 
 // monitorLoop shows the user who drives the browser: it publishes the sessions

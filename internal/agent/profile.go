@@ -21,9 +21,9 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
-	"github.com/tabwarden/tabwarden/internal/conditions"
-	"github.com/tabwarden/tabwarden/internal/index"
-	"github.com/tabwarden/tabwarden/internal/patch"
+	"github.com/tabwarden/tabwarden/internal/k8s/conditions"
+	"github.com/tabwarden/tabwarden/internal/k8s/index"
+	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 )
 
 // profileLoop registers the agent's BrowserProfile and keeps it current: the

@@ -24,9 +24,9 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
-	"github.com/tabwarden/tabwarden/internal/handlers"
-	"github.com/tabwarden/tabwarden/internal/hint"
-	"github.com/tabwarden/tabwarden/internal/patch"
+	"github.com/tabwarden/tabwarden/internal/k8s/handlers"
+	"github.com/tabwarden/tabwarden/internal/clients/hint"
+	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 )
 
 // WindowReconciler realizes the BrowserWindows of one profile: it opens Open

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/hint"
+	"github.com/tabwarden/tabwarden/internal/clients/hint"
 )
 
 // ScriptedAgent is an AI agent that knows nothing but the API: it drives a

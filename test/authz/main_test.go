@@ -22,7 +22,7 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/up/access"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 var (

@@ -18,7 +18,7 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/up/access"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 // TestMetricsDefaultLoopback: without a flag, the controller and the agent

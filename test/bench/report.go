@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 )
 
 type latencyRow struct {

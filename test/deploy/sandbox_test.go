@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 

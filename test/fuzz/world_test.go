@@ -23,7 +23,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/up/access"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 // kind is one kind of operation.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
-	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 func TestSnapshotSeesPages(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
-	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 // hostilePages are pages that resist closing, as the page itself (or a

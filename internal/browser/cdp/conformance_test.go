@@ -8,7 +8,7 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/browsertest"
-	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 // cdpWorld is the world outside the driver under test on real Chromium: the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/ledger"
-	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 var errKilled = errors.New("killed by the test")

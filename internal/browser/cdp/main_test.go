@@ -16,8 +16,8 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
-	"github.com/tabwarden/tabwarden/internal/chromium"
-	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 // One Chromium and one fixture site for the whole package.

@@ -14,7 +14,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
-	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 // TestServiceWorkerRestart stops the extension's service worker in the middle of

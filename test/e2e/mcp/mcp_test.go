@@ -31,8 +31,8 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
-	"github.com/tabwarden/tabwarden/internal/chromium"
-	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )

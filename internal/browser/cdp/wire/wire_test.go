@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
-	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 )
 
 var chrome *chromium.Process

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/ops"
+	"github.com/tabwarden/tabwarden/internal/clients/ops"
 )
 
 func newOwned(env *Env) *cobra.Command {

@@ -120,7 +120,7 @@ func stepsError(err error) error {
 }
 
 // CreatedByHint reads the object a hint creates (echo '<json>' | kubectl create
-// -f -, as internal/hint writes them): its kind and its JSON; "" for any other hint.
+// -f -, as internal/clients/hint writes them): its kind and its JSON; "" for any other hint.
 func CreatedByHint(h string) (kind string, body []byte) {
 	b, ok := strings.CutPrefix(h, "echo '")
 	if !ok {

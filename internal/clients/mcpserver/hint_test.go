@@ -6,8 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/hint"
-	"github.com/tabwarden/tabwarden/internal/ops"
+	"github.com/tabwarden/tabwarden/internal/clients/hint"
+	"github.com/tabwarden/tabwarden/internal/clients/ops"
 )
 
 // TestHintsBecomeToolCalls: a guard's hint that creates a BrowserAction reaches

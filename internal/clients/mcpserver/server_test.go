@@ -22,11 +22,11 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
-	"github.com/tabwarden/tabwarden/internal/cli"
-	"github.com/tabwarden/tabwarden/internal/mcpserver"
-	"github.com/tabwarden/tabwarden/internal/ops"
+	"github.com/tabwarden/tabwarden/internal/clients/cli"
+	"github.com/tabwarden/tabwarden/internal/clients/mcpserver"
+	"github.com/tabwarden/tabwarden/internal/clients/ops"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/up/access"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 var (

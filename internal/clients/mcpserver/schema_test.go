@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/mcpserver"
-	"github.com/tabwarden/tabwarden/internal/ops"
+	"github.com/tabwarden/tabwarden/internal/clients/mcpserver"
+	"github.com/tabwarden/tabwarden/internal/clients/ops"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 

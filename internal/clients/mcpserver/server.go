@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/ops"
+	"github.com/tabwarden/tabwarden/internal/clients/ops"
 )
 
 // Options configure the server.

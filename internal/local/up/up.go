@@ -62,11 +62,11 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
-	"github.com/tabwarden/tabwarden/internal/chromium"
-	"github.com/tabwarden/tabwarden/internal/fixture"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	"github.com/tabwarden/tabwarden/internal/private"
 	"github.com/tabwarden/tabwarden/internal/run"
-	"github.com/tabwarden/tabwarden/internal/up/access"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 // Module is the module path that identifies the repository root.
@@ -145,7 +145,7 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// StopTimeout bounds the wait for the roles to stop (default 30 s).
 	StopTimeout time.Duration
-	// FixtureAddr is where the fixture site (internal/fixture: the incident's
+	// FixtureAddr is where the fixture site (internal/local/fixture: the incident's
 	// contacts page and its compose popups) is served (default 127.0.0.1:0, a
 	// free loopback port; its URL is printed and in up.json); "off" disables it.
 	FixtureAddr string

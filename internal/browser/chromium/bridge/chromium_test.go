@@ -18,8 +18,8 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
-	"github.com/tabwarden/tabwarden/internal/chromium"
-	"github.com/tabwarden/tabwarden/internal/chromium/bridge"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium/bridge"
 )
 
 // pollPage is the page the test leaves open across the agent's absence: it

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	privatepkg "github.com/tabwarden/tabwarden/internal/private"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/tabwarden/tabwarden/internal/demo"
-	"github.com/tabwarden/tabwarden/internal/up"
+	"github.com/tabwarden/tabwarden/internal/local/demo"
+	"github.com/tabwarden/tabwarden/internal/local/up"
 )
 
 // TestDemoWithoutUp: without a running tabwarden up the demo says how to start one.

@@ -1,7 +1,7 @@
 // Package cli is `kubectl tabwarden` (the kubectl-tabwarden plugin) and the
 // same verbs as `tabwarden <verb>`: owned, ack, finish, cleanup, profiles, act
 // and mcp. The kubeconfig flags (--kubeconfig, --context, -n, ...) and -o behave
-// as in kubectl. The work itself is internal/ops, shared with the MCP server.
+// as in kubectl. The work itself is internal/clients/ops, shared with the MCP server.
 package cli
 
 import (
@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/ops"
+	"github.com/tabwarden/tabwarden/internal/clients/ops"
 )
 
 // Verbs are the commands of this package; `tabwarden <verb>` routes them here.

@@ -17,7 +17,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/private"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/up/access"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 // TestControlPlaneKeepsState: the cluster's state outlives a run. A second

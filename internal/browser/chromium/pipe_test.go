@@ -12,7 +12,7 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
-	"github.com/tabwarden/tabwarden/internal/chromium"
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 )
 
 // listeningPorts are the TCP ports p's process group listens on.

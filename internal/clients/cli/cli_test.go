@@ -29,9 +29,9 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
-	"github.com/tabwarden/tabwarden/internal/cli"
+	"github.com/tabwarden/tabwarden/internal/clients/cli"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/up/access"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden with the current output")

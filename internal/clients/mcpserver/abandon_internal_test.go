@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tabwarden/tabwarden/internal/ops"
+	"github.com/tabwarden/tabwarden/internal/clients/ops"
 )
 
 // TestParseAbandonAfter: start_session's abandon_after defaults to 15m, takes

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/tabwarden/tabwarden/internal/mcpserver"
+	"github.com/tabwarden/tabwarden/internal/clients/mcpserver"
 )
 
 func newMCP(env *Env) *cobra.Command {

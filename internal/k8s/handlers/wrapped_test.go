@@ -15,7 +15,7 @@ import (
 // reconciler wrapped in Quiet, so that a lost optimistic-lock race is requeued
 // quietly instead of logged at ERROR as "Reconciler error".
 func TestEveryReconcilerIsQuiet(t *testing.T) {
-	dirs := []string{"../../controllers", "../agent"}
+	dirs := []string{"../../../controllers", "../../agent"}
 	found := 0
 	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
