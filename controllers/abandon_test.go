@@ -17,9 +17,9 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 	"github.com/tabwarden/tabwarden/internal/clients/ops"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 func abandoning(ns, name, profile string, after time.Duration) *twv1.BrowserSession {

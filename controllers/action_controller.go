@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/clients/hint"
 	"github.com/tabwarden/tabwarden/internal/k8s/conditions"
 	"github.com/tabwarden/tabwarden/internal/k8s/handlers"
-	"github.com/tabwarden/tabwarden/internal/clients/hint"
 )
 
 // ActionReconciler is the controller's part of BrowserActions: it refuses an

@@ -20,8 +20,8 @@ import (
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 	"github.com/tabwarden/tabwarden/internal/clients/hint"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 const (

@@ -31,11 +31,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/k8s/handlers"
 	"github.com/tabwarden/tabwarden/internal/clients/hint"
+	"github.com/tabwarden/tabwarden/internal/k8s/handlers"
 	"github.com/tabwarden/tabwarden/internal/k8s/index"
-	"github.com/tabwarden/tabwarden/internal/metrics"
 	"github.com/tabwarden/tabwarden/internal/k8s/patch"
+	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
 // SessionReconciler reconciles BrowserSessions: it places them on a profile,

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/k8s/conditions"
 	"github.com/tabwarden/tabwarden/internal/clients/hint"
+	"github.com/tabwarden/tabwarden/internal/k8s/conditions"
 )
 
 type conditioned = conditions.Object

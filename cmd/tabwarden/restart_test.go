@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 	"github.com/tabwarden/tabwarden/internal/local/up"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestUpRestart: `tabwarden up` keeps its cluster across restarts, as kind and

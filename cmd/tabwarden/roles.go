@@ -23,8 +23,8 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
-	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/local/up"
+	"github.com/tabwarden/tabwarden/internal/run"
 )
 
 // errFakeDriver is the refusal of --driver fake.

@@ -21,10 +21,10 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
-	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/local/up"
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
+	"github.com/tabwarden/tabwarden/internal/local/up"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestUp is the smoke test of `tabwarden up`, driven the way a user drives it: the

@@ -23,9 +23,9 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/clients/hint"
 	"github.com/tabwarden/tabwarden/internal/k8s/conditions"
 	"github.com/tabwarden/tabwarden/internal/k8s/handlers"
-	"github.com/tabwarden/tabwarden/internal/clients/hint"
 )
 
 // ActionReconciler runs the BrowserActions of the sessions placed on this

@@ -24,8 +24,8 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
-	"github.com/tabwarden/tabwarden/internal/k8s/handlers"
 	"github.com/tabwarden/tabwarden/internal/clients/hint"
+	"github.com/tabwarden/tabwarden/internal/k8s/handlers"
 	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 )
 

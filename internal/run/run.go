@@ -25,8 +25,8 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/controllers"
 	"github.com/tabwarden/tabwarden/internal/agent"
-	"github.com/tabwarden/tabwarden/internal/k8s/index"
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
+	"github.com/tabwarden/tabwarden/internal/k8s/index"
 )
 
 // Scheme knows the built-in kinds and tabwarden's.

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // How a request is expected to end.

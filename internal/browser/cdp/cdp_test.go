@@ -283,7 +283,9 @@ func userPagesDuringAnAct(t *testing.T, pool bool) {
 		if slow, err = b.Open(ctx, browser.OpenRequest{Key: "slow", URL: site.Path("/slow?ms=1500"), NewWindow: true, Context: "session-a"}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: "slow", ID: slow.ID, OwnsWindow: true}) })
+		t.Cleanup(func() {
+			_ = b.Close(context.Background(), browser.CloseRequest{Key: "slow", ID: slow.ID, OwnsWindow: true})
+		})
 		waitTitle(t, b, slow.ID, fixture.TitleSlow)
 	} else {
 		slow = openWindow(t, b, r, "slow", "/slow?ms=1500", fixture.TitleSlow)

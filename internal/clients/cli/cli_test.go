@@ -30,8 +30,8 @@ import (
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 	"github.com/tabwarden/tabwarden/internal/clients/cli"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden with the current output")

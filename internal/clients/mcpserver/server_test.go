@@ -25,8 +25,8 @@ import (
 	"github.com/tabwarden/tabwarden/internal/clients/cli"
 	"github.com/tabwarden/tabwarden/internal/clients/mcpserver"
 	"github.com/tabwarden/tabwarden/internal/clients/ops"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 var (

@@ -30,10 +30,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	"github.com/tabwarden/tabwarden/internal/clients/hint"
-	"github.com/tabwarden/tabwarden/internal/run"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	"github.com/tabwarden/tabwarden/internal/local/up"
+	"github.com/tabwarden/tabwarden/internal/run"
 )
 
 // Names the demo uses, in tabwarden up's session namespace.

@@ -33,7 +33,7 @@ func TestDemoWithoutUp(t *testing.T) {
 // every page of the session and none of the user's, and the metrics counting it.
 func TestDemo(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal(`KUBEBUILDER_ASSETS is not set: run KUBEBUILDER_ASSETS="$(hack/envtest.sh)" go test ./internal/demo`)
+		t.Fatal(`KUBEBUILDER_ASSETS is not set: run KUBEBUILDER_ASSETS="$(hack/envtest.sh)" go test ./internal/local/demo`)
 	}
 	ctrl.SetLogger(logr.Discard())
 	var out, progress bytes.Buffer

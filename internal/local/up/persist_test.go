@@ -14,10 +14,10 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 	"github.com/tabwarden/tabwarden/internal/private"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
-	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 // TestControlPlaneKeepsState: the cluster's state outlives a run. A second

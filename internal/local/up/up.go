@@ -61,12 +61,12 @@ import (
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
-	"github.com/tabwarden/tabwarden/internal/browser/extension"
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
+	"github.com/tabwarden/tabwarden/internal/browser/extension"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	"github.com/tabwarden/tabwarden/internal/private"
 	"github.com/tabwarden/tabwarden/internal/run"
-	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 // Module is the module path that identifies the repository root.
