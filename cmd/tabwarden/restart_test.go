@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/local/up"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestUpRestart: `tabwarden up` keeps its cluster across restarts, as kind and
@@ -25,23 +23,8 @@ import (
 // page's last url (the browser is new: its pages went with the old one). A
 // `--fresh` start has no session.
 func TestUpRestart(t *testing.T) {
-	if _, err := chromium.Find(); err != nil {
-		t.Fatal(err)
-	}
-	kubectlBin, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("kubectl is needed to drive `tabwarden up` as a user does: %v", err)
-	}
-	assets, err := testenv.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := testenv.Root()
-	work := t.TempDir()
-	bin := filepath.Join(work, "tabwarden")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	w := newUpWorld(t)
+	kubectlBin, assets, repo, work, bin := w.kubectl, w.assets, w.repo, w.work, w.bin
 	// The fixture site on the same port every run: the page's url names it.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

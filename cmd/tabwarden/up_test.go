@@ -27,11 +27,13 @@ import (
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
-// TestUp is the smoke test of `tabwarden up`, driven the way a user drives it: the
-// built binary as a subprocess, kubectl against the kubeconfig it writes, the samples
-// in config/samples, and Ctrl-C (SIGINT) at the end, after which no process it
-// started may be left.
-func TestUp(t *testing.T) {
+// upWorld is what a test of `tabwarden up` needs: Chromium, kubectl, the
+// kube-apiserver and etcd, the repository, and the binary built into a
+// scratch directory the test runs it from.
+type upWorld struct{ kubectl, assets, repo, work, bin string }
+
+func newUpWorld(t *testing.T) upWorld {
+	t.Helper()
 	// Never skip: install chromium (make chromium) and kubectl, or set TABWARDEN_CHROMIUM.
 	if _, err := chromium.Find(); err != nil {
 		t.Fatal(err)
@@ -44,17 +46,24 @@ func TestUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo := testenv.Root()
-	work := t.TempDir()
-
-	bin := filepath.Join(work, "tabwarden")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
+	w := upWorld{kubectl: kubectlBin, assets: assets, repo: testenv.Root(), work: t.TempDir()}
+	w.bin = filepath.Join(w.work, "tabwarden")
+	if out, err := exec.Command("go", "build", "-o", w.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return w
+}
+
+// TestUp is the smoke test of `tabwarden up`, driven the way a user drives it: the
+// built binary as a subprocess, kubectl against the kubeconfig it writes, the samples
+// in config/samples, and Ctrl-C (SIGINT) at the end, after which no process it
+// started may be left.
+func TestUp(t *testing.T) {
+	w := newUpWorld(t)
+	kubectlBin, assets, repo, work, bin := w.kubectl, w.assets, w.repo, w.work, w.bin
 	// The kubectl plugin, found by kubectl on PATH as `kubectl tabwarden`.
 	pluginDir := filepath.Join(work, "plugins")
-	build = exec.Command("go", "build", "-o", filepath.Join(pluginDir, "kubectl-tabwarden"), "../kubectl-tabwarden")
+	build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "kubectl-tabwarden"), "../kubectl-tabwarden")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build kubectl-tabwarden: %v\n%s", err, out)
 	}
