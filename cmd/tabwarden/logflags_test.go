@@ -30,7 +30,7 @@ func TestUpLogsQuietlyByDefault(t *testing.T) {
 		if _, err := lf.setup(io.Discard); err != nil {
 			t.Fatal(err)
 		}
-		if got := lf.opts.Level.(zapcore.LevelEnabler); !got.Enabled(tc.want) || (tc.want < zapcore.ErrorLevel && got.Enabled(tc.want-1)) {
+		if got := lf.opts.Level; !got.Enabled(tc.want) || (tc.want < zapcore.ErrorLevel && got.Enabled(tc.want-1)) {
 			t.Errorf("up %v: the roles log from %v, want from %v", tc.args, got, tc.want)
 		}
 	}
