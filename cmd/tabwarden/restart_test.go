@@ -38,6 +38,12 @@ func TestUpRestart(t *testing.T) {
 
 	// start runs `tabwarden up` until it is ready; stop sends it SIGINT and
 	// waits for it to exit.
+	// The last run's exit, stderr and stopped flag, for the crash at the end.
+	var (
+		lastExited  chan error
+		lastStderr  *syncBuffer
+		lastStopped *bool
+	)
 	start := func(what string, extra ...string) (up.Info, func()) {
 		t.Helper()
 		args := append([]string{"up", "--repo", repo, "--assets", assets, "--extension-addr", "off",
@@ -89,6 +95,7 @@ func TestUpRestart(t *testing.T) {
 			}
 		}
 		t.Cleanup(stop)
+		lastExited, lastStderr, lastStopped = exited, &stderr, &stopped
 		select {
 		case <-ready:
 		case err := <-exited:
@@ -222,6 +229,20 @@ spec:
 	}
 	if n, all := shown(t, info.FixtureURL, "/form"); n != 0 {
 		t.Errorf("run 3 (--fresh): a page of the old session is shown: %s", all)
+	}
+	// Chromium dies under a running up: the pipe cannot be redialled, and up
+	// exits saying so instead of running on with a blind agent.
+	if err := syscall.Kill(-info.ChromiumPID, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing Chromium's process group %d: %v", info.ChromiumPID, err)
+	}
+	select {
+	case err := <-lastExited:
+		*lastStopped = true
+		if err == nil || !strings.Contains(lastStderr.String(), "chromium exited") {
+			t.Errorf("run 3: Chromium was killed; up exited with %v, stderr:\n%s\nwant a failure that says chromium exited", err, tail(lastStderr.String(), 4<<10))
+		}
+	case <-time.After(time.Minute):
+		t.Errorf("run 3: Chromium was killed a minute ago and tabwarden up still runs")
 	}
 	stop()
 }

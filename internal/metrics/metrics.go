@@ -314,7 +314,11 @@ func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
 		if profile == "" {
 			profile = w.Labels[twv1.ProfileLabel]
 		}
-		known[profile] = true
+		if !known[profile] {
+			// Only names of real profiles become label values: a user may
+			// label a window of a session that does not exist with anything.
+			profile = ""
+		}
 		byWindow[windowKey{string(phase), string(w.Spec.Source), profile}]++
 	}
 	for p := range known {

@@ -90,6 +90,9 @@ func TestLiveGaugesFromTheCache(t *testing.T) {
 		windowIn("a", "w2", twv1.SourceSpawned, twv1.WindowOpen, "local", "local"),
 		windowIn("a", "w3", twv1.SourceOpen, "", "", "local"), // not taken yet: the label's profile
 		windowIn("b", "w4", twv1.SourceBind, twv1.WindowGone, "my-chrome", "my-chrome"),
+		// A user may label a window of a session that does not exist with any
+		// profile name: it is counted, under no profile, and names no series.
+		windowIn("b", "w5", twv1.SourceOpen, "", "", "no-such-profile-1234"),
 	}
 	for restart := range 2 {
 		withdraw := SetSessionReader(fakeCache(t, objs...))
@@ -108,6 +111,8 @@ func TestLiveGaugesFromTheCache(t *testing.T) {
 			{WindowsName, map[string]string{"phase": "Pending", "source": "Open", "profile": "local"}, 1},
 			{WindowsName, map[string]string{"phase": "Gone", "source": "Bind", "profile": "my-chrome"}, 1},
 			{WindowsName, map[string]string{"phase": "Open", "source": "Bind", "profile": "idle"}, 0},
+			{WindowsName, map[string]string{"phase": "Pending", "source": "Open", "profile": ""}, 1},
+			{WindowsName, map[string]string{"phase": "Pending", "source": "Open", "profile": "no-such-profile-1234"}, -1},
 			{UnacknowledgedSpawnsName, map[string]string{"namespace": "a"}, 1},
 			{UnacknowledgedSpawnsName, map[string]string{"namespace": "b"}, 0},
 			{DirtySessionsName, map[string]string{"namespace": "a"}, 0},

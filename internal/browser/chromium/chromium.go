@@ -300,10 +300,12 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 // DevTools port flag in args is refused: the browser gets no port. Close ends
 // the process group; UserDataDir stays whatever args say (nothing is removed).
 func Exec(bin string, args []string, stderr io.Writer) (*Process, error) {
-	for _, a := range args {
+	for _, arg := range args {
+		// Chromium takes -flag as well as --flag.
+		a := "--" + strings.TrimLeft(arg, "-")
 		if strings.HasPrefix(a, "--remote-debugging-port") || strings.HasPrefix(a, "--remote-debugging-address") ||
 			strings.HasPrefix(a, "--remote-allow-origins") {
-			return nil, fmt.Errorf("chromium: %s: the browser is driven over --remote-debugging-pipe and listens on no DevTools port; drop the flag", a)
+			return nil, fmt.Errorf("chromium: %s: the browser is driven over --remote-debugging-pipe and listens on no DevTools port; drop the flag", arg)
 		}
 	}
 	if stderr == nil {

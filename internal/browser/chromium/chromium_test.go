@@ -65,3 +65,16 @@ func TestVersion(t *testing.T) {
 		t.Errorf("Version: %q %v", v, err)
 	}
 }
+
+// TestExecRefusesPortFlags: the pool's browser gets no DevTools port, however
+// the flag is spelled (Chromium takes -flag as well as --flag).
+func TestExecRefusesPortFlags(t *testing.T) {
+	for _, arg := range []string{"--remote-debugging-port=9222", "-remote-debugging-port=9222", "---remote-debugging-address=0.0.0.0", "-remote-allow-origins=*"} {
+		if p, err := Exec("/bin/true", []string{"--headless", arg}, nil); err == nil || !strings.Contains(err.Error(), "drop the flag") {
+			if p != nil {
+				_ = p.Close()
+			}
+			t.Errorf("Exec with %s: %v, want a refusal", arg, err)
+		}
+	}
+}

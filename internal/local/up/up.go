@@ -616,12 +616,17 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	}
 	endpoint := o.CDPEndpoint
 	var dial func(context.Context, func(wire.Event)) (*wire.Conn, error)
+	// The pipe is the browser's one connection: once Chromium exits there is
+	// nothing to reconnect to, and up says so rather than run blind.
+	var chromeExited <-chan struct{}
+	chromeErr := func() error { return nil }
 	if chrome != nil {
 		p, err := chrome.wait()
 		if err != nil {
 			return fmt.Errorf("launching Chromium: %w", err)
 		}
 		endpoint, dial = "pipe", p.Dial
+		chromeExited, chromeErr = p.Done(), p.Err
 		info.ChromiumPID, info.ChromiumUserDataDir, info.StartPage = p.Pid(), p.UserDataDir, startPage
 		progress("Chromium up (pid %d), driven over a pipe: no DevTools port", p.Pid())
 	} else {
@@ -746,6 +751,8 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		return nil
 	case e := <-exits:
 		return roleFailed(e.name, e.err)
+	case <-chromeExited:
+		return fmt.Errorf("chromium exited (%v): its pages are gone and the pipe cannot be redialled; start tabwarden up again (the cluster is kept, and Open windows get their pages back)", chromeErr())
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -263,9 +264,25 @@ func TestListenRefusesOthersDirectories(t *testing.T) {
 
 	shared := filepath.Join(base, "shared")
 	mkdirMode(t, shared, 0o777)
-	if _, err := Listen(filepath.Join(shared, "cdp.sock")); err == nil || !strings.Contains(err.Error(), "may write") {
+	if _, err := Listen(filepath.Join(shared, "cdp.sock")); err == nil || !strings.Contains(err.Error(), "may use") {
 		t.Errorf("a world-writable socket directory: %v", err)
 	}
+	// A directory others may enter and list is refused too: only 0700.
+	readable := filepath.Join(base, "readable")
+	mkdirMode(t, readable, 0o755)
+	if _, err := Listen(filepath.Join(readable, "cdp.sock")); err == nil || !strings.Contains(err.Error(), "may use") {
+		t.Errorf("a socket directory others may enter: %v", err)
+	}
+	// Whatever the umask, the socket is never wider than 0600.
+	old := syscall.Umask(0)
+	l, err = Listen(filepath.Join(base, "umask0", "cdp.sock"))
+	syscall.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertMode(t, filepath.Join(base, "umask0", "cdp.sock"), 0o600)
+	assertMode(t, filepath.Join(base, "umask0"), 0o700)
+	_ = l.Close()
 	// Its subdirectory is the place: what the manifest does with its emptyDir.
 	l, err = Listen(filepath.Join(shared, "cdp", "cdp.sock"))
 	if err != nil {

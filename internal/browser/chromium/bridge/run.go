@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -109,11 +110,14 @@ func Listen(path string) (*net.UnixListener, error) {
 			return nil, err
 		}
 	}
+	// Created 0600 (no moment with a wider mode), in a directory (0700) that
+	// already keeps everyone else out.
+	old := syscall.Umask(0o177)
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	syscall.Umask(old)
 	if err != nil {
 		return nil, err
 	}
-	// The directory (0700) already keeps everyone else out.
 	if err := os.Chmod(path, 0o600); err != nil {
 		_ = l.Close()
 		return nil, err
@@ -121,13 +125,14 @@ func Listen(path string) (*net.UnixListener, error) {
 	return l, nil
 }
 
-// private refuses what another user owns or what the group or others may write.
+// private refuses what another user owns or what the group or others may
+// use at all (read, write or enter).
 func private(path string, fi os.FileInfo) error {
 	if err := privatepkg.Mine(path, fi); err != nil {
 		return err
 	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("mode %04o: the group or others may write it", perm)
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("mode %04o: the group or others may use it (want 0700 for the directory, 0600 for the socket)", perm)
 	}
 	return nil
 }
