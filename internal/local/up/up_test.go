@@ -17,7 +17,7 @@ func TestFindRepo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Clean(filepath.Join(wd, "..", "..")); root != want {
+	if want := filepath.Clean(filepath.Join(wd, "..", "..", "..")); root != want {
 		t.Fatalf("FindRepo(%s) = %s, want %s", wd, root, want)
 	}
 	// A go.mod of another module is not the repository.
