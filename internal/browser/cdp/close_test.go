@@ -40,9 +40,16 @@ func makeHostile(t *testing.T, b *Browser, id, kind string) {
 		time.Sleep(500 * time.Millisecond)
 		return
 	}
-	r, err := call(ctx, c, sess, wire.Evaluate{Expression: hostilePages[kind], ReturnByValue: true, UserGesture: true})
-	if err != nil || r.ExceptionDetails != nil {
-		t.Fatalf("arming %s: %v %+v", kind, err, r.ExceptionDetails)
+	// An open page need not have parsed its body yet: retry until the script
+	// runs clean (it throws before that without side effects).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r, err := call(ctx, c, sess, wire.Evaluate{Expression: hostilePages[kind], ReturnByValue: true, UserGesture: true})
+		if err == nil && r.ExceptionDetails == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("arming %s: %v %+v", kind, err, r.ExceptionDetails)
+		}
 	}
 	time.Sleep(300 * time.Millisecond)
 }

@@ -56,9 +56,14 @@ func TestHostilePagesCloseWithTheirSession(t *testing.T) {
 			go func() { _, _ = wire.Call(context.Background(), raw, a.SessionID, wire.PageCrash{}) }() // no reply: the renderer is gone
 			continue
 		}
-		r, err := wire.Call(ctx, raw, a.SessionID, wire.Evaluate{Expression: js, ReturnByValue: true, UserGesture: true})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(r.ExceptionDetails).To(BeNil(), "arming the %s page", kind)
+		// Open means the page is there, not that its document has parsed a
+		// body yet: arm it once the body exists (the scripts throw before that
+		// without side effects, so a retry is safe).
+		g.Eventually(func(g Gomega) {
+			r, err := wire.Call(ctx, raw, a.SessionID, wire.Evaluate{Expression: js, ReturnByValue: true, UserGesture: true})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(r.ExceptionDetails).To(BeNil(), "arming the %s page: %+v", kind, r.ExceptionDetails)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
 		_, _ = wire.Call(ctx, raw, "", wire.DetachFromTarget{SessionID: a.SessionID}) // the page keeps its handler and its dialog
 	}
 	time.Sleep(500 * time.Millisecond) // the alert is up, the renderer has crashed

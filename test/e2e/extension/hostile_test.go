@@ -55,9 +55,14 @@ func TestHostilePagesCloseWithTheirSession(t *testing.T) {
 			go func() { _, _ = call(context.Background(), devtools, sess, wire.PageCrash{}) }() // no reply: the renderer is gone
 			continue
 		}
-		r, err := call(ctx, devtools, sess, wire.Evaluate{Expression: js, ReturnByValue: true, UserGesture: true})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(r.ExceptionDetails).To(BeNil(), "arming the %s page: %+v", kind, r.ExceptionDetails)
+		// Open means the page is there, not that its document has parsed a
+		// body yet: arm it once the body exists (the scripts throw before that
+		// without side effects, so a retry is safe).
+		g.Eventually(func(g Gomega) {
+			r, err := call(ctx, devtools, sess, wire.Evaluate{Expression: js, ReturnByValue: true, UserGesture: true})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(r.ExceptionDetails).To(BeNil(), "arming the %s page: %+v", kind, r.ExceptionDetails)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
 		devtools.detach(ctx, sess)
 	}
 	time.Sleep(500 * time.Millisecond) // the alert is up, the renderer has crashed
