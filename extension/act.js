@@ -20,9 +20,20 @@
 // is reported with the acted-on tab as its opener, or, opened noopener, attributed to the
 // act's key. And while an act runs, and for ATTRIBUTION_GRACE_MS after it ends, a tab that
 // appears without an opener is attributed to the act's key (a rel=noopener link, a download
-// viewer): background.js asks attributionAt() when the tab is created and stores the answer
+// viewer): events.js asks attributionAt() when the tab is created and stores the answer
 // as attr:<tabId>, which `adopt` with that key as parent accepts. The act's window is stored in
 // chrome.storage.session (act:<key>), so a worker that restarts mid-act still attributes.
+//
+// The file, in order: the step's validation (worker side, before the act is queued: kinds,
+// types, bounds, urls, keys), targeting (the target shapes page.js takes), the keys, the
+// result shapes (observation), then the actor's parts, each a small factory or function:
+// createPageSource (page.js, loaded once), createAttribution (the act markers),
+// createDebuggerWatch (windowOpen announcements and dialogs while an act runs),
+// createDebuggerSessions (attach, bound, detach), createPageWorlds (the tabwarden world and
+// page(op, args)), the verbs (click, typeText, press, waitText, navigate), and createActor,
+// which wires them and runs one act per tab at a time. page.js is the page's side only:
+// reading the DOM and resolving targets there, with the guards of its own state (the world
+// nonce, document ids, epochs) and of its input, which the cdp driver relies on too.
 
 export const ATTRIBUTION_GRACE_MS = 1000;
 // Steps after which a late tab may still be the act's doing (a noopener link's tab is reported
@@ -62,6 +73,8 @@ export class ActRefusal extends Error {
     this.epoch = epoch;
   }
 }
+
+// ---- the step: validation and targeting (worker side) --------------------------------------
 
 const invalid = (message) => new ActRefusal("invalid_args", message);
 
@@ -104,7 +117,10 @@ function navigateUrl(url) {
   return u.href;
 }
 
-/** The target as page.js takes it: only known fields, typed and bounded. */
+/**
+ * Targeting, worker side: the target as page.js takes it, only known fields, typed and
+ * bounded, exactly one of ref, text, selector and point. (Resolving it is page.js's.)
+ */
 function target(t) {
   if (t === undefined || t === null) return null;
   if (typeof t !== "object" || Array.isArray(t)) throw invalid("step.target must be an object");
@@ -247,49 +263,92 @@ export function parseKey(spec, mac = onMac()) {
   };
 }
 
-// ---- the actor -------------------------------------------------------------------------------
+// ---- result shapes (bounded) -----------------------------------------------------------------
+
+/** An observed element (or an ambiguous target's candidate) as sent to the host: bounded. */
+function element(e) {
+  const n = (v) => (Number.isFinite(v) ? Math.round(v) : 0);
+  return {
+    id: clip(String(e?.id ?? ""), 32),
+    role: clip(String(e?.role ?? ""), 64),
+    name: clip(String(e?.name ?? ""), MAX_NAME_CHARS),
+    x: n(e?.x),
+    y: n(e?.y),
+    width: n(e?.width),
+    height: n(e?.height),
+  };
+}
+
+/** page.js's observe result as sent to the host: known fields only, bounded. */
+function observation(o) {
+  if (!o || typeof o !== "object") throw new Error("page.observe returned nothing");
+  const els = Array.isArray(o.elements) ? o.elements : [];
+  const n = (v) => (Number.isFinite(v) ? Math.round(v) : 0);
+  return {
+    document: clip(String(o.document ?? ""), 128),
+    epoch: Number.isSafeInteger(o.epoch) ? o.epoch : 0,
+    url: clip(String(o.url ?? ""), MAX_URL_CHARS),
+    title: clip(String(o.title ?? ""), 1024),
+    scrollX: n(o.scrollX),
+    scrollY: n(o.scrollY),
+    elements: els.slice(0, MAX_ELEMENTS).map(element),
+    truncated: !!o.truncated || els.length > MAX_ELEMENTS,
+  };
+}
+
+/** A page.js error ({reason, message, candidates?, document?, epoch?}) as the act's refusal. */
+function pageRefusal(e) {
+  const reason = GUARD_REASONS.has(e.reason) ? e.reason : e.reason === "bad_request" ? "invalid_args" : "failed";
+  const candidates = Array.isArray(e.candidates) ? e.candidates.slice(0, MAX_CANDIDATES).map(element) : undefined;
+  const document = candidates && typeof e.document === "string" ? clip(e.document, 128) : undefined;
+  const epoch = candidates && Number.isSafeInteger(e.epoch) ? e.epoch : undefined;
+  return new ActRefusal(reason, clip(String(e.message ?? reason), 512), candidates, document, epoch);
+}
+
+// ---- the page script -------------------------------------------------------------------------
 
 /**
- * deps: chrome, session (chrome.storage.session), now, setTimeout, loadPageSource() → string
- * (the extension's page.js), log.
+ * The bundled page.js, loaded once through load() (the extension's own file, never anything
+ * from the host) and checked to be one function expression. Returns source() → string.
  */
-export function createActor(deps) {
-  const { chrome, session, now, log } = deps;
-  const sleep = (ms) => new Promise((r) => deps.setTimeout(r, ms));
-  const nonceImpl =
-    deps.nonce ??
-    (() => {
-      const a = new Uint8Array(16);
-      globalThis.crypto.getRandomValues(a);
-      return Array.from(a, (b) => b.toString(16).padStart(2, "0")).join("");
-    });
+function createPageSource(load) {
   let pageSource = null; // loaded once
-  const tails = new Map(); // tabId -> tail promise of that tab's acts
-  const nonces = new Map(); // tabId -> nonce of the tabwarden world this worker initialised there
-
-  async function source() {
+  return async function source() {
     if (pageSource === null) {
       // One expression whose value is the page function (after its header comment).
-      const raw = await deps.loadPageSource();
+      const raw = await load();
       const s = typeof raw === "string" ? raw.trim().replace(/;$/, "") : "";
       if (!s.includes("function tabwardenPage(op, args)") || !/[})]$/.test(s)) throw new Error("page.js is missing or is not one function expression");
       pageSource = s;
     }
     return pageSource;
+  };
+}
+
+// ---- attribution: the act markers ------------------------------------------------------------
+
+/**
+ * The act markers in chrome.storage.session (act:<key>: the act's tab and window, when it
+ * started and until when it attributes): written around every act, read when a tab appears.
+ * Kept in storage, so a worker that restarts mid-act still attributes. deps: session
+ * (chrome.storage.session), now. Returns begin, end, attributionAt, expireMarkers.
+ */
+function createAttribution({ session, now }) {
+  /** Opens key's window of attribution on tabId's window (no key: an act nobody adopts for). */
+  async function begin(key, tabId, windowId) {
+    if (!key) return;
+    await session.set({ [actKey(key)]: { key, tabId, windowId, at: now(), until: null } });
   }
 
-  /** Runs task after the earlier acts on tabId settled. */
-  function perTab(tabId, task) {
-    const run = (tails.get(tabId) ?? Promise.resolve()).then(task);
-    const tail = run.catch(() => {});
-    tails.set(tabId, tail);
-    tail.then(() => {
-      if (tails.get(tabId) === tail) tails.delete(tabId);
-    });
-    return run;
+  /** Closes it: at once after observe, scroll and wait; ATTRIBUTION_GRACE_MS after a mutating step. */
+  async function end(key, tabId, kind) {
+    if (!key) return;
+    const cur = (await session.get(actKey(key)))[actKey(key)];
+    // Another act of the same key may have started meanwhile (on another tab): its marker wins.
+    if (cur && cur.tabId === tabId && cur.until == null) {
+      await session.set({ [actKey(key)]: { ...cur, until: now() + (MUTATING.has(kind) ? ATTRIBUTION_GRACE_MS : 0) } });
+    }
   }
-
-  // ---- attribution ---------------------------------------------------------------------------
 
   /**
    * The key an opener-less tab created at time t in window windowId is attributed to: the act
@@ -323,19 +382,33 @@ export function createActor(deps) {
     if (stale.length) await session.remove(stale);
   }
 
-  // ---- spawns the act's own tab announced ------------------------------------------------
-  //
-  // chrome.tabs reports a new tab's openerTabId as the tab strip sees it: the ACTIVE tab of
-  // the window when the new tab was inserted, not the page that opened it. An act drives a
-  // background tab, so a window.open from it would be reported as opened by the user's active
-  // tab. The debugger session tells the truth: Page.windowOpen fires on the acted-on tab just
-  // before Chrome creates the tab, with the features (noopener) it was opened with. Each such
-  // announcement claims the next tab created (background.js asks claimOpen at tabs.onCreated).
+  return { begin, end, attributionAt, expireMarkers };
+}
 
+// ---- what the debugger reports while an act runs -----------------------------------------------
+//
+// chrome.tabs reports a new tab's openerTabId as the tab strip sees it: the ACTIVE tab of
+// the window when the new tab was inserted, not the page that opened it. An act drives a
+// background tab, so a window.open from it would be reported as opened by the user's active
+// tab. The debugger session tells the truth: Page.windowOpen fires on the acted-on tab just
+// before Chrome creates the tab, with the features (noopener) it was opened with. Each such
+// announcement claims the next tab created (events.js asks claimOpen at tabs.onCreated).
+
+/**
+ * The acts running on this worker's debugger sessions, the tabs their pages announced, and
+ * the dialogs answered while they ran. deps: chrome (debugger), now, log. Returns
+ * onDebuggerEvent, claimOpen, and for the actor: startAct, stopAct, noteDialog, dialogsSeen.
+ */
+function createDebuggerWatch({ chrome, now, log }) {
   const acting = new Map(); // tabId -> key of the act running on it (this worker's debugger sessions)
   const opens = []; // {key, sourceTabId, noopener, at}: announced, not yet claimed
-
   const dialogs = new Map(); // tabId -> dialogs dismissed while its act ran
+
+  /** Records a dialog answered on tabId while its act ran; the step fails naming it. */
+  function noteDialog(tabId, what) {
+    if (!dialogs.has(tabId)) dialogs.set(tabId, []);
+    dialogs.get(tabId).push(what);
+  }
 
   /**
    * chrome.debugger.onEvent listener (registered at top level by background.js). A JavaScript
@@ -349,8 +422,7 @@ export function createActor(deps) {
     if (!acting.has(tabId)) return;
     if (method === "Page.javascriptDialogOpening") {
       const type = String(params?.type ?? "dialog");
-      if (!dialogs.has(tabId)) dialogs.set(tabId, []);
-      dialogs.get(tabId).push(`${clip(type, 16)} ${JSON.stringify(clip(String(params?.message ?? ""), 200))}`);
+      noteDialog(tabId, `${clip(type, 16)} ${JSON.stringify(clip(String(params?.message ?? ""), 200))}`);
       chrome.debugger
         .sendCommand({ tabId }, "Page.handleJavaScriptDialog", { accept: type === "beforeunload" })
         .catch((e) => log.warn?.(`tabwarden: answering a dialog on tab ${tabId}:`, e?.message));
@@ -380,22 +452,34 @@ export function createActor(deps) {
     return opens.shift();
   }
 
-  async function begin(key, tabId, windowId) {
-    if (!key) return;
-    await session.set({ [actKey(key)]: { key, tabId, windowId, at: now(), until: null } });
-  }
+  return {
+    onDebuggerEvent,
+    claimOpen,
+    noteDialog,
+    /** key's act starts on tabId: its events are watched from now, with no dialog seen yet. */
+    startAct(tabId, key) {
+      acting.set(tabId, key);
+      dialogs.delete(tabId);
+    },
+    /** The dialogs answered on tabId since its act started. */
+    dialogsSeen: (tabId) => dialogs.get(tabId),
+    /** tabId's act ended: its events are no longer watched. */
+    stopAct(tabId) {
+      acting.delete(tabId);
+      dialogs.delete(tabId);
+    },
+  };
+}
 
-  async function end(key, tabId, kind) {
-    if (!key) return;
-    const cur = (await session.get(actKey(key)))[actKey(key)];
-    // Another act of the same key may have started meanwhile (on another tab): its marker wins.
-    if (cur && cur.tabId === tabId && cur.until == null) {
-      await session.set({ [actKey(key)]: { ...cur, until: now() + (MUTATING.has(kind) ? ATTRIBUTION_GRACE_MS : 0) } });
-    }
-  }
+// ---- the debugger session --------------------------------------------------------------------
 
-  // ---- the debugger session ------------------------------------------------------------------
-
+/**
+ * One debugger session per step: attach, Page events on, a dialog left open before the step
+ * cancelled (and noted), fn(send), detach always, the whole bounded. deps: chrome (debugger),
+ * setTimeout, clearTimeout, log, noteDialog (createDebuggerWatch). Returns
+ * withDebugger(tabId, boundMs, fn).
+ */
+function createDebuggerSessions({ chrome, setTimeout, clearTimeout, log, noteDialog }) {
   async function withDebugger(tabId, boundMs, fn) {
     const target = { tabId };
     try {
@@ -410,7 +494,7 @@ export function createActor(deps) {
     const send = (method, params) => chrome.debugger.sendCommand(target, method, params ?? {});
     let timer = null;
     const abandoned = new Promise((_, reject) => {
-      timer = deps.setTimeout(
+      timer = setTimeout(
         () =>
           reject(
             new ActRefusal(
@@ -426,7 +510,7 @@ export function createActor(deps) {
       running.catch(() => {}); // settles (rejected) once the debugger detaches
       return await Promise.race([running, abandoned]);
     } finally {
-      deps.clearTimeout?.(timer);
+      clearTimeout?.(timer);
       try {
         await chrome.debugger.detach(target);
       } catch (e) {
@@ -445,20 +529,33 @@ export function createActor(deps) {
     // act on a frozen page), and the step fails saying so.
     try {
       await send("Page.handleJavaScriptDialog", { accept: false });
-      if (!dialogs.has(tabId)) dialogs.set(tabId, []);
-      dialogs.get(tabId).push("a dialog (open before the step)");
+      noteDialog(tabId, "a dialog (open before the step)");
     } catch {
       /* no dialog is showing: the usual case */
     }
     return fn(send);
   }
 
+  return { withDebugger };
+}
+
+// ---- targeting and observation in the page: the tabwarden world --------------------------------
+
+/**
+ * The tabwarden worlds this worker initialised, one nonce per tab. deps: source
+ * (createPageSource), nonce() → a fresh world nonce. Returns pageOf(tabId, send) and
+ * forgetTab(tabId).
+ */
+function createPageWorlds({ source, nonce: nonceImpl }) {
+  const nonces = new Map(); // tabId -> nonce of the tabwarden world this worker initialised there
+
   /**
    * The page functions of one debugger session: page(op, args) evaluates the bundled page.js
-   * in the tabwarden world of the main frame and returns its value. The world is made (or
-   * found again: Chrome keeps one world per name and document) and initialised with a fresh
-   * nonce on first use, and again once when the document changed under us (a navigation
-   * during a wait destroys the context: world_mismatch or "Cannot find context").
+   * in the tabwarden world of the main frame and returns its value (a page error is thrown as
+   * the act's refusal). The world is made (or found again: Chrome keeps one world per name and
+   * document) and initialised with a fresh nonce on first use, and again once when the
+   * document changed under us (a navigation during a wait destroys the context:
+   * world_mismatch or "Cannot find context").
    */
   function pageOf(tabId, send) {
     let world = null; // {contextId, nonce}
@@ -517,76 +614,129 @@ export function createActor(deps) {
         }
         break;
       }
-      if (v && typeof v === "object" && v.error) {
-        const e = v.error;
-        const reason = GUARD_REASONS.has(e.reason) ? e.reason : e.reason === "bad_request" ? "invalid_args" : "failed";
-        const candidates = Array.isArray(e.candidates) ? e.candidates.slice(0, MAX_CANDIDATES).map(element) : undefined;
-        const document = candidates && typeof e.document === "string" ? clip(e.document, 128) : undefined;
-        const epoch = candidates && Number.isSafeInteger(e.epoch) ? e.epoch : undefined;
-        throw new ActRefusal(reason, clip(String(e.message ?? reason), 512), candidates, document, epoch);
-      }
+      if (v && typeof v === "object" && v.error) throw pageRefusal(v.error);
       return v;
     };
   }
 
-  async function click(send, page, t) {
-    const at = await page("locate", { target: t });
-    const x = Number(at?.x);
-    const y = Number(at?.y);
-    if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
-    // Press and release only: a mouseMoved to a background tab is acknowledged only after
-    // Chrome's ~5 s input timeout (a hidden tab renders no frames).
-    await send("Input.dispatchMouseEvent", { type: "mousePressed", x, y, button: "left", buttons: 1, clickCount: 1 });
-    await send("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", buttons: 0, clickCount: 1 });
+  /** The tab is gone: forget its world. */
+  function forgetTab(tabId) {
+    nonces.delete(tabId);
   }
 
-  async function press(send, k) {
-    const base = { key: k.key, code: k.code, windowsVirtualKeyCode: k.keyCode, modifiers: k.modifiers };
-    if (k.text !== undefined) {
-      await send("Input.dispatchKeyEvent", { type: "keyDown", ...base, text: k.text, unmodifiedText: k.text });
-    } else {
-      await send("Input.dispatchKeyEvent", { type: "rawKeyDown", ...base });
-    }
-    await send("Input.dispatchKeyEvent", { type: "keyUp", ...base });
-  }
+  return { pageOf, forgetTab };
+}
 
-  async function waitText(page, s) {
-    const deadline = now() + s.timeoutMs;
-    for (;;) {
-      const v = await page("hasText", { text: s.text });
-      if (v === true || v?.found === true) return;
-      if (now() >= deadline) throw new ActRefusal("timeout", `text ${JSON.stringify(clip(s.text, 100))} did not appear within ${s.timeoutMs} ms`);
-      await sleep(WAIT_POLL_MS);
-    }
-  }
+// ---- the verbs -------------------------------------------------------------------------------
+//
+// Each takes the debugger session's send and page functions (or the chrome API, for navigate)
+// and one validated step's fields.
 
-  /** Loads url in the tab (never activating it) and waits until it has loaded, bounded. */
-  async function navigate(tabId, url) {
-    let done;
-    const loaded = new Promise((r) => (done = r));
-    let sawLoading = false;
-    const listener = (id, change) => {
-      if (id !== tabId) return;
-      if (change.status === "loading") sawLoading = true;
-      if (change.status === "complete" && sawLoading) done();
-    };
-    chrome.tabs.onUpdated.addListener(listener);
+/** click: a real left click at the point page.js locates for the target. */
+async function click(send, page, t) {
+  const at = await page("locate", { target: t });
+  const x = Number(at?.x);
+  const y = Number(at?.y);
+  if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
+  // Press and release only: a mouseMoved to a background tab is acknowledged only after
+  // Chrome's ~5 s input timeout (a hidden tab renders no frames).
+  await send("Input.dispatchMouseEvent", { type: "mousePressed", x, y, button: "left", buttons: 1, clickCount: 1 });
+  await send("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", buttons: 0, clickCount: 1 });
+}
+
+/** type: focuses the target in the page (none: the focused element), then inserts the text. */
+async function typeText(send, page, s) {
+  if (s.target) await page("focus", { target: s.target });
+  await send("Input.insertText", { text: s.text });
+}
+
+/** press: keyDown (with the text it types, none for a shortcut) and keyUp of a parsed key. */
+async function press(send, k) {
+  const base = { key: k.key, code: k.code, windowsVirtualKeyCode: k.keyCode, modifiers: k.modifiers };
+  if (k.text !== undefined) {
+    await send("Input.dispatchKeyEvent", { type: "keyDown", ...base, text: k.text, unmodifiedText: k.text });
+  } else {
+    await send("Input.dispatchKeyEvent", { type: "rawKeyDown", ...base });
+  }
+  await send("Input.dispatchKeyEvent", { type: "keyUp", ...base });
+}
+
+/** wait (with text): polls page.js's hasText every WAIT_POLL_MS until s.timeoutMs. */
+async function waitText(page, s, { now, sleep }) {
+  const deadline = now() + s.timeoutMs;
+  for (;;) {
+    const v = await page("hasText", { text: s.text });
+    if (v === true || v?.found === true) return;
+    if (now() >= deadline) throw new ActRefusal("timeout", `text ${JSON.stringify(clip(s.text, 100))} did not appear within ${s.timeoutMs} ms`);
+    await sleep(WAIT_POLL_MS);
+  }
+}
+
+/** navigate: loads url in the tab (never activating it) and waits until it has loaded, bounded. */
+async function navigate(chrome, tabId, url, sleep) {
+  let done;
+  const loaded = new Promise((r) => (done = r));
+  let sawLoading = false;
+  const listener = (id, change) => {
+    if (id !== tabId) return;
+    if (change.status === "loading") sawLoading = true;
+    if (change.status === "complete" && sawLoading) done();
+  };
+  chrome.tabs.onUpdated.addListener(listener);
+  try {
     try {
-      try {
-        await chrome.tabs.update(tabId, { url });
-      } catch (e) {
-        if (/no tab with/i.test(String(e?.message ?? e))) throw new ActRefusal("not_found", `tab ${tabId} not found`);
-        throw e;
-      }
-      await Promise.race([loaded, sleep(NAVIGATE_TIMEOUT_MS)]);
-    } finally {
-      chrome.tabs.onUpdated.removeListener(listener);
+      await chrome.tabs.update(tabId, { url });
+    } catch (e) {
+      if (/no tab with/i.test(String(e?.message ?? e))) throw new ActRefusal("not_found", `tab ${tabId} not found`);
+      throw e;
     }
+    await Promise.race([loaded, sleep(NAVIGATE_TIMEOUT_MS)]);
+  } finally {
+    chrome.tabs.onUpdated.removeListener(listener);
+  }
+}
+
+// ---- the actor -------------------------------------------------------------------------------
+
+/** The default world nonce: 16 random bytes, hex. */
+function randomNonce() {
+  const a = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(a);
+  return Array.from(a, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Builds the actor from the parts above: the act queue per tab, the attribution markers, the
+ * debugger watch and sessions, the page worlds and the verbs.
+ *
+ * deps: chrome, session (chrome.storage.session), now, setTimeout, clearTimeout,
+ * loadPageSource() → string (the extension's page.js), log, nonce() (optional).
+ * Returns run, attributionAt, expireMarkers, onDebuggerEvent, claimOpen, forgetTab.
+ */
+export function createActor(deps) {
+  const { chrome, session, now, log } = deps;
+  const sleep = (ms) => new Promise((r) => deps.setTimeout(r, ms));
+  const attribution = createAttribution({ session, now });
+  const watch = createDebuggerWatch({ chrome, now, log });
+  const sessions = createDebuggerSessions({ chrome, setTimeout: deps.setTimeout, clearTimeout: deps.clearTimeout, log, noteDialog: watch.noteDialog });
+  const worlds = createPageWorlds({ source: createPageSource(deps.loadPageSource), nonce: deps.nonce ?? randomNonce });
+  const tails = new Map(); // tabId -> tail promise of that tab's acts
+
+  /** Runs task after the earlier acts on tabId settled. */
+  function perTab(tabId, task) {
+    const run = (tails.get(tabId) ?? Promise.resolve()).then(task);
+    const tail = run.catch(() => {});
+    tails.set(tabId, tail);
+    tail.then(() => {
+      if (tails.get(tabId) === tail) tails.delete(tabId);
+    });
+    return run;
   }
 
+  /** Runs one validated step on tabId: navigate and a bare wait without the debugger, the rest in one debugger session. */
   async function perform(tabId, s) {
     if (s.kind === "navigate") {
-      await navigate(tabId, s.url);
+      await navigate(chrome, tabId, s.url, sleep);
       return {};
     }
     if (s.kind === "wait" && !s.text) {
@@ -594,8 +744,8 @@ export function createActor(deps) {
       return {};
     }
     const bound = STEP_BOUND_MS + (s.kind === "wait" ? s.timeoutMs : 0);
-    return withDebugger(tabId, bound, async (send) => {
-      const page = pageOf(tabId, send);
+    return sessions.withDebugger(tabId, bound, async (send) => {
+      const page = worlds.pageOf(tabId, send);
       switch (s.kind) {
         case "observe":
           return { observation: observation(await page("observe", { max: s.maxElements })) };
@@ -603,8 +753,7 @@ export function createActor(deps) {
           await click(send, page, s.target);
           return {};
         case "type":
-          if (s.target) await page("focus", { target: s.target });
-          await send("Input.insertText", { text: s.text });
+          await typeText(send, page, s);
           return {};
         case "press":
           await press(send, s.key);
@@ -613,7 +762,7 @@ export function createActor(deps) {
           await page("scroll", { dx: s.dx, dy: s.dy });
           return {};
         case "wait":
-          await waitText(page, s);
+          await waitText(page, s, { now, sleep });
           return {};
       }
       throw invalid(`unknown step kind ${s.kind}`);
@@ -627,12 +776,11 @@ export function createActor(deps) {
   function run({ key, tabId, step, mayAct }) {
     return perTab(tabId, async () => {
       const tab = await mayAct();
-      await begin(key, tabId, tab?.windowId);
-      acting.set(tabId, key);
-      dialogs.delete(tabId);
+      await attribution.begin(key, tabId, tab?.windowId);
+      watch.startAct(tabId, key);
       try {
         const result = await perform(tabId, step);
-        const seen = dialogs.get(tabId);
+        const seen = watch.dialogsSeen(tabId);
         if (seen?.length) {
           throw new ActRefusal(
             "failed",
@@ -641,48 +789,18 @@ export function createActor(deps) {
         }
         return result;
       } finally {
-        acting.delete(tabId);
-        dialogs.delete(tabId);
-        await end(key, tabId, step.kind);
+        watch.stopAct(tabId);
+        await attribution.end(key, tabId, step.kind);
       }
     });
   }
 
-  /** The tab is gone: forget its world. */
-  function forgetTab(tabId) {
-    nonces.delete(tabId);
-  }
-
-  return { run, attributionAt, expireMarkers, onDebuggerEvent, claimOpen, forgetTab };
-}
-
-// ---- result shapes (bounded) -----------------------------------------------------------------
-
-function element(e) {
-  const n = (v) => (Number.isFinite(v) ? Math.round(v) : 0);
   return {
-    id: clip(String(e?.id ?? ""), 32),
-    role: clip(String(e?.role ?? ""), 64),
-    name: clip(String(e?.name ?? ""), MAX_NAME_CHARS),
-    x: n(e?.x),
-    y: n(e?.y),
-    width: n(e?.width),
-    height: n(e?.height),
-  };
-}
-
-function observation(o) {
-  if (!o || typeof o !== "object") throw new Error("page.observe returned nothing");
-  const els = Array.isArray(o.elements) ? o.elements : [];
-  const n = (v) => (Number.isFinite(v) ? Math.round(v) : 0);
-  return {
-    document: clip(String(o.document ?? ""), 128),
-    epoch: Number.isSafeInteger(o.epoch) ? o.epoch : 0,
-    url: clip(String(o.url ?? ""), MAX_URL_CHARS),
-    title: clip(String(o.title ?? ""), 1024),
-    scrollX: n(o.scrollX),
-    scrollY: n(o.scrollY),
-    elements: els.slice(0, MAX_ELEMENTS).map(element),
-    truncated: !!o.truncated || els.length > MAX_ELEMENTS,
+    run,
+    attributionAt: attribution.attributionAt,
+    expireMarkers: attribution.expireMarkers,
+    onDebuggerEvent: watch.onDebuggerEvent,
+    claimOpen: watch.claimOpen,
+    forgetTab: worlds.forgetTab,
   };
 }

@@ -18,30 +18,42 @@
 // Chrome may terminate a service worker at any moment and start a fresh one on the next event.
 // So: every listener is registered synchronously at top level (see the bottom of this file),
 // and nothing that must survive lives only in module globals: state is in
-// chrome.storage.session. The worker context (ctx) that createWorker builds holds process
-// handles only (the socket, timers, the queue's tail promise), all of which die with the worker
-// anyway and are rebuilt from storage by start().
+// chrome.storage.session. What the parts below keep in memory are process handles only (the
+// socket and its timers, the queue's tail promise, the debugger sessions of running acts), all
+// of which die with the worker anyway and are rebuilt from storage by start().
 //
 // The module is also importable from node (tests): createWorker() takes the chrome API and the
 // platform functions as parameters; the auto-start at the bottom only runs inside Chrome.
 //
-// The `act` command (one curated step with real input, through chrome.debugger) lives in
-// act.js; ownership.js and events.js check ownership and attribute the tabs an act makes appear.
+// The worker is split by concern into ES modules, each a factory that receives what it needs
+// and returns a small API; no part writes another part's state. createWorker is the
+// composition root that wires them:
 //
-// The worker is split by concern into ES modules: shapes.js (pure vocabulary and argument
-// checks), handshake.js (the handshake's cryptography), ledger.js (the ownership queue and
-// the records), connection.js (socket, handshake, reconnect), ownership.js (open, adopt, bind,
-// release, close, cleanup and the last-tab rule), events.js (observe and the tab and window
-// events), pairing.js (the popup's messages). This file builds them into one worker, keeps
-// the one switch over the host's ops, and registers the listeners.
+//   shapes.js      pure vocabulary and argument checks (no state)
+//   handshake.js   the handshake's cryptography (no state)
+//   store.js       createStore: reads of one chrome.storage area (no state of its own)
+//   ledger.js      createLedger({chrome, session, now, log}): the ownership queue and the
+//                  record lookups
+//   act.js         createActor({chrome, session, now, ...}): the `act` command (one curated
+//                  step with real input, through chrome.debugger) and the act attribution
+//   connection.js  createConnection({chrome, session, local, ..., execute}): socket,
+//                  handshake, status record, reconnect
+//   ownership.js   createOwnership({chrome, session, ..., ledger}): open, adopt, bind, release,
+//                  close, cleanup and the last-tab rule
+//   events.js      createEvents({chrome, session, ..., ledger, actor, claimOwnTab, sendEvent}):
+//                  observe and the tab and window events
+//   pairing.js     createPairing({chrome, local, ..., connection}): the popup's messages
+//
+// This file keeps the one switch over the host's ops, and registers the listeners.
 
 import { ActRefusal, createActor, validateStep } from "./act.js";
 import { ALARM_NAME, ALARM_PERIOD_MINUTES, CommandError, PENDING_TTL_MS, pendingKey, requireId, requireOwner } from "./shapes.js";
-import { installLedger } from "./ledger.js";
-import { installConnection } from "./connection.js";
-import { installOwnership } from "./ownership.js";
-import { installEvents } from "./events.js";
-import { installPairing } from "./pairing.js";
+import { createStore } from "./store.js";
+import { createLedger } from "./ledger.js";
+import { createConnection } from "./connection.js";
+import { createOwnership } from "./ownership.js";
+import { createEvents } from "./events.js";
+import { createPairing } from "./pairing.js";
 
 export * from "./shapes.js";
 export * from "./handshake.js";
@@ -61,11 +73,13 @@ export function createWorker(chrome, deps = {}) {
   const log = deps.console ?? globalThis.console;
   const cryptoImpl = deps.crypto ?? globalThis.crypto;
 
-  const session = chrome.storage.session;
+  const session = createStore(chrome.storage.session);
   const local = chrome.storage.local;
+
+  // The composition root: each part gets exactly the parts it calls.
   const actor = createActor({
     chrome,
-    session,
+    session: session.area,
     now,
     setTimeout: setTimer,
     clearTimeout: clearTimer,
@@ -73,10 +87,8 @@ export function createWorker(chrome, deps = {}) {
     // The bundled page functions: the extension's own page.js, never anything from the host.
     loadPageSource: deps.loadPageSource ?? (async () => (await fetchImpl(chrome.runtime.getURL("page.js"))).text()),
   });
-
-  // The worker context: the platform, then the process handles only (see the header comment),
-  // then every part's functions (installed below).
-  const ctx = {
+  const ledger = createLedger({ chrome, session, now, log });
+  const connection = createConnection({
     chrome,
     session,
     local,
@@ -84,28 +96,22 @@ export function createWorker(chrome, deps = {}) {
     log,
     setTimer,
     clearTimer,
-    WebSocketImpl,
-    fetchImpl,
-    cryptoImpl,
+    WebSocket: WebSocketImpl,
+    crypto: cryptoImpl,
+    execute, // a command frame's reply (below)
+  });
+  const ownership = createOwnership({ chrome, session, now, setTimer, clearTimer, ledger });
+  const events = createEvents({
+    chrome,
+    session,
+    now,
+    log,
+    ledger,
     actor,
-    ws: null, // the live WebSocket, if any
-    welcomed: null, // the socket the host has welcomed (events and results go only there)
-    connecting: null, // promise while a connect attempt reads storage and dials
-    pingTimer: null,
-    retryTimer: null,
-    handshakeTimer: null,
-    hsChain: Promise.resolve(), // frames of the current socket, handled in order
-    queue: Promise.resolve(), // tail of the ownership queue
-    connChain: Promise.resolve(), // orders writes of the "conn" status record
-    // Tabs this worker created itself outside open (the last-tab rule's about:blank): never
-    // attributed to an act.
-    ownTabs: new Set(),
-  };
-  installLedger(ctx);
-  installConnection(ctx);
-  installOwnership(ctx);
-  installEvents(ctx);
-  installPairing(ctx);
+    claimOwnTab: ownership.claimOwnTab,
+    sendEvent: connection.sendEvent,
+  });
+  const pairing = createPairing({ chrome, local, now, fetch: fetchImpl, crypto: cryptoImpl, connection });
 
   // ---- commands --------------------------------------------------------------------------------
 
@@ -132,28 +138,28 @@ export function createWorker(chrome, deps = {}) {
   function dispatch(op, args) {
     switch (op) {
       case "observe":
-        return ctx.observe();
+        return events.observe();
       case "open":
-        return ctx.serial(() => ctx.open(args));
+        return ledger.serial(() => ownership.open(args));
       case "adopt":
-        return ctx.serial(() => ctx.adopt(args));
+        return ledger.serial(() => ownership.adopt(args));
       case "bind":
-        return ctx.serial(() => ctx.bind(args));
+        return ledger.serial(() => ownership.bind(args));
       case "release":
-        return ctx.serial(() => ctx.release(args));
+        return ledger.serial(() => ownership.release(args));
       case "close": {
         const owner = requireOwner(args); // refuse before queueing
         const tabId = requireId(args.tabId, "tabId");
-        return ctx.serial(() => ctx.closeOwned(owner, tabId));
+        return ledger.serial(() => ownership.closeOwned(owner, tabId));
       }
       case "cleanup": {
         const owner = requireOwner(args);
-        return ctx.serial(() => ctx.cleanup(owner));
+        return ledger.serial(() => ownership.cleanup(owner));
       }
       case "records":
-        return ctx.serial(ctx.records); // a snapshot between, not during, ownership changes
+        return ledger.serial(ledger.records); // a snapshot between, not during, ownership changes
       case "sessions":
-        return ctx.storeSessions(args);
+        return ledger.storeSessions(args);
       case "act": {
         // Refuse malformed calls before anything runs; the ownership check runs inside the
         // tab's act queue, right before the step.
@@ -162,7 +168,7 @@ export function createWorker(chrome, deps = {}) {
         const key = args.key ?? "";
         if (typeof key !== "string" || key.length > 256) throw new CommandError("invalid_args", "key must be a string (the action's key)");
         const step = validateStep(args.step);
-        return actor.run({ key, tabId, step, mayAct: () => ctx.mayAct(owner, tabId) });
+        return actor.run({ key, tabId, step, mayAct: () => ledger.mayAct(owner, tabId) });
       }
       default:
         return Promise.reject(new CommandError("unknown_op", `unknown op ${JSON.stringify(op)}`));
@@ -173,17 +179,17 @@ export function createWorker(chrome, deps = {}) {
 
   /** Adds every listener. Call synchronously during the worker's first turn. */
   function register() {
-    chrome.tabs.onCreated.addListener(ctx.onTabCreated);
-    chrome.tabs.onUpdated.addListener(ctx.onTabUpdated);
-    chrome.tabs.onRemoved.addListener(ctx.onTabRemoved);
-    chrome.windows.onCreated.addListener(ctx.onWindowCreated);
-    chrome.windows.onRemoved.addListener(ctx.onWindowRemoved);
-    chrome.runtime.onMessage.addListener(ctx.onMessage);
+    chrome.tabs.onCreated.addListener(events.onTabCreated);
+    chrome.tabs.onUpdated.addListener(events.onTabUpdated);
+    chrome.tabs.onRemoved.addListener(events.onTabRemoved);
+    chrome.windows.onCreated.addListener(events.onWindowCreated);
+    chrome.windows.onRemoved.addListener(events.onWindowRemoved);
+    chrome.runtime.onMessage.addListener(pairing.onMessage);
     chrome.debugger?.onEvent?.addListener(actor.onDebuggerEvent);
     chrome.runtime.onStartup.addListener(() => start());
     chrome.runtime.onInstalled.addListener(() => start());
     chrome.alarms.onAlarm.addListener((alarm) => {
-      if (alarm?.name === ALARM_NAME) ctx.ensureConnected();
+      if (alarm?.name === ALARM_NAME) connection.ensureConnected();
     });
   }
 
@@ -196,29 +202,31 @@ export function createWorker(chrome, deps = {}) {
       // A marker can only outlive its open when a worker died mid-open; expire old ones so they
       // never claim a tab the user opens much later.
       const t = now();
-      const stale = (await ctx.allWithPrefix("pending:")).filter((m) => !(t - m.at < PENDING_TTL_MS));
+      const stale = (await session.withPrefix("pending:")).filter((m) => !(t - m.at < PENDING_TTL_MS));
       if (stale.length) await session.remove(stale.map((m) => pendingKey(m.owner)));
       await actor.expireMarkers();
     } catch (e) {
       log.warn("tabwarden: start:", e?.message);
     }
-    await ctx.ensureConnected();
+    await connection.ensureConnected();
   }
-
-  Object.assign(ctx, { execute, dispatch, register, start });
 
   return {
     register,
     start,
     execute,
-    pair: ctx.pair,
-    ensureConnected: ctx.ensureConnected,
-    forget: ctx.forget,
+    pair: pairing.pair,
+    ensureConnected: connection.ensureConnected,
+    forget: pairing.forget,
     /** Resolves once everything queued so far has run (tests). */
-    idle: () => ctx.queue.then(() => ctx.hsChain).then(() => ctx.connChain),
+    idle: () =>
+      ledger
+        .idle()
+        .then(() => connection.handshakeSettled())
+        .then(() => connection.statusSettled()),
     /** The live socket, if any (tests and debugging). */
     get socket() {
-      return ctx.ws;
+      return connection.socket;
     },
   };
 }

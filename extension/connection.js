@@ -2,32 +2,48 @@
 // the handshake (the host proves itself first), keepalive pings, and reconnecting with
 // backoff.
 //
-// Part of the service worker: background.js builds one context `ctx` per worker (the chrome
-// API, the platform functions, the process handles) and installs every part's functions on
-// it; a part calls another part's functions through `ctx`.
+// Part of the service worker: background.js's createWorker builds it with createConnection.
+// The connection owns the process handles of the link (the socket, its timers, the chains that
+// order its frames and its status writes): they die with the worker, and start() rebuilds the
+// link from storage. Other parts reach the link only through the returned functions.
 
 import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, DEFAULT_PORT, HANDSHAKE_TIMEOUT_MS, PING_INTERVAL_MS } from "./shapes.js";
 import { NONCE_RE, b64url, deriveKey, extProofMessage, fromB64url, hmac, keyId, verifyHostProof } from "./handshake.js";
 
-/** Installs setConn, send, sendOn, sendEvent, stopPing, stopHandshakeTimer, schedulePing, scheduleReconnect, loadKey, ensureConnected, dial, dropSocket, hostFailed, onFrame, closeSocket on the worker context ctx. */
-export function installConnection(ctx) {
-  const { WebSocketImpl, chrome, clearTimer, cryptoImpl, local, log, now, session, setTimer } = ctx;
+/**
+ * Builds the connection. deps: chrome (runtime), session (store.js over
+ * chrome.storage.session: the "conn" status record), local (chrome.storage.local: the pairing
+ * key and port), now, log, setTimer, clearTimer, WebSocket, crypto, and execute(cmd) → the
+ * result frame of one host command (background.js's dispatch).
+ *
+ * Returns setConn, send, sendEvent, ensureConnected, closeSocket, cancelRetry, dialing,
+ * handshakeSettled, statusSettled and the live socket (a getter).
+ */
+export function createConnection({ chrome, session, local, now, log, setTimer, clearTimer, WebSocket: WebSocketImpl, crypto: cryptoImpl, execute }) {
+  let ws = null; // the live WebSocket, if any
+  let welcomed = null; // the socket the host has welcomed (events and results go only there)
+  let connecting = null; // promise while a connect attempt reads storage and dials
+  let pingTimer = null;
+  let retryTimer = null;
+  let handshakeTimer = null;
+  let hsChain = Promise.resolve(); // frames of the current socket, handled in order
+  let connChain = Promise.resolve(); // orders writes of the "conn" status record
 
   function setConn(patch) {
     // Serialized read-modify-write; the popup renders this record.
-    ctx.connChain = ctx.connChain
+    connChain = connChain
       .then(async () => {
-        const cur = (await ctx.getOne(session, "conn")) ?? {};
+        const cur = (await session.get("conn")) ?? {};
         await session.set({ conn: { ...cur, ...patch, updatedAt: now() } });
       })
       .catch((e) => log.warn("tabwarden: storing connection state failed:", e?.message));
-    return ctx.connChain;
+    return connChain;
   }
 
   // ---- socket ----------------------------------------------------------------------------------
 
   function send(frame) {
-    return sendOn(ctx.ws, frame);
+    return sendOn(ws, frame);
   }
 
   /**
@@ -37,7 +53,7 @@ export function installConnection(ctx) {
    * new peer, where it could be matched to a different command.
    */
   function sendOn(sock, frame) {
-    if (!sock || sock !== ctx.ws || sock !== ctx.welcomed || sock.readyState !== 1 /* OPEN */) return false;
+    if (!sock || sock !== ws || sock !== welcomed || sock.readyState !== 1 /* OPEN */) return false;
     sock.send(JSON.stringify(frame));
     return true;
   }
@@ -47,35 +63,35 @@ export function installConnection(ctx) {
   }
 
   function stopPing() {
-    if (ctx.pingTimer !== null) clearTimer(ctx.pingTimer);
-    ctx.pingTimer = null;
+    if (pingTimer !== null) clearTimer(pingTimer);
+    pingTimer = null;
   }
 
   function stopHandshakeTimer() {
-    if (ctx.handshakeTimer !== null) clearTimer(ctx.handshakeTimer);
-    ctx.handshakeTimer = null;
+    if (handshakeTimer !== null) clearTimer(handshakeTimer);
+    handshakeTimer = null;
   }
 
   // Chrome keeps a service worker alive while its WebSocket carries traffic at least every 30 s
   // (Chrome 116+); the host expects a frame every 20 s. One ping per 20 s satisfies both.
   function schedulePing() {
     stopPing();
-    ctx.pingTimer = setTimer(() => {
-      ctx.pingTimer = null;
+    pingTimer = setTimer(() => {
+      pingTimer = null;
       if (send({ type: "ping" })) schedulePing();
     }, PING_INTERVAL_MS);
   }
 
   async function scheduleReconnect() {
-    if (ctx.retryTimer !== null) return;
-    await ctx.connChain; // read the attempt count after every queued status write has landed
-    const conn = (await ctx.getOne(session, "conn")) ?? {};
+    if (retryTimer !== null) return;
+    await connChain; // read the attempt count after every queued status write has landed
+    const conn = (await session.get("conn")) ?? {};
     const attempt = conn.attempt ?? 0;
     const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** attempt);
     await setConn({ attempt: attempt + 1, nextRetryAt: now() + delay });
-    if (ctx.retryTimer !== null) return;
-    ctx.retryTimer = setTimer(() => {
-      ctx.retryTimer = null;
+    if (retryTimer !== null) return;
+    retryTimer = setTimer(() => {
+      retryTimer = null;
       ensureConnected();
     }, delay);
   }
@@ -107,13 +123,13 @@ export function installConnection(ctx) {
    * trigger (start, alarm, retry timer, onStartup); concurrent calls share one attempt.
    */
   function ensureConnected() {
-    if (ctx.ws || ctx.connecting) return ctx.connecting ?? Promise.resolve();
-    ctx.connecting = (async () => {
+    if (ws || connecting) return connecting ?? Promise.resolve();
+    connecting = (async () => {
       try {
-        await ctx.connChain;
+        await connChain;
         const key = await loadKey();
         const { port } = await local.get("port");
-        const conn = (await ctx.getOne(session, "conn")) ?? {};
+        const conn = (await session.get("conn")) ?? {};
         if (!key) {
           await setConn({ state: "unpaired" });
           return;
@@ -122,19 +138,19 @@ export function installConnection(ctx) {
         // unpair`). A host that failed to prove itself is not ours. Retrying would only hammer
         // it (or feed an impostor): wait for the user to press Reconnect or pair again.
         if (conn.state === "unauthorized" || conn.state === "host_unverified") return;
-        if (ctx.ws) return;
-        if (ctx.retryTimer !== null) {
-          clearTimer(ctx.retryTimer);
-          ctx.retryTimer = null;
+        if (ws) return;
+        if (retryTimer !== null) {
+          clearTimer(retryTimer);
+          retryTimer = null;
         }
         dial(key, Number.isInteger(port) ? port : DEFAULT_PORT);
       } catch (e) {
         log.warn("tabwarden: connect failed:", e?.message);
       } finally {
-        ctx.connecting = null;
+        connecting = null;
       }
     })();
-    return ctx.connecting;
+    return connecting;
   }
 
   function dial(key, port) {
@@ -147,8 +163,8 @@ export function installConnection(ctx) {
       scheduleReconnect();
       return;
     }
-    ctx.ws = sock;
-    ctx.welcomed = null;
+    ws = sock;
+    welcomed = null;
     setConn({ state: "connecting", port });
     // The handshake of this socket: hello → challenge (the host proves itself) → auth (we
     // prove ourselves) → welcome. Frames are handled one at a time, in order, on this chain,
@@ -157,12 +173,12 @@ export function installConnection(ctx) {
     let chain = Promise.resolve();
     const enqueue = (fn) => {
       chain = chain.then(fn).catch((e) => log.warn("tabwarden: frame:", e?.message));
-      ctx.hsChain = chain;
+      hsChain = chain;
     };
     stopHandshakeTimer();
-    ctx.handshakeTimer = setTimer(() => {
-      ctx.handshakeTimer = null;
-      if (ctx.ws !== sock || ctx.welcomed === sock) return;
+    handshakeTimer = setTimer(() => {
+      handshakeTimer = null;
+      if (ws !== sock || welcomed === sock) return;
       dropSocket(sock, 1000, "handshake timeout");
       setConn({ state: "disconnected", epoch: null, lastError: "the host did not complete the handshake in time" });
       scheduleReconnect();
@@ -170,18 +186,18 @@ export function installConnection(ctx) {
 
     sock.onopen = () => {
       enqueue(async () => {
-        if (ctx.ws !== sock) return;
+        if (ws !== sock) return;
         const version = chrome.runtime.getManifest?.().version ?? "0";
         hs.nonceE = b64url(cryptoImpl.getRandomValues(new Uint8Array(32)));
         const kid = await keyId(key, cryptoImpl);
-        if (ctx.ws !== sock || sock.readyState !== 1) return;
+        if (ws !== sock || sock.readyState !== 1) return;
         // No secret here: a fresh nonce, and the key's id (a one-way function of the key).
         sock.send(JSON.stringify({ type: "hello", version, nonce: hs.nonceE, kid }));
         hs.phase = "challenge";
       });
     };
     sock.onmessage = (ev) => {
-      if (ctx.ws !== sock) return;
+      if (ws !== sock) return;
       const data = ev.data;
       enqueue(() => onFrame(sock, hs, key, data));
     };
@@ -189,9 +205,9 @@ export function installConnection(ctx) {
       // A close event always follows; it carries the useful information.
     };
     sock.onclose = (ev) => {
-      if (ctx.ws !== sock) return; // an old socket we replaced or dropped on purpose
-      ctx.ws = null;
-      ctx.welcomed = null;
+      if (ws !== sock) return; // an old socket we replaced or dropped on purpose
+      ws = null;
+      welcomed = null;
       stopPing();
       stopHandshakeTimer();
       const code = ev?.code ?? 1006;
@@ -207,8 +223,8 @@ export function installConnection(ctx) {
 
   /** Detaches and closes a socket; its close event is then ignored. */
   function dropSocket(sock, code, reason) {
-    if (ctx.ws === sock) ctx.ws = null;
-    if (ctx.welcomed === sock) ctx.welcomed = null;
+    if (ws === sock) ws = null;
+    if (welcomed === sock) welcomed = null;
     stopPing();
     stopHandshakeTimer();
     try {
@@ -235,7 +251,7 @@ export function installConnection(ctx) {
   }
 
   async function onFrame(sock, hs, key, data) {
-    if (ctx.ws !== sock) return;
+    if (ws !== sock) return;
     let msg;
     try {
       msg = JSON.parse(typeof data === "string" ? data : String(data));
@@ -253,7 +269,7 @@ export function installConnection(ctx) {
         if (!(await verifyHostProof(key, proof, hs.nonceE, nonce, epoch, cryptoImpl))) {
           return hostFailed(sock, "wrong proof");
         }
-        if (ctx.ws !== sock || sock.readyState !== 1) return;
+        if (ws !== sock || sock.readyState !== 1) return;
         hs.nonceH = nonce;
         hs.epoch = epoch;
         sock.send(JSON.stringify({ type: "auth", proof: b64url(await hmac(key, extProofMessage(nonce, hs.nonceE), cryptoImpl)) }));
@@ -262,7 +278,7 @@ export function installConnection(ctx) {
       }
       if (hs.phase === "welcome" && msg?.type === "welcome" && msg.epoch === hs.epoch) {
         hs.phase = "welcomed";
-        ctx.welcomed = sock;
+        welcomed = sock;
         stopHandshakeTimer();
         setConn({ state: "connected", epoch: hs.epoch, lastError: null, attempt: 0, nextRetryAt: null, connectedAt: now() });
         schedulePing();
@@ -277,7 +293,7 @@ export function installConnection(ctx) {
       case "command":
         if (typeof msg.id !== "string") return; // cannot reply without an id
         // The reply goes back on this socket only (see sendOn).
-        ctx.execute(msg).then((reply) => sendOn(sock, reply));
+        execute(msg).then((reply) => sendOn(sock, reply));
         return;
       default:
         return;
@@ -285,9 +301,9 @@ export function installConnection(ctx) {
   }
 
   function closeSocket(code = 1000, reason = "re-pairing") {
-    const sock = ctx.ws;
-    ctx.ws = null; // detach first so its close event is ignored
-    ctx.welcomed = null;
+    const sock = ws;
+    ws = null; // detach first so its close event is ignored
+    welcomed = null;
     stopPing();
     stopHandshakeTimer();
     if (sock) {
@@ -299,5 +315,28 @@ export function installConnection(ctx) {
     }
   }
 
-  Object.assign(ctx, { setConn, send, sendOn, sendEvent, stopPing, stopHandshakeTimer, schedulePing, scheduleReconnect, loadKey, ensureConnected, dial, dropSocket, hostFailed, onFrame, closeSocket });
+  /** Stops a pending reconnect (the user asked for one now, or paired anew). */
+  function cancelRetry() {
+    if (retryTimer !== null) clearTimer(retryTimer);
+    retryTimer = null;
+  }
+
+  return {
+    setConn,
+    send,
+    sendEvent,
+    ensureConnected,
+    closeSocket,
+    cancelRetry,
+    /** The connect attempt in flight (it reads the key and dials), or null. */
+    dialing: () => connecting,
+    /** Resolves once the frames received so far have been handled. */
+    handshakeSettled: () => hsChain,
+    /** Resolves once the status writes queued so far have landed. */
+    statusSettled: () => connChain,
+    /** The live socket, if any. */
+    get socket() {
+      return ws;
+    },
+  };
 }

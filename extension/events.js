@@ -1,21 +1,28 @@
 // What the worker reports: the observe snapshot, and the tab and window events (with the
 // records they complete: a spawn claimed by its pending open, an opener, an attribution).
 //
-// Part of the service worker: background.js builds one context `ctx` per worker (the chrome
-// API, the platform functions, the process handles) and installs every part's functions on
-// it; a part calls another part's functions through `ctx`.
+// Part of the service worker: background.js's createWorker builds it with createEvents and
+// registers the returned listeners. It holds no state: what it completes is written to
+// chrome.storage.session, what it reports goes out through the connection's sendEvent.
 
 import { KIND_BOUND, attrKey, bornKey, isReportableTab, isReportableWindow, kindOf, normalizeUrl, openerKey, recKey, tabShape, windowShape } from "./shapes.js";
 
-/** Installs observe, onTabCreated, reportedShape, onTabUpdated, onTabRemoved, onWindowCreated, onWindowRemoved on the worker context ctx. */
-export function installEvents(ctx) {
-  const { actor, chrome, log, now, ownTabs, session } = ctx;
+/**
+ * Builds the reports. deps: chrome (tabs, windows), session (store.js over
+ * chrome.storage.session), now, log, ledger (createLedger's serial, claimFromPending), actor
+ * (act.js createActor's claimOpen, attributionAt, forgetTab), claimOwnTab (ownership.js: a tab
+ * this worker made itself) and sendEvent (connection.js).
+ *
+ * Returns observe and the listeners onTabCreated, onTabUpdated, onTabRemoved, onWindowCreated,
+ * onWindowRemoved.
+ */
+export function createEvents({ chrome, session, now, log, ledger, actor, claimOwnTab, sendEvent }) {
 
   async function observe() {
     const wins = await chrome.windows.getAll({ populate: true });
     const attributed = {};
     const openers = {};
-    for (const [k, v] of Object.entries(await session.get(null))) {
+    for (const [k, v] of Object.entries(await session.all())) {
       if (k.startsWith("attr:")) attributed[k.slice(5)] = v;
       if (k.startsWith("opener:")) openers[k.slice(7)] = v;
     }
@@ -36,10 +43,10 @@ export function installEvents(ctx) {
 
   function onTabCreated(tab) {
     const seenAt = now(); // when Chrome reported it, not when the queue gets to it
-    ctx.serial(async () => {
+    ledger.serial(async () => {
       if (!Number.isInteger(tab?.id)) return;
-      const own = ownTabs.delete(tab.id); // the last-tab rule's blank tab
-      let owner = (await ctx.getOne(session, recKey(tab.id)))?.owner;
+      const own = claimOwnTab(tab.id); // the last-tab rule's blank tab
+      let owner = (await session.get(recKey(tab.id)))?.owner;
       // A tab an acted-on page announced (Page.windowOpen): its true opener is that page,
       // whatever tab Chrome names (the window's active one); opened noopener, it is the act's.
       const announced = !owner && !own ? actor.claimOpen(seenAt, normalizeUrl(tab.pendingUrl || tab.url || "")) : undefined;
@@ -50,65 +57,65 @@ export function installEvents(ctx) {
         if (announced.noopener) attributed = announced.key;
         // Opened by the act's own input in a tab the session only binds: the act's (a tab the
         // user opens there themselves is announced by no act, and stays theirs).
-        const source = await ctx.getOne(session, recKey(announced.sourceTabId));
+        const source = await session.get(recKey(announced.sourceTabId));
         if (source && kindOf(source) === KIND_BOUND) attributed = announced.key;
       }
       // The opener as seen now, at creation: adopt trusts this one, since Chrome may drop
       // openerTabId from later reports of the tab.
       if (Number.isInteger(opener)) await session.set({ [openerKey(tab.id)]: opener });
       if (!isReportableTab(tab)) return;
-      if (!owner) owner = await ctx.claimFromPending(tab);
+      if (!owner) owner = await ledger.claimFromPending(tab);
       // A tab without an opener that appears while an act runs (or just after) is that act's
       // doing (a rel=noopener link, a download viewer): attributed to its key, which may adopt
       // it. Not tabs this worker made itself (open's are recorded by now).
       if (!owner && !own && !attributed && !Number.isInteger(opener)) attributed = await actor.attributionAt(seenAt, tab.windowId);
       if (!owner && attributed) await session.set({ [attrKey(tab.id)]: attributed });
       const shape = tabShape({ ...tab, openerTabId: attributed ? undefined : opener }, owner ? undefined : attributed);
-      ctx.sendEvent("tabCreated", owner ? { tab: shape, owner } : { tab: shape });
+      sendEvent("tabCreated", owner ? { tab: shape, owner } : { tab: shape });
     }).catch((e) => log.warn("tabwarden: tabCreated:", e?.message));
   }
 
   /** A tab as reported: the opener seen at creation and the act attribution win over Chrome's later view. */
   async function reportedShape(tab) {
-    const [remembered, attributed] = await Promise.all([ctx.getOne(session, openerKey(tab.id)), ctx.getOne(session, attrKey(tab.id))]);
+    const [remembered, attributed] = await Promise.all([session.get(openerKey(tab.id)), session.get(attrKey(tab.id))]);
     const opener = attributed ? undefined : Number.isInteger(remembered) ? remembered : tab.openerTabId;
     return tabShape({ ...tab, openerTabId: opener }, attributed);
   }
 
   function onTabUpdated(tabId, changeInfo, tab) {
     if (!("url" in changeInfo || "title" in changeInfo || "status" in changeInfo)) return;
-    ctx.serial(async () => {
-      if (isReportableTab(tab)) ctx.sendEvent("tabUpdated", { tab: await reportedShape(tab) });
+    ledger.serial(async () => {
+      if (isReportableTab(tab)) sendEvent("tabUpdated", { tab: await reportedShape(tab) });
     }).catch((e) => log.warn("tabwarden: tabUpdated:", e?.message));
   }
 
   function onTabRemoved(tabId, removeInfo) {
     // The record is kept on purpose: a later close/cleanup answers closed:false and drops it,
     // instead of not_owned, which would read as a refusal. Tab ids are never reused.
-    ctx.serial(async () => {
+    ledger.serial(async () => {
       actor.forgetTab(tabId);
       await session.remove([openerKey(tabId), attrKey(tabId)]);
-      ctx.sendEvent("tabRemoved", { tabId, windowId: removeInfo?.windowId });
+      sendEvent("tabRemoved", { tabId, windowId: removeInfo?.windowId });
     }).catch((e) => log.warn("tabwarden: tabRemoved:", e?.message));
   }
 
   function onWindowCreated(win) {
-    ctx.serial(async () => {
+    ledger.serial(async () => {
       if (!isReportableWindow(win)) return;
       // Remember which tab a window was born with, so adopt can tell a spawned popup window
       // (closeable with its tab) from a user window (kept alive by the last-tab rule).
       const first = await chrome.tabs.query({ windowId: win.id });
       if (first.length === 1) await session.set({ [bornKey(win.id)]: { firstTabId: first[0].id } });
-      ctx.sendEvent("windowCreated", { window: windowShape(win) });
+      sendEvent("windowCreated", { window: windowShape(win) });
     }).catch((e) => log.warn("tabwarden: windowCreated:", e?.message));
   }
 
   function onWindowRemoved(windowId) {
-    ctx.serial(async () => {
+    ledger.serial(async () => {
       await session.remove(bornKey(windowId));
-      ctx.sendEvent("windowRemoved", { windowId });
+      sendEvent("windowRemoved", { windowId });
     }).catch((e) => log.warn("tabwarden: windowRemoved:", e?.message));
   }
 
-  Object.assign(ctx, { observe, onTabCreated, reportedShape, onTabUpdated, onTabRemoved, onWindowCreated, onWindowRemoved });
+  return { observe, onTabCreated, onTabUpdated, onTabRemoved, onWindowCreated, onWindowRemoved };
 }

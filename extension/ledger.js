@@ -1,17 +1,22 @@
-// The ownership ledger: the one queue every ownership-changing operation runs in, the
-// storage helpers, and the records in chrome.storage.session (rec:, pending:, born:,
-// opener:, attr:) with the lookups that read them.
+// The ownership ledger: the one queue every ownership-changing operation runs in, and the
+// records in chrome.storage.session (rec:, pending:, born:, opener:, attr:) with the lookups
+// that read them.
 //
-// Part of the service worker: background.js builds one context `ctx` per worker (the chrome
-// API, the platform functions, the process handles) and installs every part's functions on
-// it; a part calls another part's functions through `ctx`.
+// Part of the service worker: background.js's createWorker builds it with createLedger and
+// hands the returned functions to the parts that read records. The ledger owns the queue's
+// tail (a process handle: it dies with the worker, and nothing queued survives it anyway) and
+// nothing else; the records themselves live in chrome.storage.session.
 
 import { syncGroups } from "./monitor.js";
 import { CommandError, KIND_OPENED, PENDING_TTL_MS, isReportableTab, normalizeUrl, openerKey, pendingKey, recKey, recordShape, sanitizeSessions } from "./shapes.js";
 
-/** Installs serial, getOne, allWithPrefix, mayAct, tryGetTab, lookupTab, maxTabIdSeen, openerOf, liveRecordOf, records, storeSessions, claimFromPending on the worker context ctx. */
-export function installLedger(ctx) {
-  const { chrome, log, now, session } = ctx;
+/**
+ * Builds the ledger. deps: chrome (tabs), session (store.js over chrome.storage.session), now,
+ * log. Returns serial, idle, mayAct, tryGetTab, lookupTab, maxTabIdSeen, openerOf,
+ * liveRecordOf, records, storeSessions, claimFromPending.
+ */
+export function createLedger({ chrome, session, now, log }) {
+  let queue = Promise.resolve(); // tail of the ownership queue
 
   // ---- the ownership queue -------------------------------------------------------------------
 
@@ -26,27 +31,21 @@ export function installLedger(ctx) {
    * A failed task rejects its own caller only; the chain continues.
    */
   function serial(task) {
-    const run = ctx.queue.then(task);
-    ctx.queue = run.catch(() => {});
+    const run = queue.then(task);
+    queue = run.catch(() => {});
     return run;
   }
 
-  // ---- storage helpers -------------------------------------------------------------------------
-
-  async function getOne(area, key) {
-    return (await area.get(key))[key];
+  /** Resolves once everything queued so far has run. */
+  function idle() {
+    return queue;
   }
 
-  async function allWithPrefix(prefix) {
-    const all = await session.get(null);
-    return Object.entries(all)
-      .filter(([k]) => k.startsWith(prefix))
-      .map(([, v]) => v);
-  }
+  // ---- lookups ---------------------------------------------------------------------------------
 
   /** act's ownership check: the tab is recorded under owner (opened, spawned or bound). */
   async function mayAct(owner, tabId) {
-    const rec = await getOne(session, recKey(tabId));
+    const rec = await session.get(recKey(tabId));
     const tab = await tryGetTab(tabId);
     if (!tab || !isReportableTab(tab)) {
       throw new CommandError(rec?.owner === owner ? "not_found" : "not_owned", `tab ${tabId} not found${rec?.owner === owner ? "" : ` under owner ${owner}`}`);
@@ -88,13 +87,13 @@ export function installLedger(ctx) {
 
   /** The tab's opener as Chrome reported it at tabs.onCreated, else its current openerTabId. */
   async function openerOf(tab) {
-    const remembered = await getOne(session, openerKey(tab.id));
+    const remembered = await session.get(openerKey(tab.id));
     return Number.isInteger(remembered) ? remembered : tab.openerTabId;
   }
 
   /** The owner's record whose tab is still open (an owner holds one live tab at most). */
   async function liveRecordOf(owner, exceptTabId) {
-    const mine = (await allWithPrefix("rec:")).filter((r) => r.owner === owner && r.tabId !== exceptTabId).sort((a, b) => a.tabId - b.tabId);
+    const mine = (await session.withPrefix("rec:")).filter((r) => r.owner === owner && r.tabId !== exceptTabId).sort((a, b) => a.tabId - b.tabId);
     for (const rec of mine) {
       const tab = await tryGetTab(rec.tabId);
       if (tab) return { rec, tab };
@@ -103,7 +102,7 @@ export function installLedger(ctx) {
   }
 
   async function records() {
-    const recs = (await allWithPrefix("rec:")).sort((a, b) => a.tabId - b.tabId);
+    const recs = (await session.withPrefix("rec:")).sort((a, b) => a.tabId - b.tabId);
     return { records: recs.map(recordShape) };
   }
 
@@ -112,7 +111,7 @@ export function installLedger(ctx) {
     await session.set({ sessions, sessionsAt: now() });
     // Tab groups follow in the ownership queue (they read the records); a failure there never
     // fails the command: the popup already shows the sessions, the next publish regroups.
-    serial(async () => syncGroups(chrome, session, sessions, await allWithPrefix("rec:"), log)).catch((e) =>
+    serial(async () => syncGroups(chrome, session.area, sessions, await session.withPrefix("rec:"), log)).catch((e) =>
       log.warn("tabwarden: tab groups:", e?.message),
     );
     return {};
@@ -129,7 +128,7 @@ export function installLedger(ctx) {
     if (Number.isInteger(tab.openerTabId) || !Number.isInteger(tab.id)) return undefined;
     const url = normalizeUrl(tab.pendingUrl || tab.url || "");
     const t = now();
-    const matches = (await allWithPrefix("pending:")).filter(
+    const matches = (await session.withPrefix("pending:")).filter(
       (m) =>
         t - m.at < PENDING_TTL_MS &&
         Number.isInteger(m.maxTabId) &&
@@ -146,5 +145,5 @@ export function installLedger(ctx) {
     return m.owner;
   }
 
-  Object.assign(ctx, { serial, getOne, allWithPrefix, mayAct, tryGetTab, lookupTab, maxTabIdSeen, openerOf, liveRecordOf, records, storeSessions, claimFromPending });
+  return { serial, idle, mayAct, tryGetTab, lookupTab, maxTabIdSeen, openerOf, liveRecordOf, records, storeSessions, claimFromPending };
 }

@@ -3,9 +3,9 @@
 // (the last-tab rule: an about:blank tab takes its place). Every function here runs inside
 // the ownership queue (ledger.js serial).
 //
-// Part of the service worker: background.js builds one context `ctx` per worker (the chrome
-// API, the platform functions, the process handles) and installs every part's functions on
-// it; a part calls another part's functions through `ctx`.
+// Part of the service worker: background.js's createWorker builds it with createOwnership,
+// giving it the ledger's lookups. It owns the set of tabs this worker created itself outside
+// open (the last-tab rule's about:blank tabs), which events.js asks about through claimOwnTab.
 
 import { CLOSED_BY_KEY, CLOSED_KEEP, CommandError, KIND_BOUND, KIND_OPENED, KIND_SPAWNED, OWNED_KINDS, attrKey, bornKey, isReportableTab, isReportableWindow, kindOf, pendingKey, recKey, requireId, requireOpenUrl, requireOwner, requireParent } from "./shapes.js";
 
@@ -21,17 +21,25 @@ export const CLOSE_STEP_MS = 1000;
 export const CLOSE_BOUND_MS = 5000;
 const TIMED_OUT = Symbol("timed out");
 
-/** Installs open, adopt, bind, release, closeRecorded, closeOwned, cleanup on the worker context ctx. */
-export function installOwnership(ctx) {
-  const { chrome, now, ownTabs, session } = ctx;
+/**
+ * Builds the ownership operations. deps: chrome (tabs, windows, debugger), session (store.js
+ * over chrome.storage.session), now, setTimer, clearTimer, and ledger (createLedger's
+ * liveRecordOf, lookupTab, tryGetTab, maxTabIdSeen, openerOf).
+ *
+ * Returns open, adopt, bind, release, closeOwned, cleanup and claimOwnTab.
+ */
+export function createOwnership({ chrome, session, now, setTimer, clearTimer, ledger }) {
+  // Tabs this worker created itself outside open (the last-tab rule's about:blank): never
+  // attributed to an act.
+  const ownTabs = new Set();
 
   /** p's value, or TIMED_OUT after ms. */
   function within(p, ms) {
     let timer = null;
     const late = new Promise((resolve) => {
-      timer = ctx.setTimer(() => resolve(TIMED_OUT), ms);
+      timer = setTimer(() => resolve(TIMED_OUT), ms);
     });
-    return Promise.race([p, late]).finally(() => ctx.clearTimer(timer));
+    return Promise.race([p, late]).finally(() => clearTimer(timer));
   }
 
   /** chrome.tabs.remove, bounded, with the page's dialogs answered (see CLOSE_BOUND_MS). */
@@ -60,7 +68,7 @@ export function installOwnership(ctx) {
       }
       const r = await within(settled(chrome.tabs.remove(tabId)), CLOSE_BOUND_MS);
       if (r === TIMED_OUT) {
-        if (await ctx.lookupTab(tabId)) throw new Error(`the page held its close for ${Math.round(CLOSE_BOUND_MS / 1000)} s`);
+        if (await ledger.lookupTab(tabId)) throw new Error(`the page held its close for ${Math.round(CLOSE_BOUND_MS / 1000)} s`);
       } else if (r) {
         throw r;
       }
@@ -79,7 +87,7 @@ export function installOwnership(ctx) {
     // Idempotent by owner: a retried open (the host lost our reply, or the worker restarted)
     // returns the tab it already has. An owner holds one live tab at most: one it adopted or
     // bound is not "opened", and open refuses instead of creating a second.
-    const live = await ctx.liveRecordOf(owner);
+    const live = await ledger.liveRecordOf(owner);
     if (live) {
       if (kindOf(live.rec) !== KIND_OPENED) {
         throw new CommandError("in_use", `owner ${owner} already has tab ${live.rec.tabId} (${kindOf(live.rec)})`);
@@ -103,7 +111,7 @@ export function installOwnership(ctx) {
     // maxTabId bounds what it may claim: the tab this open creates gets a larger id than every
     // tab that exists now (Chrome's ids only grow), so an older tab whose onCreated arrives
     // late can never be taken for it.
-    const maxTabId = await ctx.maxTabIdSeen();
+    const maxTabId = await ledger.maxTabIdSeen();
     await session.set({ [pendingKey(owner)]: { owner, url, windowId, newWindow, maxTabId, at: now() } });
     try {
       let tab;
@@ -133,26 +141,26 @@ export function installOwnership(ctx) {
     const owner = requireOwner(args);
     const tabId = requireId(args.tabId, "tabId");
     const parent = requireParent(args);
-    const tab = await ctx.tryGetTab(tabId);
+    const tab = await ledger.tryGetTab(tabId);
     if (!tab || !isReportableTab(tab)) throw new CommandError("not_found", `tab ${tabId} not found`);
-    const existing = await ctx.getOne(session, recKey(tabId));
+    const existing = await session.get(recKey(tabId));
     if (existing) {
       if (existing.owner === owner && kindOf(existing) === KIND_SPAWNED) {
         return { tabId, windowId: tab.windowId, createdWindow: !!existing.createdWindow };
       }
       throw new CommandError("in_use", `tab ${tabId} is recorded under another owner or as ${kindOf(existing)}`);
     }
-    const other = await ctx.liveRecordOf(owner, tabId);
+    const other = await ledger.liveRecordOf(owner, tabId);
     if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
     // Chrome may stop reporting openerTabId later (e.g. after the opener navigates or closes):
     // the opener seen at tabs.onCreated wins.
     // Or, for a tab without an opener, the act it appeared during is parent's (attr:<tabId>).
-    const attributed = await ctx.getOne(session, attrKey(tabId));
-    const opener = attributed ? undefined : await ctx.openerOf(tab);
+    const attributed = await session.get(attrKey(tabId));
+    const opener = attributed ? undefined : await ledger.openerOf(tab);
     // An opener closed since (its owner's session ended as it spawned this tab) still names
     // its owner: the record of that close is this extension's own.
     const openerRec = Number.isInteger(opener)
-      ? ((await ctx.getOne(session, recKey(opener))) ?? (await closedOwner(opener)))
+      ? ((await session.get(recKey(opener))) ?? (await closedOwner(opener)))
       : undefined;
     // A tab opened from a tab the session only binds is the user's (their own click there)
     // unless the session's act caused it (attr:<tabId>, checked above as an opener-less tab).
@@ -173,7 +181,7 @@ export function installOwnership(ctx) {
     // A spawn that came with its own window (a compose popup, a window.open with features)
     // may take that window with it on cleanup. Otherwise the last-tab rule applies: we never
     // guess that a window the user might be using belongs to the agent.
-    const born = await ctx.getOne(session, bornKey(tab.windowId));
+    const born = await session.get(bornKey(tab.windowId));
     const siblings = await chrome.tabs.query({ windowId: tab.windowId });
     const createdWindow = born?.firstTabId === tab.id && siblings.length === 1;
     await session.set({
@@ -186,18 +194,18 @@ export function installOwnership(ctx) {
   async function bind(args) {
     const owner = requireOwner(args);
     const tabId = requireId(args.tabId, "tabId");
-    const tab = await ctx.tryGetTab(tabId);
+    const tab = await ledger.tryGetTab(tabId);
     if (!tab || !isReportableTab(tab)) throw new CommandError("not_found", `tab ${tabId} not found`);
-    const existing = await ctx.getOne(session, recKey(tabId));
+    const existing = await session.get(recKey(tabId));
     if (existing) {
       if (existing.owner === owner && kindOf(existing) === KIND_BOUND) return { tabId, windowId: tab.windowId };
       throw new CommandError("in_use", `tab ${tabId} is recorded under another owner or as ${kindOf(existing)}`);
     }
     // A spawn of a recorded page belongs to that session's adoption. Between its creation and
     // the adopt, it is unrecorded: another namespace must not bind it in that window.
-    const attributed = await ctx.getOne(session, attrKey(tabId));
-    const opener = attributed ? undefined : await ctx.openerOf(tab);
-    const openerRec = Number.isInteger(opener) ? await ctx.getOne(session, recKey(opener)) : undefined;
+    const attributed = await session.get(attrKey(tabId));
+    const opener = attributed ? undefined : await ledger.openerOf(tab);
+    const openerRec = Number.isInteger(opener) ? await session.get(recKey(opener)) : undefined;
     // A tab the user opened from a bound tab is theirs, and bindable.
     if (openerRec && kindOf(openerRec) !== KIND_BOUND) {
       throw new CommandError(
@@ -208,7 +216,7 @@ export function installOwnership(ctx) {
     if (attributed) {
       throw new CommandError("in_use", `tab ${tabId} appeared during action ${attributed}, whose session adopts it`);
     }
-    const other = await ctx.liveRecordOf(owner, tabId);
+    const other = await ledger.liveRecordOf(owner, tabId);
     if (other) throw new CommandError("in_use", `owner ${owner} already has tab ${other.rec.tabId}`);
     await session.set({ [recKey(tabId)]: { owner, tabId, windowId: tab.windowId, createdWindow: false, kind: KIND_BOUND } });
     return { tabId, windowId: tab.windowId };
@@ -218,7 +226,7 @@ export function installOwnership(ctx) {
   async function release(args) {
     const owner = requireOwner(args);
     const tabId = requireId(args.tabId, "tabId");
-    const rec = await ctx.getOne(session, recKey(tabId));
+    const rec = await session.get(recKey(tabId));
     if (!rec || rec.owner !== owner) return { released: false }; // another owner's record stays
     await session.remove(recKey(tabId));
     return { released: true };
@@ -231,7 +239,7 @@ export function installOwnership(ctx) {
    * while the user drags a tab) keeps its record and throws `failed`: the agent retries.
    */
   async function closeRecorded(rec) {
-    const tab = await ctx.lookupTab(rec.tabId);
+    const tab = await ledger.lookupTab(rec.tabId);
     if (!tab) {
       await session.remove(recKey(rec.tabId)); // already gone (the user closed it): harmless
       return false;
@@ -253,7 +261,7 @@ export function installOwnership(ctx) {
     } catch (e) {
       // Gone between get and remove, or refused ("Tabs cannot be edited right now (user may
       // be dragging a tab)"): only a second look tells. A tab still open stays recorded.
-      if (await ctx.lookupTab(rec.tabId)) {
+      if (await ledger.lookupTab(rec.tabId)) {
         throw new CommandError("failed", `tab ${rec.tabId} could not be closed (${e?.message ?? e}); it is still open and still recorded, retry`);
       }
       closed = false;
@@ -265,24 +273,24 @@ export function installOwnership(ctx) {
 
   /** Remembers who closed an owned tab, for the tabs it spawned as it closed (adopt). */
   async function rememberClosed(rec) {
-    const list = ((await ctx.getOne(session, CLOSED_BY_KEY)) ?? []).filter(([id]) => id !== rec.tabId);
+    const list = ((await session.get(CLOSED_BY_KEY)) ?? []).filter(([id]) => id !== rec.tabId);
     list.push([rec.tabId, rec.owner]);
     await session.set({ [CLOSED_BY_KEY]: list.slice(-CLOSED_KEEP) });
   }
 
   /** The record-shaped owner of a tab closed lately, or undefined. */
   async function closedOwner(tabId) {
-    const hit = ((await ctx.getOne(session, CLOSED_BY_KEY)) ?? []).find(([id]) => id === tabId);
+    const hit = ((await session.get(CLOSED_BY_KEY)) ?? []).find(([id]) => id === tabId);
     return hit ? { owner: hit[1], tabId } : undefined;
   }
 
   async function closeOwned(owner, tabId) {
-    const rec = await ctx.getOne(session, recKey(tabId));
+    const rec = await session.get(recKey(tabId));
     // Idempotent: a close retried after it succeeded (the host acted on a stale view, or lost
     // our reply) finds neither the record (dropped by the first close) nor the tab. Nothing can
     // be closed and nothing is refused; tab ids are never reused, so the id cannot name a tab
     // that belongs to someone else.
-    if (!rec && !(await ctx.tryGetTab(tabId))) return { closed: false };
+    if (!rec && !(await ledger.tryGetTab(tabId))) return { closed: false };
     if (!rec || rec.owner !== owner) {
       throw new CommandError("not_owned", `tab ${tabId} is not recorded under owner ${owner}; nothing was closed`);
     }
@@ -294,7 +302,7 @@ export function installOwnership(ctx) {
 
   async function cleanup(owner) {
     // Bound tabs are never closed; their records stay until release.
-    const mine = (await ctx.allWithPrefix("rec:"))
+    const mine = (await session.withPrefix("rec:"))
       .filter((r) => r.owner === owner && OWNED_KINDS.has(kindOf(r)))
       .sort((a, b) => a.tabId - b.tabId);
     const closed = [];
@@ -320,5 +328,13 @@ export function installOwnership(ctx) {
     return { closed };
   }
 
-  Object.assign(ctx, { open, adopt, bind, release, closeRecorded, closeOwned, cleanup });
+  /**
+   * Whether this worker created tabId itself outside open (the last-tab rule's blank tab);
+   * answers once, for the tab's tabs.onCreated.
+   */
+  function claimOwnTab(tabId) {
+    return ownTabs.delete(tabId);
+  }
+
+  return { open, adopt, bind, release, closeOwned, cleanup, claimOwnTab };
 }

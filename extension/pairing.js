@@ -1,16 +1,21 @@
 // Pairing from the popup: pair with a code, forget the pairing, reconnect, and the
 // runtime.onMessage handler that only the extension's own pages reach.
 //
-// Part of the service worker: background.js builds one context `ctx` per worker (the chrome
-// API, the platform functions, the process handles) and installs every part's functions on
-// it; a part calls another part's functions through `ctx`.
+// Part of the service worker: background.js's createWorker builds it with createPairing and
+// registers onMessage. It holds no state: the key goes to chrome.storage.local, and the link
+// is replaced or dropped through the connection's functions.
 
 import { DEFAULT_PORT, clip } from "./shapes.js";
 import { b64url, deriveKey } from "./handshake.js";
 
-/** Installs pair, forget, fromOwnPage, onMessage on the worker context ctx. */
-export function installPairing(ctx) {
-  const { chrome, clearTimer, cryptoImpl, fetchImpl, local, now } = ctx;
+/**
+ * Builds the pairing. deps: chrome (runtime), local (chrome.storage.local), now, fetch, crypto,
+ * and connection (connection.js createConnection's setConn, ensureConnected, closeSocket,
+ * cancelRetry, dialing, send).
+ *
+ * Returns pair, forget and onMessage.
+ */
+export function createPairing({ chrome, local, now, fetch: fetchImpl, crypto: cryptoImpl, connection }) {
 
   // ---- pairing and popup messages --------------------------------------------------------------
 
@@ -30,7 +35,7 @@ export function installPairing(ctx) {
       });
     } catch (e) {
       const error = `cannot reach the tabwarden agent on 127.0.0.1:${port} (${e?.message ?? e})`;
-      await ctx.setConn({ lastError: error });
+      await connection.setConn({ lastError: error });
       return { ok: false, error };
     }
     if (!resp.ok) {
@@ -47,7 +52,7 @@ export function installPairing(ctx) {
         resp.status === 429
           ? `too many attempts; retry in ${retry ?? "a few"} seconds`
           : `pairing refused (HTTP ${resp.status}${said ? `: ${said}` : ""}); run \`tabwarden pair\` for a fresh code`;
-      await ctx.setConn({ lastError: error });
+      await connection.setConn({ lastError: error });
       return { ok: false, error };
     }
     let token;
@@ -58,7 +63,7 @@ export function installPairing(ctx) {
     }
     if (typeof token !== "string" || token === "") {
       const error = "the agent answered without a token";
-      await ctx.setConn({ lastError: error });
+      await connection.setConn({ lastError: error });
       return { ok: false, error };
     }
     // Only the derived key is kept; the token itself is forgotten right here.
@@ -68,12 +73,12 @@ export function installPairing(ctx) {
     await local.remove("token");
     // A new key replaces the old connection, whatever state it was in. A dial already in
     // flight read the old key: let it finish, then replace its socket.
-    if (ctx.connecting) await ctx.connecting;
-    ctx.closeSocket();
-    if (ctx.retryTimer !== null) clearTimer(ctx.retryTimer);
-    ctx.retryTimer = null;
-    await ctx.setConn({ state: "connecting", epoch: null, lastError: null, attempt: 0, nextRetryAt: null, port });
-    await ctx.ensureConnected();
+    const dialing = connection.dialing();
+    if (dialing) await dialing;
+    connection.closeSocket();
+    connection.cancelRetry();
+    await connection.setConn({ state: "connecting", epoch: null, lastError: null, attempt: 0, nextRetryAt: null, port });
+    await connection.ensureConnected();
     return { ok: true };
   }
 
@@ -82,14 +87,13 @@ export function installPairing(ctx) {
    * authenticated socket), close the socket, and drop the key. Pairing again is the way back.
    */
   async function forget() {
-    if (ctx.connecting) await ctx.connecting;
-    const sock = ctx.ws;
-    const hostTold = ctx.sendOn(sock, { type: "forget" });
-    ctx.closeSocket(1000, "pairing forgotten");
-    if (ctx.retryTimer !== null) clearTimer(ctx.retryTimer);
-    ctx.retryTimer = null;
+    const dialing = connection.dialing();
+    if (dialing) await dialing;
+    const hostTold = connection.send({ type: "forget" }); // on the live, welcomed socket only
+    connection.closeSocket(1000, "pairing forgotten");
+    connection.cancelRetry();
     await local.remove(["key", "token", "pairedAt"]);
-    await ctx.setConn({ state: "unpaired", epoch: null, lastError: null, attempt: 0, nextRetryAt: null });
+    await connection.setConn({ state: "unpaired", epoch: null, lastError: null, attempt: 0, nextRetryAt: null });
     return { ok: true, hostTold };
   }
 
@@ -111,11 +115,10 @@ export function installPairing(ctx) {
         forget().then(sendResponse, (e) => sendResponse({ ok: false, error: String(e?.message ?? e) }));
         return true;
       case "reconnect":
-        ctx.setConn({ state: "connecting", attempt: 0 })
+        connection.setConn({ state: "connecting", attempt: 0 })
           .then(() => {
-            if (ctx.retryTimer !== null) clearTimer(ctx.retryTimer);
-            ctx.retryTimer = null;
-            return ctx.ensureConnected();
+            connection.cancelRetry();
+            return connection.ensureConnected();
           })
           .then(() => sendResponse({ ok: true }));
         return true;
@@ -124,5 +127,5 @@ export function installPairing(ctx) {
     }
   }
 
-  Object.assign(ctx, { pair, forget, fromOwnPage, onMessage });
+  return { pair, forget, onMessage };
 }
