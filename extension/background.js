@@ -34,6 +34,8 @@
 //   store.js       createStore: reads of one chrome.storage area (no state of its own)
 //   ledger.js      createLedger({chrome, session, now, log}): the ownership queue and the
 //                  record lookups
+//   step.js        validateStep, parseKey, the result shapes: a step checked before it is
+//                  queued (no state)
 //   act.js         createActor({chrome, session, now, ...}): the `act` command (one curated
 //                  step with real input, through chrome.debugger) and the act attribution
 //   connection.js  createConnection({chrome, session, local, ..., execute}): socket,

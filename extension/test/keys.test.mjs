@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { parseKey } from "../act.js";
+import { parseKey } from "../step.js";
 
 const table = JSON.parse(readFileSync(new URL("../../internal/browser/keys/testdata/keys.json", import.meta.url), "utf8"));
 

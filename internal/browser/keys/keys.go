@@ -1,6 +1,6 @@
 // Package keys is tabwarden's one reading of a press step's key ("Enter",
 // "Shift+Tab", "Mod+t"): the agent's focus guard and every driver (CDP, the
-// fake, and the extension's act.js, which is held to the same table by
+// fake, and the extension's step.js, which is held to the same table by
 // testdata/keys.json) parse it here, so that what the guard refuses is exactly
 // what a driver would press.
 //
