@@ -332,4 +332,3 @@ func (run *actionRun) write(ctx context.Context) error {
 	run.before = run.act.DeepCopy()
 	return nil
 }
-
