@@ -155,6 +155,13 @@ func admitSession(act *twv1.BrowserAction, s *twv1.BrowserSession, profile strin
 	return nil
 }
 
+// revokedMessage says why nothing new opens or binds in a session whose
+// profile stopped admitting its namespace, and what to do.
+func revokedMessage(s *twv1.BrowserSession, profile string) string {
+	return fmt.Sprintf("Held: profile %q no longer admits namespace %q; the session keeps what it has until it ends, and nothing new opens or binds. End it: kubectl delete browsersession %s -n %s",
+		profile, s.Namespace, s.Name, s.Namespace)
+}
+
 // sessionWindowsHint lists the session's windows.
 func sessionWindowsHint(act *twv1.BrowserAction, s *twv1.BrowserSession) string {
 	return fmt.Sprintf("kubectl get browserwindows -n %s -l %s=%s", act.Namespace, twv1.SessionLabel, s.Name)

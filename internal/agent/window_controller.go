@@ -218,10 +218,3 @@ func (r *WindowReconciler) heldSiblings(ctx context.Context, o client.Object) []
 }
 
 func (a *Agent) poolProfile() bool { return a.pool.Load() }
-
-// revokedMessage says why nothing new opens or binds in a session whose
-// profile stopped admitting its namespace, and what to do.
-func revokedMessage(s *twv1.BrowserSession, profile string) string {
-	return fmt.Sprintf("Held: profile %q no longer admits namespace %q; the session keeps what it has until it ends, and nothing new opens or binds. End it: kubectl delete browsersession %s -n %s",
-		profile, s.Namespace, s.Name, s.Namespace)
-}
