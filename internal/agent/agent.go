@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/k8s/index"
+	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
@@ -86,9 +86,9 @@ type Agent struct {
 	// other windows wait for it.
 	closing singleflight.Group
 	// letGo remembers the deleted windows whose page finalizer this agent
-	// removed (name → uid) until its cache sees them go: a reconcile of one
-	// in between (a session or browser event) has nothing left to do.
-	letGo sync.Map
+	// removed until its cache sees them go: a reconcile of one in between (a
+	// session or browser event) has nothing left to do.
+	letGo patch.LetGo
 	// profileRead is set once the profile was read: until then whether pages
 	// must be isolated per session (pool) is not known, and nothing opens.
 	profileRead atomic.Bool

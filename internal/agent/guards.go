@@ -1,11 +1,34 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/keys"
+	"github.com/tabwarden/tabwarden/internal/clients/hint"
 )
+
+// The guards of a BrowserAction, in one place: the contract's guard table
+// (GuardCoverage), the refusal every guard answers with, and the checks
+// themselves, as functions of what the agent read (the action, its session,
+// its window, the driver's answer). action_controller.go and action_steps.go
+// gather those inputs and call in here; they decide nothing themselves.
+//
+//   - admission, once before any step: admitSession, admitWindow, admitPage;
+//   - each step, before the driver: checkStep, then staleTarget for a ref or
+//     point that does not resolve;
+//   - the driver's answer: driverRefusal, notOwned, failure;
+//   - the action's end: sessionEndedDuring, agentRestarted;
+//   - warnings: noKeepalive.
+//
+// url_not_allowed is the url policy's (urlpolicy.go), reached through
+// stepLookups.checkURL.
 
 // Coverage says whether a guard applies to a step type and, when it does not,
 // why not.
@@ -100,4 +123,199 @@ func (r *refusal) Error() string { return r.reason + ": " + r.message }
 
 func refuse(reason, hint, format string, args ...any) *refusal {
 	return &refusal{reason: reason, message: fmt.Sprintf(format, args...), hint: hint}
+}
+
+// ReasonAgentRestarted: an action the agent had claimed when it stopped; it is
+// failed rather than run twice.
+const ReasonAgentRestarted = "agent_restarted"
+
+// admitSession runs the guards of the action's session, before any step:
+// session_finished, session_owned_by_another_thread, profile_mismatch and
+// profile_not_allowed, in that order. profile is this agent's.
+func admitSession(act *twv1.BrowserAction, s *twv1.BrowserSession, profile string) *refusal {
+	switch {
+	case s.Ended() || !s.DeletionTimestamp.IsZero():
+		return refuse(twv1.ReasonSessionFinished, fmt.Sprintf("kubectl get browsersession %s -n %s", s.Name, s.Namespace),
+			"session %q has ended; nothing more runs in it. Start a new session to continue", s.Name)
+	case act.Spec.Thread != s.Spec.Thread:
+		n := &twv1.BrowserSession{}
+		n.APIVersion, n.Kind = twv1.GroupVersion.String(), "BrowserSession"
+		n.Namespace, n.GenerateName = s.Namespace, "session-"
+		n.Spec = twv1.BrowserSessionSpec{Thread: act.Spec.Thread, Purpose: "say what this session is for", ProfileName: s.Status.ProfileName}
+		return refuse(twv1.ReasonSessionOwnedByAnotherThread, hint.Create(n),
+			"session %q is driven by thread %q, not %q: a thread drives only its own sessions. Start a session of your own", s.Name, s.Spec.Thread, act.Spec.Thread)
+	case act.Spec.ProfileName != "" && act.Spec.ProfileName != s.Status.ProfileName:
+		fixed := act.DeepCopy()
+		fixed.Spec.ProfileName = s.Status.ProfileName
+		return refuse(twv1.ReasonProfileMismatch, hint.Action(fixed, act.Spec.Steps...),
+			"the action names profile %q but session %q is placed on %q", act.Spec.ProfileName, s.Name, s.Status.ProfileName)
+	case revoked(s):
+		return refuse(twv1.ReasonProfileNotAllowed, fmt.Sprintf("kubectl get browsersession %s -n %s -o yaml", s.Name, s.Namespace), "%s", revokedMessage(s, profile))
+	}
+	return nil
+}
+
+// revokedMessage says why nothing new opens or binds in a session whose
+// profile stopped admitting its namespace, and what to do.
+func revokedMessage(s *twv1.BrowserSession, profile string) string {
+	return fmt.Sprintf("Held: profile %q no longer admits namespace %q; the session keeps what it has until it ends, and nothing new opens or binds. End it: kubectl delete browsersession %s -n %s",
+		profile, s.Namespace, s.Name, s.Namespace)
+}
+
+// sessionWindowsHint lists the session's windows.
+func sessionWindowsHint(act *twv1.BrowserAction, s *twv1.BrowserSession) string {
+	return fmt.Sprintf("kubectl get browserwindows -n %s -l %s=%s", act.Namespace, twv1.SessionLabel, s.Name)
+}
+
+// admitWindow is window_not_in_session for an action whose window is not one
+// of its session's: w as read, readErr the error of reading it.
+func admitWindow(act *twv1.BrowserAction, s *twv1.BrowserSession, w *twv1.BrowserWindow, readErr error) *refusal {
+	if readErr != nil || w.Spec.SessionRef.Name != s.Name {
+		return refuse(twv1.ReasonWindowNotInSession, sessionWindowsHint(act, s), "window %q is not a window of session %q in this profile; name one of the session's windows", act.Spec.WindowRef.Name, s.Name)
+	}
+	return nil
+}
+
+// admitPage runs the guards of the window's page, from the driver's records
+// (recorded, err: Agent.confirmRecord): browser_unreachable, page_gone, and
+// window_not_in_session for a window with no page of this agent's yet.
+func admitPage(act *twv1.BrowserAction, s *twv1.BrowserSession, w *twv1.BrowserWindow, recorded bool, err error) *refusal {
+	switch {
+	case err != nil:
+		return refuse(twv1.ReasonBrowserUnreachable, hint.Action(act, act.Spec.Steps...), "the browser is unreachable (%v); nothing ran. Try again when the profile is Connected", err)
+	case !recorded && (w.Status.Phase == twv1.WindowGone || w.Status.Phase == twv1.WindowClosed):
+		return refuse(twv1.ReasonPageGone, sessionWindowsHint(act, s), "window %q's page is %s", w.Name, strings.ToLower(string(w.Status.Phase)))
+	case !recorded:
+		return refuse(twv1.ReasonWindowNotInSession, fmt.Sprintf("kubectl wait browserwindow/%s -n %s --for=jsonpath='{.status.phase}'=Open", w.Name, w.Namespace),
+			"window %q has no page this agent opened, adopted or bound (yet): wait until it is Open", w.Name)
+	}
+	return nil
+}
+
+// stepLookups are what the per-step guards read from the world, asked only
+// when a guard needs them.
+type stepLookups struct {
+	// unacknowledged names the session's spawned windows with no disposition.
+	unacknowledged func() ([]string, error)
+	// checkURL is the url policy's answer for a url (nil: allowed).
+	checkURL func(raw string) *refusal
+}
+
+// checkStep runs the guards of one step, in order, before the driver:
+// waiting_for_user, session_finished, unacknowledged_spawns (steps that change
+// the page), focus_violation (press) and url_not_allowed (navigate). s is the
+// session as it is now (it may have changed since the action began). The
+// caller forgets the session's observations on waiting_for_user.
+func checkStep(act *twv1.BrowserAction, s *twv1.BrowserSession, step twv1.ActionStep, look stepLookups) (*refusal, error) {
+	if s.Spec.State == twv1.SessionWaitingForUser && (step.Type.Mutating() || step.Type == twv1.StepScroll) {
+		return refuse(twv1.ReasonWaitingForUser, hint.Resume(s.Namespace, s.Name),
+			"session %q waits for the user: automated %s steps are refused until the user resumes it, and refs observed before need a fresh observation then. The user resumes with", s.Name, step.Type), nil
+	}
+	if s.Ended() {
+		return refuse(twv1.ReasonSessionFinished, fmt.Sprintf("kubectl get browsersession %s -n %s", s.Name, s.Namespace), "session %q ended while the action ran", s.Name), nil
+	}
+	if step.Type.Mutating() {
+		unacked, err := look.unacknowledged()
+		if err != nil {
+			return nil, err
+		}
+		if len(unacked) > 0 {
+			return refuse(twv1.ReasonUnacknowledgedSpawns, hint.AckAll(s.Namespace, unacked, twv1.DispositionClose),
+				"session %q has %d spawned window(s) with no disposition (%s): say keep (Keep), close (Close) or temporary (Temporary) for each before the next %s step",
+				s.Name, len(unacked), strings.Join(unacked, ", "), step.Type), nil
+		}
+	}
+	if step.Type == twv1.StepPress && focusShortcut(step.Key) {
+		return refuse(twv1.ReasonFocusViolation, hint.Action(act, twv1.ActionStep{Type: twv1.StepPress, Key: "Enter"}),
+			"key %q is a browser shortcut that opens, switches or focuses tabs or windows; tabwarden never focuses. Press keys the page handles (Enter, Tab, Escape, letters...)", step.Key), nil
+	}
+	if step.Type == twv1.StepNavigate {
+		if rf := look.checkURL(step.URL); rf != nil {
+			return rf, nil
+		}
+	}
+	return nil, nil
+}
+
+// staleTarget refuses a ref or point that does not resolve against the
+// observation it came from (reason stale_ref or stale_coordinates, msg from
+// observations.resolve): never retargeted.
+func staleTarget(act *twv1.BrowserAction, reason, msg string) *refusal {
+	return refuse(reason, hint.Observe(act), "%s; never retargeted: observe again and use a ref of the new observation", msg)
+}
+
+// driverRefusal is the refusal of a step the driver refused from the page's
+// state (ambiguous_target, a missing or stale target...), with its candidates
+// as the API shows them. An ambiguous text target names them, and its hint
+// retries with the first one's ref.
+func driverRefusal(act *twv1.BrowserAction, step twv1.ActionStep, ae *browser.ActError, candidates []twv1.ObservedElement) *refusal {
+	rf := &refusal{reason: ae.Reason, message: ae.Message, hint: hint.Observe(act), candidates: candidates}
+	if ae.Reason == twv1.ReasonAmbiguousTarget && len(ae.Candidates) > 0 && step.Target != nil {
+		names := make([]string, 0, len(ae.Candidates))
+		for _, c := range rf.candidates {
+			names = append(names, fmt.Sprintf("%s %q", c.Ref, c.Name))
+		}
+		rf.message += ". Candidates: " + strings.Join(names, ", ")
+		if rf.candidates[0].Ref != "" {
+			fixed := step.DeepCopy()
+			fixed.Target = &twv1.ActionTarget{Ref: rf.candidates[0].Ref}
+			rf.hint = hint.Action(act, *fixed)
+		}
+	}
+	return rf
+}
+
+// notOwned is window_not_in_session for a step the driver refused because the
+// window does not own its page (browser.ErrNotOwned).
+func notOwned(act *twv1.BrowserAction, window string, err error) *refusal {
+	return refuse(twv1.ReasonWindowNotInSession, hint.Observe(act), "the driver refused: window %q does not own its page (%v)", window, err)
+}
+
+// failure is the refusal-shaped account of a step that failed in the browser.
+func failure(act *twv1.BrowserAction, err error) *refusal {
+	switch {
+	case errors.Is(err, browser.ErrNotFound):
+		return refuse(twv1.ReasonPageGone, "kubectl get browserwindows -n "+act.Namespace+" -l "+twv1.SessionLabel+"="+act.Spec.SessionRef.Name,
+			"the window's page is gone (closed by the user or the page): %v", err)
+	case errors.Is(err, browser.ErrNotConnected):
+		return refuse(twv1.ReasonBrowserUnreachable, hint.Action(act, act.Spec.Steps...),
+			"the browser is unreachable; nothing more ran: %v. Try again when the profile is Connected", err)
+	}
+	return refuse(twv1.ReasonStepFailed, hint.Observe(act), "%v", err)
+}
+
+// sessionEndedDuring is session_finished for an action whose session ended
+// before step next: no step from next on ran.
+func sessionEndedDuring(s *twv1.BrowserSession, next int) *refusal {
+	return refuse(twv1.ReasonSessionFinished, fmt.Sprintf("kubectl get browsersession %s -n %s", s.Name, s.Namespace),
+		"session %q ended while the action ran: step %d and after did not run, and the session's pages close. Start a new session to continue", s.Name, next)
+}
+
+// agentRestarted fails an action found claimed (Running) when the agent
+// (re)started: some of its steps may have run, so it is not run again.
+func agentRestarted(act *twv1.BrowserAction) *refusal {
+	return &refusal{reason: ReasonAgentRestarted,
+		message: "the agent restarted while the action ran; some of its steps may have run. Observe the page and act again",
+		hint:    hint.Observe(act)}
+}
+
+// noKeepalive is the no_keepalive warning, or "": a session with no keepalive,
+// driven for warnAfter or longer, on a profile whose host ends idle
+// connections (hostIdle, read only then; nil: it does not).
+func noKeepalive(s *twv1.BrowserSession, profile string, warnAfter time.Duration, now time.Time, hostIdle func() *metav1.Duration) string {
+	driven := now.Sub(s.CreationTimestamp.Time)
+	if s.Spec.Keepalive != nil || driven < warnAfter {
+		return ""
+	}
+	idle := hostIdle()
+	if idle == nil {
+		return ""
+	}
+	interval := idle.Duration / 2
+	if interval < 5*time.Second {
+		interval = 5 * time.Second
+	}
+	return fmt.Sprintf("%s: session %q has been driven for %s on profile %q, whose host ends connections idle for %s, and has no keepalive. Add one: %s",
+		twv1.ReasonNoKeepalive, s.Name, driven.Round(time.Second), profile, idle.Duration,
+		hint.Keepalive(s.Namespace, s.Name, interval.String()))
 }

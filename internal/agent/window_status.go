@@ -1,18 +1,89 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/clients/hint"
 	"github.com/tabwarden/tabwarden/internal/k8s/conditions"
+	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 )
+
+// windowWrite is one window reconcile's write: the patch helper's snapshot,
+// taken when the reconcile starts, and at its end one patch of what changed
+// (finish), which the status holds (settle.go) may hold back.
+type windowWrite struct {
+	a      *Agent
+	helper *patch.Helper
+	// before is the window as the reconcile started, for the holds.
+	before *twv1.BrowserWindow
+}
+
+// startWrite snapshots w, then puts back into it a first Open status held back
+// last time (see settle.go): the cache cannot show it, and this reconcile
+// starts from it.
+func (a *Agent) startWrite(w *twv1.BrowserWindow) *windowWrite {
+	ww := &windowWrite{a: a, helper: patch.NewHelper(w, a.client), before: w.DeepCopy()}
+	a.holds.restore(w)
+	return ww
+}
+
+// skipStatus leaves the status out of this reconcile's writes: nothing to say.
+func (ww *windowWrite) skipStatus() { ww.helper.SkipStatus() }
+
+// patchNow writes w's changes at once, ahead of the reconcile's end (the page
+// finalizer, stored before a page exists that it would close).
+func (ww *windowWrite) patchNow(ctx context.Context, w *twv1.BrowserWindow) error {
+	return ww.helper.Patch(ctx, w)
+}
+
+// finish ends the reconcile whose outcome is result and err, with its one
+// write: it sets Ready and the kstatus conditions (summarizeWindow) and, on
+// success, status.observedGeneration, then patches what changed. Its status is
+// left out when the patch lets the window go (patch.Released: its finalizer
+// was the last; the window is then remembered in the agent's letGo), and held
+// back while the status holds say it waits (the reconcile is then requeued
+// when the hold ends). It returns the result and error of the reconcile.
+func (ww *windowWrite) finish(ctx context.Context, w *twv1.BrowserWindow, result ctrl.Result, err error) (ctrl.Result, error) {
+	a, helper := ww.a, ww.helper
+	summarizeWindow(w, err)
+	if err == nil {
+		w.Status.ObservedGeneration = w.Generation
+	}
+	if patch.Released(w, twv1.PageFinalizer) {
+		helper.SkipStatus()
+		a.holds.forget(w.UID)
+	}
+	now := time.Now()
+	_, statusChanged := helper.Changes(w)
+	if statusChanged && err == nil {
+		if wait := a.hold(ww.before, w, now); wait > 0 {
+			helper.SkipStatus()
+			statusChanged = false
+			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+				result.RequeueAfter = wait
+			}
+		}
+	}
+	perr := helper.Patch(ctx, w)
+	if perr == nil && statusChanged && !helper.Skipped() {
+		a.wrote(w, now)
+	}
+	if perr = a.letGo.Patched(w, twv1.PageFinalizer, perr); perr != nil {
+		err = kerrors.NewAggregate([]error{err, perr})
+	}
+	return result, err
+}
 
 func setWindowCondition(w *twv1.BrowserWindow, typ string, status metav1.ConditionStatus, reason, msg string) {
 	conditions.Set(w, typ, status, reason, msg)

@@ -1,0 +1,257 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+// The steps of a running action: what its guards read (the window, the page,
+// the session as it is now, its unacknowledged spawns), each step through the
+// driver, and the driver's answers in the API's terms. The guards themselves
+// are in guards.go.
+
+// admit runs the guards that concern the whole action, before any step
+// (admitSession, admitWindow, admitPage in guards.go): session_finished,
+// session_owned_by_another_thread, profile_mismatch, profile_not_allowed and
+// window_not_in_session (or page_gone). It reads the window and asks the
+// driver for its page; an admitted action runs on them.
+func (run *actionRun) admit(ctx context.Context) *refusal {
+	a, act, s := run.agent, run.act, run.session
+	if rf := admitSession(act, s, a.opts.Profile); rf != nil {
+		return rf
+	}
+	w := &twv1.BrowserWindow{}
+	key := client.ObjectKey{Namespace: act.Namespace, Name: act.Spec.WindowRef.Name}
+	err := a.client.Get(ctx, key, w)
+	if apierrors.IsNotFound(err) {
+		// Created a moment ago: the cache may not show it yet.
+		err = a.reader.Get(ctx, key, w)
+	}
+	if rf := admitWindow(act, s, w, err); rf != nil {
+		return rf
+	}
+	rec, ok, err := a.confirmRecord(ctx, w)
+	if rf := admitPage(act, s, w, ok, err); rf != nil {
+		return rf
+	}
+	run.window, run.page = w, rec
+	return nil
+}
+
+// keepaliveWarning is the no_keepalive warning (noKeepalive), or "".
+func (run *actionRun) keepaliveWarning(ctx context.Context) string {
+	a := run.agent
+	return noKeepalive(run.session, a.opts.Profile, a.opts.KeepaliveWarnAfter, time.Now(), func() *metav1.Duration {
+		p := &twv1.BrowserProfile{}
+		if err := a.client.Get(ctx, client.ObjectKey{Name: a.opts.Profile}, p); err != nil {
+			return nil
+		}
+		return p.Spec.HostIdleTimeout
+	})
+}
+
+// currentSession re-reads the session from the cache: the user may have
+// started waiting since the action began. A session the cache shows waiting is
+// read from the API server, so that a resume the cache has not seen yet does
+// not refuse.
+func (run *actionRun) currentSession(ctx context.Context) *twv1.BrowserSession {
+	s := &twv1.BrowserSession{}
+	if err := run.agent.client.Get(ctx, client.ObjectKeyFromObject(run.session), s); err != nil {
+		return run.session
+	}
+	if s.Spec.State == twv1.SessionWaitingForUser {
+		live := &twv1.BrowserSession{}
+		if err := run.agent.reader.Get(ctx, client.ObjectKeyFromObject(s), live); err == nil {
+			return live
+		}
+	}
+	return s
+}
+
+// unacknowledged names the session's spawned windows with no disposition: the
+// ones the cache shows, confirmed against the API server (an acknowledgement
+// the cache has not seen yet must not refuse), and the ones adopted while this
+// action ran that the cache does not show yet.
+func (run *actionRun) unacknowledged(ctx context.Context) ([]string, error) {
+	a, s := run.agent, run.session
+	var list twv1.BrowserWindowList
+	if err := a.client.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{twv1.SessionRefIndex: s.Name}); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for i := range list.Items {
+		w := &list.Items[i]
+		seen[w.Name] = true
+		if !w.Unacknowledged() {
+			continue
+		}
+		live := &twv1.BrowserWindow{}
+		if err := a.reader.Get(ctx, client.ObjectKeyFromObject(w), live); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		if live.Unacknowledged() {
+			out = append(out, w.Name)
+		}
+	}
+	if run.spawned != nil {
+		for _, sp := range a.spawnWatch.snapshot(run.spawned) {
+			if !seen[sp.Name] {
+				out = append(out, sp.Name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// step runs step i: its guards (checkStep: waiting_for_user,
+// session_finished, unacknowledged_spawns, focus_violation, url_not_allowed;
+// then stale_ref, stale_coordinates), then the driver, which refuses
+// ambiguous, missing and stale targets from the page's state.
+func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (twv1.StepResult, *refusal, error) {
+	a, act := run.agent, run.act
+	res := twv1.StepResult{Index: int32(i), Type: step.Type}
+	refused := func(rf *refusal) (twv1.StepResult, *refusal, error) {
+		res.Phase, res.Reason, res.Message, res.Candidates = twv1.ActionRefused, rf.reason, truncate(rf.message, 2048), rf.candidates
+		return res, rf, nil
+	}
+	s := run.currentSession(ctx)
+	rf, err := checkStep(act, s, step, stepLookups{
+		unacknowledged: func() ([]string, error) { return run.unacknowledged(ctx) },
+		checkURL:       func(raw string) *refusal { return a.checkURL(ctx, raw, "navigate url") },
+	})
+	switch {
+	case err != nil:
+		return res, nil, err
+	case rf != nil && rf.reason == twv1.ReasonWaitingForUser:
+		// Refs observed before the wait need a fresh observation after it.
+		a.observations.forgetSession(s.UID)
+		return refused(rf)
+	case rf != nil:
+		return refused(rf)
+	}
+	bstep, rf := run.browserStep(step, s)
+	if rf != nil {
+		return refused(rf)
+	}
+	out, err := a.opts.Browser.Act(ctx, browser.ActRequest{
+		Key:   ActionKey(act.Namespace, s.Name, run.window.Name),
+		Owner: run.page.Key,
+		Page:  run.page.Page,
+		Step:  bstep,
+	})
+	var ae *browser.ActError
+	switch {
+	case errors.As(err, &ae):
+		obsID := ""
+		if ae.Document != "" && len(ae.Candidates) > 0 {
+			// The candidates are refs of the page as it is now: an observation
+			// of their own, so that the caller can pick one.
+			obsID = a.observations.add(observation{session: s.UID, sessionGeneration: s.Generation, page: run.page.Page, document: ae.Document, epoch: ae.Epoch, at: time.Now()})
+		}
+		var candidates []twv1.ObservedElement
+		for _, c := range ae.Candidates {
+			candidates = append(candidates, run.element(obsID, c))
+		}
+		return refused(driverRefusal(act, step, ae, candidates))
+	case errors.Is(err, browser.ErrNotOwned):
+		return refused(notOwned(act, run.window.Name, err))
+	case err != nil:
+		res.Phase, res.Reason, res.Message = twv1.ActionFailed, failure(act, err).reason, truncate(err.Error(), 2048)
+		return res, nil, err
+	}
+	res.Phase = twv1.ActionSucceeded
+	if o := out.Observation; o != nil {
+		id := a.observations.add(observation{session: s.UID, sessionGeneration: s.Generation, page: run.page.Page, document: o.Document, epoch: o.Epoch, at: time.Now()})
+		obs := &twv1.Observation{ID: id, URL: truncate(o.URL, 4096), Title: truncate(o.Title, 512), ScrollX: int32(o.ScrollX), ScrollY: int32(o.ScrollY), Truncated: o.Truncated}
+		for _, e := range o.Elements {
+			if len(obs.Elements) == 500 {
+				obs.Truncated = true
+				break
+			}
+			obs.Elements = append(obs.Elements, run.element(id, e))
+		}
+		res.Observation = obs
+		act.Status.Observation = obs
+		res.Message = fmt.Sprintf("observation %s: %d element(s)", id, len(obs.Elements))
+	}
+	return res, nil, nil
+}
+
+// element is a driver element as the API shows it, its ref qualified by the
+// observation id.
+func (run *actionRun) element(obsID string, e browser.Element) twv1.ObservedElement {
+	ref := ""
+	if obsID != "" {
+		ref = obsID + "." + e.ID
+	}
+	return twv1.ObservedElement{Ref: ref, Role: truncate(e.Role, 64), Name: truncate(e.Name, 256),
+		X: int32(e.X), Y: int32(e.Y), Width: int32(e.Width), Height: int32(e.Height)}
+}
+
+// browserStep turns an API step into the driver's, resolving refs and points
+// against the observations they came from.
+func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) (browser.Step, *refusal) {
+	bs := browser.Step{Text: step.Text, Key: step.Key, URL: step.URL, MaxElements: 200}
+	switch step.Type {
+	case twv1.StepObserve:
+		bs.Kind = browser.StepObserve
+	case twv1.StepNavigate:
+		bs.Kind = browser.StepNavigate
+	case twv1.StepClick:
+		bs.Kind = browser.StepClick
+	case twv1.StepTypeText:
+		bs.Kind = browser.StepType
+	case twv1.StepPress:
+		bs.Kind = browser.StepPress
+	case twv1.StepScroll:
+		bs.Kind = browser.StepScroll
+		if step.DeltaX != nil {
+			bs.DeltaX = int(*step.DeltaX)
+		}
+		if step.DeltaY != nil {
+			bs.DeltaY = int(*step.DeltaY)
+		}
+	case twv1.StepWait:
+		bs.Kind = browser.StepWait
+		bs.Timeout = 10 * time.Second
+		if step.Duration != nil {
+			bs.Timeout = step.Duration.Duration
+		}
+		if bs.Timeout > 30*time.Second {
+			bs.Timeout = 30 * time.Second
+		}
+	}
+	t := step.Target
+	if t == nil {
+		return bs, nil
+	}
+	switch {
+	case t.Text != "":
+		bs.Target = browser.Target{Text: t.Text}
+	case t.Ref != "" || t.X != nil:
+		point := t.X != nil
+		var x, y float64
+		if point {
+			x, y = float64(*t.X), float64(*t.Y)
+		}
+		tg, reason, msg := run.agent.observations.resolve(t.Ref, t.Observation, point, x, y, s.UID, s.Generation, run.page.Page)
+		if reason != "" {
+			return bs, staleTarget(run.act, reason, msg)
+		}
+		bs.Target = tg
+	}
+	return bs, nil
+}

@@ -1,0 +1,328 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+)
+
+// Closing, releasing and detaching pages: a page whose disposition is Close
+// (reconcileDisposition), a deleted window's page in the page finalizer
+// (reconcileDelete), and an ended session's pages at once (closeEnded).
+
+// reconcileDisposition closes an owned page whose disposition is Close. Sets
+// Opened=False reason Closed.
+func (r *WindowReconciler) reconcileDisposition(ctx context.Context, _ *twv1.BrowserSession, w *twv1.BrowserWindow) (ctrl.Result, error) {
+	if w.Spec.Disposition != twv1.DispositionClose || !w.Owned() || ended(w) {
+		return ctrl.Result{}, nil
+	}
+	rec, ok, err := r.agent.confirmRecord(ctx, w)
+	switch {
+	case errors.Is(err, browser.ErrNotConnected):
+		// Decided once the driver's records can be asked; a reconnect wakes it.
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	case !ok:
+		// The driver, asked, has no page for it (never opened, or a spawn it
+		// did not see): nothing of ours to close.
+		w.Status.Phase = twv1.WindowClosed
+		return ctrl.Result{}, nil
+	}
+	if err := r.closePage(ctx, w, rec); err != nil {
+		return ctrl.Result{}, err
+	}
+	now := metav1.Now()
+	w.Status.Phase, w.Status.ClosedTime = twv1.WindowClosed, &now
+	setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonClosed, "Closed by tabwarden: disposition Close")
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete closes the page of an owned, temporary window, releases a Keep
+// window and detaches a bound tab, then removes the page finalizer.
+func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserWindow) (ctrl.Result, error) {
+	a := r.agent
+	if !controllerutil.ContainsFinalizer(w, twv1.PageFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	s := &twv1.BrowserSession{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Spec.SessionRef.Name}, s); err != nil {
+		s = nil
+	}
+	// Only a page the driver recorded under this window is closed, released or
+	// detached; a window the driver, asked, has no record of (never opened, a
+	// spawn it did not see, a bind it refused) lets go without touching any
+	// page. The phase in status is a claim too: a recorded, owned, temporary
+	// page is closed whatever it says (closing a page already gone is a no-op).
+	rec, recorded, err := a.confirmRecord(ctx, w)
+	switch {
+	case errors.Is(err, browser.ErrNotConnected):
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	live := recorded && !ended(w)
+	if recorded {
+		r.adoptSpawnsOf(ctx, w, rec)
+	}
+	switch {
+	case !recorded:
+	case !rec.Owned() || w.Spec.Disposition == twv1.DispositionKeep:
+		if err := r.releasePage(ctx, w, rec); err != nil {
+			return ctrl.Result{}, err
+		}
+		switch {
+		case !live:
+		case w.Spec.Source == twv1.SourceBind:
+			r.event(s, w, twv1.EventTabDetached, "Detached the user's tab %s; it stays open", rec.Page)
+		default:
+			r.event(s, w, twv1.EventPageReleased, "Released Keep page %s (%s); it stays open as a deliverable", rec.Page, w.Status.URL)
+		}
+	default:
+		if err := r.closeEnded(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		// Closed above or not, the window's own close decides: a page the
+		// batch closed is gone (a no-op that drops its record), one it did not
+		// close (a failure, a page it skipped) is closed here.
+		if err := r.closePage(ctx, w, rec); err != nil {
+			return ctrl.Result{}, err
+		}
+		if live {
+			// One Event per page closed on its own; a session's cleanup is told
+			// once, by the controller's SessionCleaned Event, not once per page.
+			if s == nil || (s.DeletionTimestamp.IsZero() && !s.Ended()) {
+				r.event(s, w, twv1.EventPageClosed, "Closed page %s (%s) of window %s", rec.Page, w.Status.URL, w.Name)
+			}
+			w.Status.Phase = twv1.WindowClosed
+		}
+	}
+	if lr, ok := a.opts.Browser.(browser.LostRecords); ok {
+		if err := lr.ForgetLost(string(w.UID)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	controllerutil.RemoveFinalizer(w, twv1.PageFinalizer)
+	a.model.forgetOwner(string(w.UID))
+	if a.poolProfile() {
+		// The session's last window may be gone: the profile loop disposes
+		// its browser context once nothing of the session lives in it.
+		a.markProfileDirty()
+	}
+	return ctrl.Result{}, nil
+}
+
+// adoptSpawnsOf adopts the pages the window's page spawned that are not adopted
+// yet, before its record is dropped: after that the driver can no longer see
+// them as spawned from the session (a popup opened while the browser link was
+// down, reported on the reconnect that also runs this cleanup). Best effort:
+// the adopter retries on its own, and a failure here must not hold the cleanup.
+func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) {
+	a := r.agent
+	if ready, _ := a.model.state(); !ready {
+		return
+	}
+	o := owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}
+	for _, p := range a.model.spawnsOf(rec.Page) {
+		if _, recorded := a.model.record(p.ID); recorded {
+			continue
+		}
+		if err := a.adopt(ctx, p, o, rec.Key, ReasonOpener, time.Now()); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Adopting a spawn of a page before letting it go failed", "page", p.ID, "opener", rec.Page)
+		}
+	}
+}
+
+// ended reports whether the window's page is closed or gone for good.
+func ended(w *twv1.BrowserWindow) bool {
+	return w.Status.Phase == twv1.WindowClosed || w.Status.Phase == twv1.WindowGone
+}
+
+// closePage closes the window's recorded page; an unreachable browser is a
+// transient error. The driver checks the record again (ErrNotOwned).
+func (r *WindowReconciler) closePage(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) error {
+	a := r.agent
+	if ready, _ := a.model.state(); !ready {
+		if !ended(w) {
+			w.Status.Phase = twv1.WindowUnknown
+		}
+		return fmt.Errorf("closing page %s: %w", rec.Page, browser.ErrNotConnected)
+	}
+	if !ended(w) {
+		w.Status.Phase = twv1.WindowClosing
+	}
+	if err := a.closeRecorded(ctx, rec, w.Status.OwnsWindow); err != nil {
+		return fmt.Errorf("closing page %s: %w", rec.Page, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Closed page", "page", rec.Page)
+	return nil
+}
+
+// closeRecorded closes a recorded page (the driver checks the record again)
+// and forgets it: the page, then its record.
+//
+// A page can spawn another until the moment it closes, and the driver reports
+// such a spawn before the close completes, but the adopter may not have
+// handled it yet. The record is forgotten only once the adopter has handled
+// every event reported until the close returned: the spawn is adopted into the
+// page's session while the record still names its window (the driver accepts
+// a closed opener's owner as the parent, ledger.Closed), never left open and
+// owned by nobody. A spawn racing the session's deletion is the case:
+// TestSpawnRacingDeletionIsAdopted.
+func (a *Agent) closeRecorded(ctx context.Context, rec browser.Record, ownsWindow bool) error {
+	// Counted once per page, while its record is held: a page the session's
+	// batch close closed has no record left when its window's own cleanup
+	// closes it again (a page that went with a disposed pool context still
+	// has one, and is counted here).
+	held, recorded := a.model.record(rec.Page)
+	if err := a.opts.Browser.Close(ctx, browser.CloseRequest{Key: rec.Key, ID: rec.Page, OwnsWindow: ownsWindow}); err != nil {
+		return err
+	}
+	if recorded && held.Key == rec.Key {
+		a.metrics().PageClosed()
+	}
+	wait, cancel := context.WithTimeout(ctx, spawnDrainTimeout)
+	defer cancel()
+	if err := a.eventsHandled(wait); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Waiting for the spawns of a closed page to be adopted; forgetting its record anyway", "page", rec.Page)
+	}
+	a.model.remove(rec.Page)
+	a.model.dropRecord(rec.Key, rec.Page)
+	return nil
+}
+
+// fenceTimeout bounds how long an ended session's cleanup waits for its running
+// action to stop (closeEnded).
+const fenceTimeout = 30 * time.Second
+
+// spawnDrainTimeout bounds how long a close waits for the adopter
+// (closeRecorded): it is busy only while it takes a snapshot or writes an
+// adoption.
+const spawnDrainTimeout = 30 * time.Second
+
+// closeEnded closes the temporary pages of an ended session at once: a pool
+// session's browser context is disposed when it holds nothing else
+// (disposeSessionContext), and the pages of its windows are closed together
+// (closeSessionPages: after a disposal, this only drops the records of the
+// pages that went with the context). What either leaves is each window's own
+// cleanup.
+// One at a time per session: the session's other windows, reconciled
+// meanwhile, wait for it and then find their pages gone.
+func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSession) error {
+	if s == nil || !s.Ended() {
+		return nil
+	}
+	_, err, _ := r.agent.closing.Do(string(s.UID), func() (any, error) {
+		// Work in flight first: the running action stops before its next step
+		// and what it spawned is adopted, so that it is closed with the rest.
+		// A step that ignores its cancellation (a driver call stuck) holds the
+		// cleanup for fenceTimeout at most: then the pages close under it.
+		fenced, cancel := context.WithTimeout(ctx, fenceTimeout)
+		defer cancel()
+		if err := r.agent.fence.stop(fenced, s.UID); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "The session's running action did not stop; closing its pages anyway", "session", s.Name)
+		}
+		if _, err := r.agent.disposeSessionContext(ctx, s); err != nil {
+			return nil, err
+		}
+		return nil, r.closeSessionPages(ctx, s)
+	})
+	return err
+}
+
+// closeSessionPages is the fast path of an ended session's cleanup outside a
+// pool: the first of its windows reconciled once the session has ended (its
+// own event maps to all of them) closes the temporary pages of all the
+// session's windows on this profile at once, rather than one per window
+// reconcile as each window's deletion arrives (the controller deletes them a
+// few at a time, and this agent reconciles a few windows at a time).
+// It closes what the window's own cleanup would: an owned page recorded under
+// a window that is not Keep and not a Bind, whose status names that page (so
+// whether the page owns its window is known); everything else, and any close
+// that fails, is left to that window's own cleanup. The driver's last-tab rule
+// applies to each close. The session's windows reconciled meanwhile wait for
+// the batch and then find their pages gone.
+//
+// The session ending is the decision: the controller deletes every window of
+// an ended session, and a deleted window's temporary page is closed whatever
+// it says; closing the pages of the windows whose deletion has not arrived yet
+// is that same decision, taken once. Their records go with their pages, so
+// their own cleanup then only lets go (crash consistency: a restart in between
+// finds the records of the pages not closed yet and closes them one by one).
+func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.BrowserSession) error {
+	a := r.agent
+	if ready, _ := a.model.state(); !ready || !a.model.knowsRecords() {
+		return nil
+	}
+	windows, err := r.sessionWindows(ctx, s)
+	if err != nil {
+		return err
+	}
+	log := ctrl.LoggerFrom(ctx)
+	var (
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, maxBatchCloses)
+		closed atomic.Int32
+	)
+	for i := range windows {
+		w := &windows[i]
+		if w.Labels[twv1.ProfileLabel] != a.opts.Profile || w.Spec.Disposition == twv1.DispositionKeep || !w.Owned() {
+			continue
+		}
+		rec, ok := a.pageOf(w)
+		if !ok || !rec.Owned() {
+			continue
+		}
+		st := &w.Status
+		if held := a.holds.peek(w.UID); held != nil {
+			st = held
+		}
+		if st.TabID != rec.Page {
+			continue
+		}
+		r.adoptSpawnsOf(ctx, w, rec)
+		owns := st.OwnsWindow
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := a.closeRecorded(ctx, rec, owns); err != nil {
+				log.V(1).Info("Closing a page of an ended session failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
+				return
+			}
+			closed.Add(1)
+		}()
+	}
+	wg.Wait()
+	if n := closed.Load(); n > 0 {
+		log.Info("Closed the temporary pages of an ended session at once", "session", s.Name, "pages", n)
+	}
+	return nil
+}
+
+// maxBatchCloses bounds the closes closeSessionPages has in flight.
+const maxBatchCloses = 64
+
+// releasePage drops the window's record and leaves the page open.
+func (r *WindowReconciler) releasePage(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) error {
+	a := r.agent
+	if err := a.opts.Browser.Release(ctx, browser.ReleaseRequest{Key: rec.Key, ID: rec.Page}); err != nil {
+		return fmt.Errorf("releasing page %s of window %s: %w", rec.Page, w.Name, err)
+	}
+	if held, recorded := a.model.record(rec.Page); recorded && held.Key == rec.Key {
+		a.metrics().PageReleased()
+	}
+	a.model.dropRecord(rec.Key, rec.Page)
+	return nil
+}
