@@ -25,16 +25,16 @@ import (
 	"syscall"
 	"time"
 
-	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/tabwarden/tabwarden/internal/k8s/access"
-	"github.com/tabwarden/tabwarden/internal/run"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
+	"github.com/tabwarden/tabwarden/internal/run"
 )
 
 // ControlPlaneDir, under Options.Dir, holds what the control plane of one run

@@ -9,17 +9,17 @@ import (
 	"sync"
 	"time"
 
-	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/go-logr/logr"
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/go-logr/logr"
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/controllers"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/run"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // roleSet is the roles of one run, each in a goroutine on a context of their

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 // serveSites serves the fixture site and the roles' metrics on their loopback
