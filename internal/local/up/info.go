@@ -103,17 +103,17 @@ func ReadInfo(dir string) (Info, error) {
 // readyText is what up prints once ready: what runs where, and what to run next.
 func readyText(o Options, repo string, info Info) string {
 	var b strings.Builder
-	kc := rel(info.Kubeconfig)
-	samples := rel(filepath.Join(repo, "config", "samples"))
+	kc := Rel(info.Kubeconfig)
+	samples := Rel(filepath.Join(repo, "config", "samples"))
 	fmt.Fprintf(&b, "%s in %.1fs\n\n", ReadyPrefix, info.StartSeconds)
 	fmt.Fprintf(&b, "  API server     %s   kubeconfig %s (admin)\n", info.APIServer, kc)
 	if info.UserKubeconfig != "" {
-		fmt.Fprintf(&b, "  you, not admin %s   kubeconfig %s (tabwarden-edit in %s: give this one to an agent or MCP client)\n", UserName, rel(info.UserKubeconfig), SessionNamespace)
+		fmt.Fprintf(&b, "  you, not admin %s   kubeconfig %s (tabwarden-edit in %s: give this one to an agent or MCP client)\n", UserName, Rel(info.UserKubeconfig), SessionNamespace)
 	}
 	if info.DataDir != "" {
-		fmt.Fprintf(&b, "  cluster state  %s, kept across runs (%s up --fresh starts empty)\n", rel(info.DataDir), o.Self)
+		fmt.Fprintf(&b, "  cluster state  %s, kept across runs (%s up --fresh starts empty)\n", Rel(info.DataDir), o.Self)
 	}
-	fmt.Fprintf(&b, "  controller     running as %s (kubeconfig %s)\n", access.ControllerUser, rel(info.RoleKubeconfigs[access.ControllerUser]))
+	fmt.Fprintf(&b, "  controller     running as %s (kubeconfig %s)\n", access.ControllerUser, Rel(info.RoleKubeconfigs[access.ControllerUser]))
 	browserDesc := "headless Chromium"
 	if o.CDPEndpoint != "" {
 		browserDesc = "Chrome at " + o.CDPEndpoint
@@ -134,11 +134,11 @@ func readyText(o Options, repo string, info Info) string {
 	if info.MetricsURL != "" {
 		fmt.Fprintf(&b, "  metrics        %s   (docs/metrics.md)\n", info.MetricsURL)
 	}
-	fmt.Fprintf(&b, "  identities     each agent runs as tabwarden:agent:<profile> (kubeconfigs %s/agent-*.kubeconfig);\n", rel(filepath.Dir(info.Kubeconfig)))
+	fmt.Fprintf(&b, "  identities     each agent runs as tabwarden:agent:<profile> (kubeconfigs %s/agent-*.kubeconfig);\n", Rel(filepath.Dir(info.Kubeconfig)))
 	fmt.Fprintf(&b, "                 the admission policies of config/admission bind admin too\n")
 	fmt.Fprintf(&b, "\nSessions in namespace %s may use these profiles (spec.namespaces); others are refused.\n", SessionNamespace)
 	if info.FixtureURL != "" {
-		fmt.Fprintf(&b, "\nWatch the incident, step by step, in another terminal:\n\n  %s demo --dir %s\n", o.Self, rel(filepath.Dir(info.Kubeconfig)))
+		fmt.Fprintf(&b, "\nWatch the incident, step by step, in another terminal:\n\n  %s demo --dir %s\n", o.Self, Rel(filepath.Dir(info.Kubeconfig)))
 	}
 	fmt.Fprintf(&b, "\nNext, in another terminal:\n\n")
 	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", info.Kubeconfig)
@@ -151,7 +151,7 @@ func readyText(o Options, repo string, info Info) string {
 		_, port, _ := strings.Cut(info.ExtensionAddr, ":")
 		fmt.Fprintf(&b, "\nUse your own Chrome as profile %s:\n\n", info.ExtensionProfile)
 		fmt.Fprintf(&b, "  1. open chrome://extensions, turn on Developer mode, Load unpacked: %s\n", filepath.Join(repo, "extension"))
-		fmt.Fprintf(&b, "  2. run: %s pair --state-dir %s   (prints a code, valid 5 minutes)\n", o.Self, rel(info.StateDir))
+		fmt.Fprintf(&b, "  2. run: %s pair --state-dir %s   (prints a code, valid 5 minutes)\n", o.Self, Rel(info.StateDir))
 		fmt.Fprintf(&b, "  3. click the tabwarden toolbar icon, enter the code and port %s, press Pair\n", port)
 		fmt.Fprintf(&b, "  4. kubectl get browserprofile %s   (Connected: True)\n", info.ExtensionProfile)
 	}

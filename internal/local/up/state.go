@@ -189,7 +189,7 @@ func wipeState(dir string) ([]string, error) {
 		if err := os.RemoveAll(p); err != nil {
 			return removed, err
 		}
-		removed = append(removed, rel(p))
+		removed = append(removed, Rel(p))
 	}
 	return removed, nil
 }
@@ -216,8 +216,8 @@ func writeFile(path string, data []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// rel shows path relative to the working directory when it lies below it.
-func rel(path string) string {
+// Rel shows path relative to the working directory when it lies below it.
+func Rel(path string) string {
 	wd, err := os.Getwd()
 	if err != nil {
 		return path
