@@ -20,9 +20,7 @@ func runCDPBridge(name string, args []string, _, stderr io.Writer) error {
 		"when Chromium exits, and closes Chromium on SIGTERM.\n\n" +
 		"  tabwarden cdp-bridge --socket /run/tabwarden/cdp/cdp.sock -- /usr/lib/chromium/chromium --headless ..."
 	fs := newFlagSet(name, synopsis, stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: tabwarden %s --socket PATH [flags] -- CHROMIUM [ARGS...]\n\n%s\n\nFlags:\n%s", name, synopsis, fs.FlagUsages())
-	}
+	setUsage(fs, "tabwarden "+name+" --socket PATH [flags] -- CHROMIUM [ARGS...]", synopsis)
 	var (
 		socket string
 		lf     logFlags

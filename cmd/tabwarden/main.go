@@ -106,7 +106,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
@@ -147,21 +147,28 @@ func roleCommands(stdout, stderr io.Writer) []*cobra.Command {
 var errUsage = errors.New("usage")
 
 // newFlagSet is a FlagSet whose errors come back to dispatch. Its flags are
-// GNU-style (--flag value, --flag=value), like the verbs' and kubectl's.
+// GNU-style (--flag value, --flag=value), like the verbs' and kubectl's, and
+// its help is laid out as theirs (see setUsage).
 func newFlagSet(name, synopsis string, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("tabwarden "+name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: tabwarden %s [flags]\n\n%s\n\nFlags:\n%s", name, synopsis, fs.FlagUsages())
-	}
+	setUsage(fs, "tabwarden "+name+" [flags]", synopsis)
 	return fs
+}
+
+// setUsage makes fs's help the layout cobra gives the verbs: what the command
+// does, then Usage: with its call line, then Flags:.
+func setUsage(fs *pflag.FlagSet, call, synopsis string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nUsage:\n  %s\n\nFlags:\n%s", synopsis, call, fs.FlagUsages())
+	}
 }
 
 func parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return flag.ErrHelp
+			return err
 		}
 		fmt.Fprintf(fs.Output(), "%v\n", err)
 		fs.Usage()

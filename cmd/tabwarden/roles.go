@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -220,32 +219,6 @@ func dialCDP(ctx context.Context, log logr.Logger, endpoint, ledgerPath string, 
 		}
 		backoff = min(2*backoff, 10*time.Second)
 	}
-}
-
-func runPair(name string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(name, "Ask the running extension agent for a pairing code (single use, valid five minutes)\n"+
-		"and print how to pair the tabwarden extension in your Chrome with it.", stderr)
-	var stateDir string
-	fs.StringVar(&stateDir, "state-dir", defaultStateDir(), "state directory of the running agent (tabwarden up uses .tabwarden/state)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	ctx, stop := signalContext()
-	defer stop()
-	p, err := extension.RequestPairing(ctx, stateDir)
-	if err != nil {
-		return fmt.Errorf("%w\n(start one first: `tabwarden up`, or `tabwarden agent --driver extension --profile my-chrome --state-dir %s`)", err, stateDir)
-	}
-	fmt.Fprintf(stdout, "Pairing code: %s   (single use, expires %s, in %s)\n\n", p.Code,
-		p.Expires.Local().Format("15:04:05"), time.Until(p.Expires).Round(time.Second))
-	fmt.Fprintf(stdout, "To pair your Chrome:\n")
-	fmt.Fprintf(stdout, "  1. Open chrome://extensions, turn on Developer mode, and Load unpacked: the extension/ directory of tabwarden.\n")
-	fmt.Fprintf(stdout, "  2. Click the tabwarden icon in the toolbar (pin it from the puzzle-piece menu).\n")
-	_, port, _ := net.SplitHostPort(p.Addr)
-	fmt.Fprintf(stdout, "  3. Enter the code %s and the agent's port %s, then press Pair.\n", p.Code, port)
-	fmt.Fprintf(stdout, "  4. Check: kubectl get browserprofiles   (the extension profile shows Connected True)\n")
-	fmt.Fprintf(stdout, "\nPairing again replaces the previous pairing; `tabwarden unpair` forgets it.\n")
-	return nil
 }
 
 // bindMetricsSecure binds the flags of metrics served beyond loopback.

@@ -20,14 +20,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
+	"github.com/tabwarden/tabwarden/internal/run"
 )
 
 // ControlPlaneDir, under Options.Dir, holds what the control plane of one run
@@ -67,6 +74,68 @@ anonymous:
   - path: /livez
   - path: /readyz
 `
+
+// bootControlPlane starts kube-apiserver and etcd with the CRDs, writes the
+// admin's kubeconfig (KubeconfigFile) and connects as the admin.
+func (r *runner) bootControlPlane(ctx context.Context) error {
+	r.progress("starting kube-apiserver and etcd from %s", r.assets)
+	var err error
+	r.cp, err = startControlPlane(ctx, r.dir, r.assets, r.crds, 2*time.Minute, 30*time.Second)
+	if err != nil {
+		return orStopped(ctx, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", r.assets, err))
+	}
+	cfg := r.cp.Config
+	r.info.APIServer = strings.TrimSuffix(cfg.Host, "/")
+	r.info.DataDir = filepath.Join(r.dir, EtcdDataDir)
+	r.progress("control plane up at %s after %.1fs", r.info.APIServer, time.Since(r.began).Seconds())
+
+	user, err := r.cp.AddUser(envtest.User{Name: "tabwarden-admin", Groups: []string{"system:masters"}})
+	if err != nil {
+		return fmt.Errorf("creating the admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err == nil {
+		kc, err = localKubeconfig(kc, SessionNamespace)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the admin kubeconfig: %w", err)
+	}
+	r.info.Kubeconfig = filepath.Join(r.dir, KubeconfigFile)
+	if err := writeFile(r.info.Kubeconfig, kc); err != nil {
+		return err
+	}
+	r.k8s, err = client.New(cfg, client.Options{Scheme: run.Scheme()})
+	return err
+}
+
+// installAccess creates the system namespace, installs who may write what, as
+// in a cluster (the roles of config/rbac bound to the roles' certificate
+// groups, and the admission policies of config/admission, which bind the admin
+// too), waits until they are enforced, and creates the desktop profiles.
+func (r *runner) installAccess(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if err := r.k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return orStopped(ctx, fmt.Errorf("creating namespace %s: %w", Namespace, err))
+	}
+	if err := r.manifests.Install(ctx, r.k8s); err != nil {
+		return orStopped(ctx, fmt.Errorf("installing config/rbac and config/admission: %w", err))
+	}
+	if err := access.WaitEnforced(ctx, r.cp.Config, run.Scheme()); err != nil {
+		return orStopped(ctx, err)
+	}
+	for _, p := range []struct {
+		name   string
+		driver twv1.DriverType
+	}{{r.o.LocalProfile, twv1.DriverCDP}, {r.o.ExtensionProfile, twv1.DriverExtension}} {
+		if p.driver == twv1.DriverExtension && r.host == nil {
+			continue
+		}
+		if err := ensureDesktopProfile(ctx, r.k8s, p.name, p.driver); err != nil {
+			return orStopped(ctx, err)
+		}
+	}
+	return nil
+}
 
 // controlPlane is the kube-apiserver and etcd of `tabwarden up`, private to the
 // OS user that runs it. etcd serves its clients and its peer port over TLS only

@@ -3,12 +3,17 @@ package up
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
 )
 
 // ContextName names the cluster and the context of every kubeconfig `up`
@@ -65,4 +70,59 @@ func grantUser(ctx context.Context, k8s client.Client, namespace string) error {
 		}
 	}
 	return nil
+}
+
+// writeIdentities writes the kubeconfig of each identity that is not the
+// admin's: the person's own non-admin one (UserKubeconfigFile, to hand to an
+// agent or MCP client), the controller's and each agent's, which the roles run
+// under.
+func (r *runner) writeIdentities(ctx context.Context) error {
+	if err := grantUser(ctx, r.k8s, SessionNamespace); err != nil {
+		return orStopped(ctx, err)
+	}
+	if _, err := r.roleConfig(UserKubeconfigFile, UserName, ""); err != nil {
+		return err
+	}
+	r.info.UserKubeconfig = r.info.RoleKubeconfigs[UserName]
+	delete(r.info.RoleKubeconfigs, UserName)
+	var err error
+	if r.controllerCfg, err = r.roleConfig(ControllerKubeconfigFile, access.ControllerUser, access.ControllerGroup); err != nil {
+		return err
+	}
+	if r.localCfg, err = r.roleConfig(AgentKubeconfigFile(r.o.LocalProfile), access.AgentUser(r.o.LocalProfile), access.AgentGroup); err != nil {
+		return err
+	}
+	if r.host != nil {
+		if r.extensionCfg, err = r.roleConfig(AgentKubeconfigFile(r.o.ExtensionProfile), access.AgentUser(r.o.ExtensionProfile), access.AgentGroup); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// roleConfig provisions user (in group, if any) on the control plane, writes
+// its kubeconfig to Dir/file, records it in Info.RoleKubeconfigs and returns
+// the client configuration it names.
+func (r *runner) roleConfig(file, user, group string) (*rest.Config, error) {
+	var groups []string
+	if group != "" {
+		groups = []string{group}
+	}
+	u, err := r.cp.AddUser(envtest.User{Name: user, Groups: groups})
+	if err != nil {
+		return nil, fmt.Errorf("creating the identity %s: %w", user, err)
+	}
+	kc, err := u.KubeConfig()
+	if err == nil {
+		kc, err = localKubeconfig(kc, SessionNamespace)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the kubeconfig of %s: %w", user, err)
+	}
+	path := filepath.Join(r.dir, file)
+	if err := writeFile(path, kc); err != nil {
+		return nil, err
+	}
+	r.info.RoleKubeconfigs[user] = path
+	return clientcmd.RESTConfigFromKubeConfig(kc)
 }

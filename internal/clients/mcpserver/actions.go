@@ -1,0 +1,194 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/clients/ops"
+)
+
+// addActionTools adds observe and act.
+func addActionTools(s *mcp.Server, h *handlers) {
+	mcp.AddTool(s, &mcp.Tool{
+		Name: "observe",
+		Description: "Observe a window's page: url, title and the visible interactive elements, each with a ref " +
+			"(e.g. o3.e12) that act's Click and Type steps target.",
+		InputSchema: inputSchema[ObserveInput](func(s *jsonschema.Schema) { nonEmpty(s, "session", "window", "thread") }),
+		Annotations: &mcp.ToolAnnotations{Title: "Observe a page", ReadOnlyHint: true, OpenWorldHint: yes()},
+	}, h.observe)
+	mcp.AddTool(s, &mcp.Tool{
+		Name: "act",
+		Description: "Run steps in order on a window's page: Observe, Navigate (url), Click (ref, target_text, or x,y " +
+			"with observation), Type (text, into ref/target_text or the focused element), Press (key), Scroll (delta_y), " +
+			"Wait (text or duration). The first refused or failed step ends the call. Returns the last observation and " +
+			"the windows the page spawned (acknowledge them before the next mutating step).",
+		InputSchema: inputSchema[ActInput](func(s *jsonschema.Schema) {
+			nonEmpty(s, "session", "window", "thread")
+			steps := s.Properties["steps"]
+			steps.MinItems, steps.MaxItems = jsonschema.Ptr(1), jsonschema.Ptr(maxSteps)
+			steps.Items.Properties["type"].Enum = enum(twv1.StepTypes...)
+			for _, p := range []string{"x", "y"} {
+				steps.Items.Properties[p].Minimum = jsonschema.Ptr(0.0)
+			}
+			nonEmpty(steps.Items, "url", "ref", "target_text", "observation", "text", "key", "duration")
+		}),
+		Annotations: &mcp.ToolAnnotations{Title: "Act on a page", DestructiveHint: yes(), OpenWorldHint: yes()},
+	}, h.act)
+}
+
+// ObserveInput is observe's input.
+type ObserveInput struct {
+	Session string `json:"session" jsonschema:"the session's name"`
+	Window  string `json:"window" jsonschema:"the window whose page to observe (from open_window or list_owned)"`
+	Thread  string `json:"thread" jsonschema:"your thread: the session's thread"`
+}
+
+// Step is one step of act.
+type Step struct {
+	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y) or Wait (text or duration)"`
+	URL         string `json:"url,omitempty" jsonschema:"Navigate: the http(s) url to load"`
+	Ref         string `json:"ref,omitempty" jsonschema:"Click or Type: the element's ref from an earlier observation, e.g. o3.e12"`
+	TargetText  string `json:"target_text,omitempty" jsonschema:"Click or Type: the visible text of the one element to target (instead of ref)"`
+	X           *int32 `json:"x,omitempty" jsonschema:"Click: viewport x in CSS pixels (with y and observation; refs are safer)"`
+	Y           *int32 `json:"y,omitempty" jsonschema:"Click: viewport y in CSS pixels"`
+	Observation string `json:"observation,omitempty" jsonschema:"Click by point: the observation (e.g. o3) x and y were read from"`
+	Text        string `json:"text,omitempty" jsonschema:"Type: the text to type; Wait: the text to wait for"`
+	Key         string `json:"key,omitempty" jsonschema:"Press: Enter, Tab, Escape, Backspace, ArrowDown or one character"`
+	DeltaY      *int32 `json:"delta_y,omitempty" jsonschema:"Scroll: pixels down (negative: up)"`
+	DeltaX      *int32 `json:"delta_x,omitempty" jsonschema:"Scroll: pixels right (negative: left)"`
+	Duration    string `json:"duration,omitempty" jsonschema:"Wait: how long, e.g. 2s (at most 30s); with text, how long to wait for it"`
+}
+
+// toAPI is s as a BrowserAction's step (its type matched case-insensitively);
+// stepOf is its inverse.
+func (s Step) toAPI() (twv1.ActionStep, error) {
+	st := twv1.ActionStep{Type: twv1.StepType(s.Type), URL: s.URL, Text: s.Text, Key: s.Key, DeltaX: s.DeltaX, DeltaY: s.DeltaY}
+	for _, t := range twv1.StepTypes {
+		if strings.EqualFold(s.Type, string(t)) {
+			st.Type = t
+		}
+	}
+	if s.Ref != "" || s.TargetText != "" || s.X != nil || s.Y != nil {
+		st.Target = &twv1.ActionTarget{Ref: s.Ref, Text: s.TargetText, X: s.X, Y: s.Y, Observation: s.Observation}
+	}
+	if s.Duration != "" {
+		d, err := time.ParseDuration(s.Duration)
+		if err != nil {
+			return st, &ops.Error{Kind: ops.Invalid, Message: fmt.Sprintf("duration %q: %v", s.Duration, err), Hint: `{"type": "Wait", "duration": "2s"}`}
+		}
+		st.Duration = &metav1.Duration{Duration: d}
+	}
+	return st, nil
+}
+
+// stepOf is st as act takes it: the inverse of Step.toAPI.
+func stepOf(st twv1.ActionStep) Step {
+	s := Step{Type: string(st.Type), URL: st.URL, Text: st.Text, Key: st.Key, DeltaX: st.DeltaX, DeltaY: st.DeltaY}
+	if t := st.Target; t != nil {
+		s.Ref, s.TargetText, s.X, s.Y, s.Observation = t.Ref, t.Text, t.X, t.Y, t.Observation
+	}
+	if st.Duration != nil {
+		s.Duration = st.Duration.Duration.String()
+	}
+	return s
+}
+
+// ActInput is act's input.
+type ActInput struct {
+	Session string `json:"session" jsonschema:"the session's name"`
+	Window  string `json:"window" jsonschema:"the window whose page the steps drive"`
+	Thread  string `json:"thread" jsonschema:"your thread: the session's thread"`
+	Steps   []Step `json:"steps" jsonschema:"the steps, run in order (1 to 32), e.g. [{\"type\": \"Click\", \"ref\": \"o3.e12\"}]"`
+}
+
+// ActOutput is what an action did.
+type ActOutput struct {
+	Action      string            `json:"action,omitempty" jsonschema:"the BrowserAction's name"`
+	Phase       string            `json:"phase,omitempty" jsonschema:"Succeeded, Refused or Failed (Pending or Running when it did not finish in time)"`
+	Observation *twv1.Observation `json:"observation,omitempty" jsonschema:"the last observation: url, title and elements with refs"`
+	Spawned     []SpawnedOutput   `json:"spawned,omitempty" jsonschema:"windows the page spawned: acknowledge them before the next mutating step"`
+	Warnings    []string          `json:"warnings,omitempty"`
+	Steps       []twv1.StepResult `json:"steps,omitempty"`
+	Error       *Failure          `json:"error,omitempty" jsonschema:"why the call was refused or failed"`
+}
+
+// SpawnedOutput is a window an action's page spawned.
+type SpawnedOutput struct {
+	Window string `json:"window"`
+	URL    string `json:"url,omitempty"`
+}
+
+func (h *handlers) observe(ctx context.Context, req *mcp.CallToolRequest, in ObserveInput) (*mcp.CallToolResult, ActOutput, error) {
+	return h.act(ctx, req, ActInput{Session: in.Session, Window: in.Window, Thread: in.Thread, Steps: []Step{{Type: string(twv1.StepObserve)}}})
+}
+
+func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput) (*mcp.CallToolResult, ActOutput, error) {
+	steps := make([]twv1.ActionStep, 0, len(in.Steps))
+	for _, s := range in.Steps {
+		st, err := s.toAPI()
+		if err != nil {
+			return failWith(h, err, in.Session, ActOutput{})
+		}
+		steps = append(steps, st)
+	}
+	h.hold(in.Session) // a session this server is given is held like one it started
+	a, err := h.ops.Act(ctx, ops.ActRequest{Session: in.Session, Window: in.Window, Thread: in.Thread, Steps: steps}, h.timeout)
+	if a == nil || (err != nil && !a.Status.Phase.Finished()) {
+		out := ActOutput{}
+		if a != nil {
+			out.Action, out.Phase = a.Name, string(a.Status.Phase)
+		}
+		return failWith(h, err, in.Session, out)
+	}
+	var b bytes.Buffer
+	t := h.table()
+	t.NoRefusal = true
+	if werr := t.WriteAction(&b, a); werr != nil {
+		return nil, ActOutput{}, werr
+	}
+	instr := fmt.Sprintf("Action %s: %s.", a.Name, a.Status.Phase)
+	if len(a.Status.Spawned) > 0 {
+		names := make([]string, 0, len(a.Status.Spawned))
+		for _, s := range a.Status.Spawned {
+			names = append(names, fmt.Sprintf("%q", s.Name))
+		}
+		instr += fmt.Sprintf("\nWith this tool: acknowledge {\"windows\": [%s], \"disposition\": \"Close\"} (or Keep, Temporary)", strings.Join(names, ", "))
+	}
+	out := ActOutput{Action: a.Name, Phase: string(a.Status.Phase), Observation: a.Status.Observation, Warnings: a.Status.Warnings, Steps: a.Status.Steps}
+	for _, s := range a.Status.Spawned {
+		out.Spawned = append(out.Spawned, SpawnedOutput{Window: s.Name, URL: s.URL})
+	}
+	if err != nil {
+		// A refusal or failure: the first block carries reason, message and hint.
+		f, terr := h.failure(err, in.Session)
+		out.Error = f
+		res := pageResult(terr.Error()+"\n\n"+instr, b.String())
+		res.SetError(terr)
+		return res, out, nil
+	}
+	return pageResult(instr, b.String()), out, nil
+}
+
+// actCall is the act (or observe) tool call that does what action a would.
+func actCall(a *twv1.BrowserAction) string {
+	sp := a.Spec
+	if len(sp.Steps) == 1 && sp.Steps[0].Type == twv1.StepObserve {
+		b, _ := json.Marshal(ObserveInput{Session: sp.SessionRef.Name, Window: sp.WindowRef.Name, Thread: sp.Thread})
+		return "observe " + string(b)
+	}
+	in := ActInput{Session: sp.SessionRef.Name, Window: sp.WindowRef.Name, Thread: sp.Thread}
+	for _, st := range sp.Steps {
+		in.Steps = append(in.Steps, stepOf(st))
+	}
+	b, _ := json.Marshal(in)
+	return "act " + string(b)
+}
