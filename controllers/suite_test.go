@@ -2,25 +2,18 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 
-	"github.com/go-logr/zapr"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
-	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
@@ -30,27 +23,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	lvl := zapcore.InfoLevel
-	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
-		lvl = zapcore.ErrorLevel
-	}
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
-	ctrl.SetLogger(zapr.NewLogger(zl))
-
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = c
-	k8s, err = client.New(cfg, client.Options{Scheme: run.Scheme()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	testenv.Main(m, testenv.Options{Logs: testenv.QuietLogs, Setup: func(e *testenv.Env) error {
+		cfg, k8s = e.Admin, e.Client
+		return nil
+	}})
 }
 
 func startController(t *testing.T) *testenv.Role { return testenv.StartController(t, cfg) }

@@ -16,6 +16,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/testenv/chromiumtest"
 )
 
 // fleetAgent runs a CDP agent that heartbeats its Lease in tabwarden-system,
@@ -54,9 +55,7 @@ func TestFleetFailoverOnChromium(t *testing.T) {
 	ns := newNamespace(t)
 	endpoints := map[string]string{"fleet-a": chrome.WebSocketURL}
 	for _, name := range []string{"fleet-b", "fleet-c"} {
-		lctx, cancel := context.WithTimeout(ctx, time.Minute)
-		p, err := chromium.Launch(lctx, chromium.Options{})
-		cancel()
+		p, err := chromiumtest.Launch(chromium.Options{})
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { _ = p.Close() })
 		endpoints[name] = p.WebSocketURL
