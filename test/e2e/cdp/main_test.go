@@ -56,32 +56,11 @@ func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role
 
 // hand is a second, raw CDP connection: the user's (or the agent's) hand that
 // opens user windows and clicks, and the eye that checks what Chromium shows.
-func hand(t *testing.T) *cdp.Browser {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	b, err := cdp.New(ctx, chrome.WebSocketURL, cdp.Options{})
-	if err != nil {
-		t.Fatalf("raw CDP connection: %v", err)
-	}
-	go func() {
-		for range b.Events() {
-		}
-	}()
-	t.Cleanup(func() { b.Shutdown(); cancel() })
-	return b
-}
+func hand(t *testing.T) *cdp.Browser { t.Helper(); return testenv.Hand(t, chrome.WebSocketURL) }
 
 func pages(t *testing.T, b *cdp.Browser) map[string]browser.Page {
 	t.Helper()
-	s, err := b.Snapshot(context.Background())
-	if err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
-	out := map[string]browser.Page{}
-	for _, p := range s.Pages {
-		out[p.ID] = p
-	}
-	return out
+	return testenv.Pages(t, b)
 }
 
 // click is the user's (or the test agent's) real mouse click in a page through

@@ -55,32 +55,11 @@ func startAgent(t *testing.T, profile string) {
 }
 
 // eye is a raw CDP connection that opens the user's window and checks what Chromium shows.
-func eye(t *testing.T) *cdp.Browser {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	b, err := cdp.New(ctx, chrome.WebSocketURL, cdp.Options{})
-	if err != nil {
-		t.Fatalf("raw CDP connection: %v", err)
-	}
-	go func() {
-		for range b.Events() {
-		}
-	}()
-	t.Cleanup(func() { b.Shutdown(); cancel() })
-	return b
-}
+func eye(t *testing.T) *cdp.Browser { t.Helper(); return testenv.Hand(t, chrome.WebSocketURL) }
 
 func pages(t *testing.T, b *cdp.Browser) map[string]browser.Page {
 	t.Helper()
-	s, err := b.Snapshot(context.Background())
-	if err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
-	out := map[string]browser.Page{}
-	for _, p := range s.Pages {
-		out[p.ID] = p
-	}
-	return out
+	return testenv.Pages(t, b)
 }
 
 type result struct {
