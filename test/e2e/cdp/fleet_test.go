@@ -62,14 +62,7 @@ func TestFleetFailoverOnChromium(t *testing.T) {
 	}
 	eyes := map[string]*cdp.Browser{}
 	for name, ep := range endpoints {
-		b, err := cdp.New(ctx, ep, cdp.Options{})
-		g.Expect(err).NotTo(HaveOccurred())
-		go func() {
-			for range b.Events() {
-			}
-		}()
-		t.Cleanup(b.Shutdown)
-		eyes[name] = b
+		eyes[name] = testenv.Hand(t, ep)
 	}
 	testenv.StartControllerWith(t, cfg, run.ControllerOptions{AgentGrace: grace})
 	agents := map[string]*testenv.Role{}
