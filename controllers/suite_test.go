@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,12 @@ func TestMain(m *testing.M) {
 
 func startController(t *testing.T) *testenv.Role { return testenv.StartController(t, cfg) }
 
+// startRoles starts the controller and the agent of profile on b.
+func startRoles(t *testing.T, profile string, b browser.Browser) {
+	startController(t)
+	startAgent(t, profile, b)
+}
+
 func startAgent(t *testing.T, profile string, b browser.Browser) *testenv.Role {
 	return testenv.StartAgent(t, cfg, agent.Options{Profile: profile, Driver: twv1.DriverFake, Browser: b, LeaseNamespace: access.SystemNamespace})
 }
@@ -48,6 +55,15 @@ func session(ns, name, profile string) *twv1.BrowserSession {
 
 func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
 	return testenv.OpenWindow(ns, name, sess, url)
+}
+
+// sessionWithWindow creates session sess of profile and its Open window name at url.
+func sessionWithWindow(g *WithT, ns, sess, profile, name, url string) *twv1.BrowserWindow {
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, session(ns, sess, profile))).To(Succeed())
+	w := openWindow(ns, name, sess, url)
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	return w
 }
 
 func get[T client.Object](t *testing.T, obj T) T { t.Helper(); return testenv.Get(t, k8s, obj) }
@@ -82,4 +98,13 @@ func deleteAndWait(t *testing.T, g *WithT, obj client.Object) {
 	ctx := context.Background()
 	g.Expect(k8s.Delete(ctx, obj)).To(Succeed())
 	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }).Should(BeTrue())
+}
+
+// begin opens a test on the package's shared control plane (TestMain): a
+// gomega whose Eventually waits up to timeout, and a fresh namespace.
+func begin(t *testing.T, timeout time.Duration) (*WithT, context.Context, string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(timeout)
+	return g, context.Background(), newNamespace(t)
 }
