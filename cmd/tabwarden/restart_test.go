@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,50 +37,21 @@ func TestUpRestart(t *testing.T) {
 	// start runs `tabwarden up` until it is ready; stop sends it SIGINT and
 	// waits for it to exit.
 	// The last run's exit, stderr and stopped flag, for the crash at the end.
-	var (
-		lastExited  chan error
-		lastStderr  *syncBuffer
-		lastStopped *bool
-	)
+	var last *upRun
 	start := func(what string, extra ...string) (up.Info, func()) {
 		t.Helper()
 		args := append([]string{"up", "--repo", repo, "--assets", assets, "--extension-addr", "off",
 			"--fixture-addr", fixtureAddr, "--ready-timeout", "4m"}, extra...)
-		cmd := exec.Command(bin, args...)
-		cmd.Dir = work
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr syncBuffer
-		cmd.Stderr = &stderr
-		began := time.Now()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		var printed syncBuffer
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			once := sync.Once{}
-			for sc.Scan() {
-				printed.WriteString(sc.Text() + "\n")
-				if strings.HasPrefix(sc.Text(), up.ReadyPrefix) {
-					once.Do(func() { close(ready) })
-				}
-			}
-		}()
-		stopped := false
+		r := startUp(t, bin, work, args...)
+		cmd, stderr, printed := r.cmd, &r.stderr, &r.printed
 		stop := func() {
-			if stopped {
+			if r.stopped {
 				return
 			}
-			stopped = true
+			r.stopped = true
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			select {
-			case err := <-exited:
+			case err := <-r.exited:
 				if err != nil {
 					t.Errorf("%s: tabwarden up exited with %v after SIGINT", what, err)
 				}
@@ -95,16 +64,9 @@ func TestUpRestart(t *testing.T) {
 			}
 		}
 		t.Cleanup(stop)
-		lastExited, lastStderr, lastStopped = exited, &stderr, &stopped
-		select {
-		case <-ready:
-		case err := <-exited:
-			stopped = true
-			t.Fatalf("%s: tabwarden up exited before it was ready: %v\nstdout:\n%s\nstderr:\n%s", what, err, printed.String(), tail(stderr.String(), 12<<10))
-		case <-time.After(5 * time.Minute):
-			t.Fatalf("%s: tabwarden up not ready after 5 minutes\nstdout:\n%s", what, printed.String())
-		}
-		t.Logf("%s: ready after %v", what, time.Since(began).Round(100*time.Millisecond))
+		last = r
+		r.waitReady(t, what)
+		t.Logf("%s: ready after %v", what, time.Since(r.began).Round(100*time.Millisecond))
 		if !strings.Contains(printed.String(), "--fresh") {
 			t.Errorf("%s: the ready message does not say that --fresh starts empty:\n%s", what, printed.String())
 		}
@@ -236,10 +198,10 @@ spec:
 		t.Fatalf("killing Chromium's process group %d: %v", info.ChromiumPID, err)
 	}
 	select {
-	case err := <-lastExited:
-		*lastStopped = true
-		if err == nil || !strings.Contains(lastStderr.String(), "chromium exited") {
-			t.Errorf("run 3: Chromium was killed; up exited with %v, stderr:\n%s\nwant a failure that says chromium exited", err, tail(lastStderr.String(), 4<<10))
+	case err := <-last.exited:
+		last.stopped = true
+		if err == nil || !strings.Contains(last.stderr.String(), "chromium exited") {
+			t.Errorf("run 3: Chromium was killed; up exited with %v, stderr:\n%s\nwant a failure that says chromium exited", err, tail(last.stderr.String(), 4<<10))
 		}
 	case <-time.After(time.Minute):
 		t.Errorf("run 3: Chromium was killed a minute ago and tabwarden up still runs")

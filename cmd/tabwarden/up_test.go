@@ -54,6 +54,64 @@ func newUpWorld(t *testing.T) upWorld {
 	return w
 }
 
+// upRun is a `tabwarden up` subprocess a test started (startUp).
+type upRun struct {
+	cmd    *exec.Cmd
+	exited chan error // its exit, once
+	began  time.Time
+	// stderr and printed (its stdout) are what it wrote so far.
+	stderr, printed syncBuffer
+	ready           chan struct{} // closed when it printed its ready line
+	// stopped: the test saw it exit, and has no SIGINT to send.
+	stopped bool
+}
+
+// startUp starts bin with args in dir, reading what it prints.
+func startUp(t *testing.T, bin, dir string, args ...string) *upRun {
+	t.Helper()
+	r := &upRun{cmd: exec.Command(bin, args...), exited: make(chan error, 1), ready: make(chan struct{})}
+	r.cmd.Dir = dir
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd.Stderr = &r.stderr
+	r.began = time.Now()
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.exited <- r.cmd.Wait() }()
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := sync.Once{}
+		for sc.Scan() {
+			r.printed.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), up.ReadyPrefix) {
+				once.Do(func() { close(r.ready) })
+			}
+		}
+	}()
+	return r
+}
+
+// waitReady waits until the run printed its ready line. It fails the test
+// (what, when set, prefixing the message) when the run exits first or is not
+// ready within 5 minutes.
+func (r *upRun) waitReady(t *testing.T, what string) {
+	t.Helper()
+	if what != "" {
+		what += ": "
+	}
+	select {
+	case <-r.ready:
+	case err := <-r.exited:
+		r.stopped = true
+		t.Fatalf("%stabwarden up exited before it was ready: %v\nstdout:\n%s\nstderr:\n%s", what, err, r.printed.String(), tail(r.stderr.String(), 12<<10))
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("%stabwarden up not ready after 5 minutes\nstdout:\n%s", what, r.printed.String())
+	}
+}
+
 // TestUp is the smoke test of `tabwarden up`, driven the way a user drives it: the
 // built binary as a subprocess, kubectl against the kubeconfig it writes, the samples
 // in config/samples, and Ctrl-C (SIGINT) at the end, after which no process it
@@ -81,23 +139,10 @@ func TestUp(t *testing.T) {
 	if err := os.Chmod(stateDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "up", "--repo", repo, "--assets", assets, "--extension-addr", "127.0.0.1:0", "--ready-timeout", "4m")
-	cmd.Dir = work
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
+	r := startUp(t, bin, work, "up", "--repo", repo, "--assets", assets, "--extension-addr", "127.0.0.1:0", "--ready-timeout", "4m")
+	cmd, exited, stderr, printed := r.cmd, r.exited, &r.stderr, &r.printed
 	defer func() {
-		if !stopped {
+		if !r.stopped {
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			select {
 			case <-exited:
@@ -110,27 +155,8 @@ func TestUp(t *testing.T) {
 		}
 	}()
 
-	var printed syncBuffer
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := sync.Once{}
-		for sc.Scan() {
-			printed.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), up.ReadyPrefix) {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case err := <-exited:
-		stopped = true
-		t.Fatalf("tabwarden up exited before it was ready: %v\nstdout:\n%s", err, printed.String())
-	case <-time.After(5 * time.Minute):
-		t.Fatalf("tabwarden up not ready after 5 minutes\nstdout:\n%s", printed.String())
-	}
-	t.Logf("tabwarden up ready after %v (wall clock, as seen by the test)", time.Since(started).Round(100*time.Millisecond))
+	r.waitReady(t, "")
+	t.Logf("tabwarden up ready after %v (wall clock, as seen by the test)", time.Since(r.began).Round(100*time.Millisecond))
 
 	var info up.Info
 	readJSON(t, filepath.Join(stateDir, up.InfoFile), &info)
@@ -391,7 +417,7 @@ func TestUp(t *testing.T) {
 	}
 	select {
 	case err := <-exited:
-		stopped = true
+		r.stopped = true
 		if err != nil {
 			t.Fatalf("tabwarden up exited with %v after SIGINT", err)
 		}
