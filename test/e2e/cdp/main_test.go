@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
 
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +49,23 @@ func TestMain(m *testing.M) {
 }
 
 func startController(t *testing.T) *testenv.Role { return testenv.StartController(t, cfg) }
+
+// begin opens a test on the package's shared world (TestMain): a gomega whose
+// Eventually waits up to timeout, and the test's own hand on Chromium.
+func begin(t *testing.T, timeout time.Duration) (*WithT, context.Context, *cdp.Browser) {
+	t.Helper()
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(timeout)
+	return g, context.Background(), hand(t)
+}
+
+// startRoles starts the controller and the CDP agent of profile on the
+// package's Chromium.
+func startRoles(t *testing.T, profile string) {
+	t.Helper()
+	startController(t)
+	startAgent(t, profile, chrome.WebSocketURL, false)
+}
 
 // startAgent runs an agent for profile on Chromium through its own CDP
 // connection to endpoint (Chromium's, or a proxy in front of it).
