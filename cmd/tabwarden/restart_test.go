@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,7 +20,7 @@ import (
 // `--fresh` start has no session.
 func TestUpRestart(t *testing.T) {
 	w := newUpWorld(t)
-	kubectlBin, assets, repo, work, bin := w.kubectl, w.assets, w.repo, w.work, w.bin
+	assets, repo, work, bin := w.assets, w.repo, w.work, w.bin
 	// The fixture site on the same port every run: the page's url names it.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -74,20 +72,7 @@ func TestUpRestart(t *testing.T) {
 		readJSON(t, filepath.Join(stateDir, up.InfoFile), &info)
 		return info, stop
 	}
-	kubectl := func(kc, stdin string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		c := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", kc}, args...)...)
-		c.Dir = repo
-		if stdin != "" {
-			c.Stdin = strings.NewReader(stdin)
-		}
-		out, err := c.CombinedOutput()
-		if err != nil {
-			return string(out), fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out), nil
-	}
+	kubectl := w.runKubectl
 	get := func(args ...string) string {
 		out, err := kubectl(kubeconfig, "", append([]string{"get"}, args...)...)
 		if err != nil {

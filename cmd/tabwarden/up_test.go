@@ -48,6 +48,23 @@ func newUpWorld(t *testing.T) upWorld {
 	return w
 }
 
+// runKubectl runs kubectl with kubeconfig kc and args in the repository (as a
+// user applying the samples does), stdin on its standard input, within 90 s.
+func (w upWorld) runKubectl(kc, stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, w.kubectl, append([]string{"--kubeconfig", kc}, args...)...)
+	c.Dir = w.repo
+	if stdin != "" {
+		c.Stdin = strings.NewReader(stdin)
+	}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
 // upRun is a `tabwarden up` subprocess a test started (startUp).
 type upRun struct {
 	cmd    *exec.Cmd
@@ -223,18 +240,7 @@ func TestUp(t *testing.T) {
 	}
 
 	kubectl := func(stdin string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		c := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
-		c.Dir = repo
-		if stdin != "" {
-			c.Stdin = strings.NewReader(stdin)
-		}
-		out, err := c.CombinedOutput()
-		if err != nil {
-			return string(out), fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out), nil
+		return w.runKubectl(kubeconfig, stdin, args...)
 	}
 	must := func(stdin string, args ...string) string {
 		t.Helper()
