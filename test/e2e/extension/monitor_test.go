@@ -89,14 +89,7 @@ func TestSessionMonitorThroughExtension(t *testing.T) {
 	waitOpen(t, g, contacts, links)
 
 	// The user opens the popup (its page in a tab of the extension's origin).
-	popup, err := openPopupTab(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() {
-		_ = devtools.closeTarget(context.Background(), popup) // best-effort cleanup
-	}()
-	psess, err := devtools.attach(ctx, popup)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer devtools.detach(ctx, psess)
+	psess := attachPopup(t, g, openPopupTab)
 	title := ns + "/research"
 	g.Eventually(func(g Gomega) {
 		m := readMonitor(g, psess)

@@ -74,14 +74,7 @@ func TestPopupScreenshot(t *testing.T) {
 	}).Should(Succeed())
 
 	// The user clicks the toolbar button: the popup opens at the size Chrome gives it.
-	popup, err := openActionPopup(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() {
-		_ = devtools.closeTarget(context.Background(), popup) // best-effort cleanup
-	}()
-	psess, err := devtools.attach(ctx, popup)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer devtools.detach(ctx, psess)
+	psess := attachPopup(t, g, openActionPopup)
 
 	title := ns + "/tax-form"
 	shows := func(g Gomega, sess string) {

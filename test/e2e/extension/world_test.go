@@ -63,6 +63,23 @@ func userTabsStay(g *WithT, targets []string, win int) {
 	}
 }
 
+// attachPopup opens the extension's popup with open and attaches a DevTools
+// session to its page; when the test ends, the session detaches and the popup
+// closes.
+func attachPopup(t *testing.T, g *WithT, open func(context.Context) (string, error)) (session string) {
+	t.Helper()
+	ctx := context.Background()
+	popup, err := open(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		_ = devtools.closeTarget(context.Background(), popup) // best-effort cleanup
+	})
+	session, err = devtools.attach(ctx, popup)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { devtools.detach(ctx, session) })
+	return session
+}
+
 // waitOpen waits until each window is Open.
 func waitOpen(t *testing.T, g *WithT, ws ...*twv1.BrowserWindow) {
 	t.Helper()
