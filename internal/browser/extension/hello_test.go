@@ -14,46 +14,41 @@ func TestHelloRules(t *testing.T) {
 	th := startHost(t, "", nil)
 	token := pair(t, th)
 	var challengedEpochs []float64
+	// dial opens a raw connection to th (the shared host) with the extension's origin.
+	dial := func(t *testing.T) *websocket.Conn {
+		t.Helper()
+		c, _, err := dialRaw(t, th, testOrigin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// refused sends first as the first frame and expects the host to close unauthorized.
+	refused := func(t *testing.T, first any) {
+		t.Helper()
+		c := dial(t)
+		_ = writeJSON(t, c, first)
+		expectClose(t, c, CloseUnauthorized)
+	}
 
 	t.Run("no nonce", func(t *testing.T) {
-		c, _, err := dialRaw(t, th, testOrigin, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = writeJSON(t, c, map[string]string{"type": "hello", "version": "0.1.0", "kid": extKeyID(token)})
-		expectClose(t, c, CloseUnauthorized)
+		refused(t, map[string]string{"type": "hello", "version": "0.1.0", "kid": extKeyID(token)})
 	})
 	t.Run("short nonce", func(t *testing.T) {
-		c, _, err := dialRaw(t, th, testOrigin, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": "abc", "kid": extKeyID(token)})
-		expectClose(t, c, CloseUnauthorized)
+		refused(t, map[string]string{"type": "hello", "nonce": "abc", "kid": extKeyID(token)})
 	})
 	t.Run("the old protocol: the token itself in hello", func(t *testing.T) {
-		c, _, err := dialRaw(t, th, testOrigin, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = writeJSON(t, c, map[string]string{"type": "hello", "token": token, "version": "0.1.0"})
-		expectClose(t, c, CloseUnauthorized)
+		refused(t, map[string]string{"type": "hello", "token": token, "version": "0.1.0"})
 	})
 	t.Run("wrong key", func(t *testing.T) {
-		c, _, err := dialRaw(t, th, testOrigin, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dial(t)
 		wrong := token[:len(token)-2] + "AA"
 		_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": testNonce(), "kid": extKeyID(wrong), "version": "0.1.0"})
 		expectClose(t, c, CloseUnauthorized) // no challenge: nothing to learn
 	})
 	t.Run("right key id, wrong proof", func(t *testing.T) {
 		// A peer that saw an earlier hello knows the key id; it still cannot prove the key.
-		c, _, err := dialRaw(t, th, testOrigin, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dial(t)
 		ch, _, err := challenged(t, c, token)
 		if err != nil {
 			t.Fatal(err)
@@ -85,18 +80,10 @@ func TestHelloRules(t *testing.T) {
 		expectClose(t, c2, CloseUnauthorized)
 	})
 	t.Run("not a hello first", func(t *testing.T) {
-		c, _, err := dialRaw(t, th, testOrigin, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = writeJSON(t, c, map[string]any{"type": "command", "id": "1", "op": "observe", "kid": extKeyID(token)})
-		expectClose(t, c, CloseUnauthorized)
+		refused(t, map[string]any{"type": "command", "id": "1", "op": "observe", "kid": extKeyID(token)})
 	})
 	t.Run("binary hello", func(t *testing.T) {
-		c, _, err := dialRaw(t, th, testOrigin, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dial(t)
 		b, _ := json.Marshal(map[string]string{"type": "hello", "nonce": testNonce(), "kid": extKeyID(token)})
 		_ = c.Write(context.Background(), websocket.MessageBinary, b)
 		expectClose(t, c, CloseUnauthorized)
@@ -127,10 +114,7 @@ func TestHelloRules(t *testing.T) {
 		expectClose(t, c, websocket.StatusPolicyViolation)
 	})
 	t.Run("oversized hello", func(t *testing.T) {
-		c, _, err := dialRaw(t, th, testOrigin, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dial(t)
 		big := strings.Repeat("x", DefaultMaxFrameBytes+1)
 		_ = writeJSON(t, c, map[string]string{"type": "hello", "nonce": big})
 		expectClose(t, c, websocket.StatusMessageTooBig)
