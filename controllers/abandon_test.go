@@ -34,14 +34,10 @@ func abandoning(ns, name, profile string, after time.Duration) *twv1.BrowserSess
 // named after it that it does not own (made by someone else, or left by an
 // earlier session of the same name) does not hold it.
 func TestAbandonedWithoutHolder(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 30*time.Second)
 	b := fake.New()
 	_, userTabs := b.UserOpenWindow("https://user.example/inbox")
-	startController(t)
-	startAgent(t, "abandon-noholder", b)
+	startRoles(t, "abandon-noholder", b)
 
 	// A forged Lease: the session's name and label, but not owned by it.
 	forged := &coordv1.Lease{
@@ -84,8 +80,7 @@ func TestHolderLeaseAccess(t *testing.T) {
 	ctx := context.Background()
 	ns, other := newNamespace(t), newNamespace(t)
 	b := fake.New()
-	startController(t)
-	startAgent(t, "abandon-held", b)
+	startRoles(t, "abandon-held", b)
 	alice, err := client.New(testenv.AllowUser(t, cfg, ns, "alice-holder"), client.Options{Scheme: run.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	mallory, err := client.New(testenv.AllowUser(t, cfg, other, "mallory-holder"), client.Options{Scheme: run.Scheme()})

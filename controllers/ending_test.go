@@ -88,15 +88,11 @@ func (l *laggingBrowser) Close(ctx context.Context, req browser.CloseRequest) er
 func TestSpawnRacingDeletionIsAdopted(t *testing.T) {
 	for _, end := range []string{"delete", "finish"} {
 		t.Run(end, func(t *testing.T) {
-			g := NewWithT(t)
-			g.SetDefaultEventuallyTimeout(30 * time.Second)
-			ctx := context.Background()
-			ns := newNamespace(t)
+			g, ctx, ns := begin(t, 30*time.Second)
 			fb := fake.New()
 			userWin, userTabs := fb.UserOpenWindow("https://user.example/reading")
 			b := newLaggingBrowser(t, fb)
-			startController(t)
-			startAgent(t, "race-"+end, b)
+			startRoles(t, "race-"+end, b)
 
 			s := session(ns, "racing", "race-"+end)
 			g.Expect(k8s.Create(ctx, s)).To(Succeed())

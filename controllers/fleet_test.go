@@ -52,10 +52,7 @@ func condOf(conds []metav1.Condition, typ string) metav1.Condition {
 // session with a page stays, says profile_lost, and converges when the agent
 // returns with nothing opened twice; new sessions avoid the lost profile.
 func TestAgentLostFailover(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 30*time.Second)
 	pool := ns
 	testenv.StartControllerWith(t, cfg, run.ControllerOptions{AgentGrace: testGrace})
 	ba, bb := fake.New(), fake.New()
@@ -147,10 +144,7 @@ func TestBurstPlacement(t *testing.T) {
 		{name: "16 sessions over two profiles of 5", max: 5, sessions: 16, wantEach: 5, wantPending: 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			g.SetDefaultEventuallyTimeout(90 * time.Second)
-			ctx := context.Background()
-			ns := newNamespace(t)
+			g, ctx, ns := begin(t, 90*time.Second)
 			profiles := []string{ns + "-p1", ns + "-p2"}
 			for _, p := range profiles {
 				startAgent(t, p, fake.New())
@@ -220,10 +214,7 @@ func TestBurstPlacement(t *testing.T) {
 // session_unregistered conditions as soon as the controller registers it, before
 // any agent takes it.
 func TestWindowBeforeSessionHandoff(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	startController(t)
 	w := openWindow(ns, "early", "late", "https://example.com/")
 	g.Expect(k8s.Create(ctx, w)).To(Succeed())

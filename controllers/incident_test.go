@@ -19,16 +19,12 @@ import (
 // TestIncident replays the spawned-compose-window incident, asserting at each
 // step what a user would see with kubectl and in the browser.
 func TestIncident(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	// 1. The user already has two windows of their own.
 	userWin1, userTabs1 := b.UserOpenWindow("https://mail.example/inbox", "https://bank.example/")
 	userWin2, userTabs2 := b.UserOpenWindow("https://news.example/")
-	startController(t)
-	startAgent(t, "incident", b)
+	startRoles(t, "incident", b)
 
 	s := session(ns, "taxes", "incident")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
@@ -160,14 +156,10 @@ func TestRegistrationRefused(t *testing.T) {
 // session_unregistered and a command that registers the session; it is
 // registered as soon as the session exists.
 func TestWindowWithoutSession(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	b.UserOpenWindow("https://user.example/")
-	startController(t)
-	startAgent(t, "orphans", b)
+	startRoles(t, "orphans", b)
 	w := openWindow(ns, "orphan", "ghost", "https://example.com/")
 	g.Expect(k8s.Create(ctx, w)).To(Succeed())
 	g.Eventually(func(g Gomega) {

@@ -36,15 +36,11 @@ func kstatusOf(g Gomega, obj client.Object) status.Status {
 // page (nothing reopens it); an action is Current once it succeeded and Failed
 // once refused; a profile is InProgress while its browser is away.
 func TestKstatusThroughIncident(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	contactsSite(b)
 	b.UserOpenWindow("https://mail.example/inbox")
-	startController(t)
-	startAgent(t, "kstatus", b)
+	startRoles(t, "kstatus", b)
 	profile := &twv1.BrowserProfile{}
 	profile.Name = "kstatus"
 	g.Eventually(func(g Gomega) { g.Expect(kstatusOf(g, profile)).To(Equal(status.CurrentStatus)) }).Should(Succeed())

@@ -47,10 +47,7 @@ func openedTabs(t *testing.T, g *WithT, ws ...*twv1.BrowserWindow) []string {
 // TestRestartMidCleanup stops the controller and the agent in the middle of the
 // cleanup of ten windows: it finishes, nothing closes twice, no user tab closes.
 func TestRestartMidCleanup(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 30*time.Second)
 	b := fake.New()
 	userWin, userTabs := b.UserOpenWindow("https://user.example/a", "https://user.example/b")
 	ctl := startController(t)
@@ -78,8 +75,7 @@ func TestRestartMidCleanup(t *testing.T) {
 	agt.Stop()
 
 	// Both come back: the cleanup finishes.
-	startController(t)
-	startAgent(t, "restart", b)
+	startRoles(t, "restart", b)
 	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
 	g.Expect(windowsOf(ns, "ten")).To(BeEmpty())
 	for _, id := range tabs {
@@ -91,14 +87,10 @@ func TestRestartMidCleanup(t *testing.T) {
 
 // TestListingBySource: a label selector returns exactly what a session owns, split by source.
 func TestListingBySource(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	_, userTabs := b.UserOpenWindow("https://user.example/reading")
-	startController(t)
-	startAgent(t, "listing", b)
+	startRoles(t, "listing", b)
 
 	g.Expect(k8s.Create(ctx, session(ns, "mine", "listing"))).To(Succeed())
 	g.Expect(k8s.Create(ctx, session(ns, "other", "listing"))).To(Succeed())
@@ -140,14 +132,10 @@ func names(ws []twv1.BrowserWindow) []string {
 // the session ends; when the user closes it the binding fails and no other tab
 // takes its place; a bind to a tab that does not exist fails the same way.
 func TestBoundTabLifecycle(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	userWin, userTabs := b.UserOpenWindow("https://user.example/1", "https://user.example/2", "https://user.example/3")
-	startController(t)
-	startAgent(t, "binding", b)
+	startRoles(t, "binding", b)
 	g.Expect(k8s.Create(ctx, session(ns, "reader", "binding"))).To(Succeed())
 	bindTo := func(name, tab string) *twv1.BrowserWindow {
 		w := &twv1.BrowserWindow{
@@ -187,17 +175,11 @@ func TestBoundTabLifecycle(t *testing.T) {
 // TestDisconnectIsUnknownNotGone: pages are never declared closed because the
 // browser became unreachable, and nothing opens twice after it is back.
 func TestDisconnectIsUnknownNotGone(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	b.UserOpenWindow("https://user.example/")
-	startController(t)
-	startAgent(t, "flaky", b)
-	g.Expect(k8s.Create(ctx, session(ns, "s", "flaky"))).To(Succeed())
-	w := openWindow(ns, "w", "s", "https://work.example/")
-	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	startRoles(t, "flaky", b)
+	w := sessionWithWindow(g, ns, "s", "flaky", "w", "https://work.example/")
 	tab := openedTabs(t, g, w)[0]
 	pages := b.PageCount()
 
@@ -225,14 +207,10 @@ func TestDisconnectIsUnknownNotGone(t *testing.T) {
 // TestFinishedSession: state Finished closes temporary pages, releases Keep
 // pages as deliverables and keeps the session as a record.
 func TestFinishedSession(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	b.UserOpenWindow("https://user.example/")
-	startController(t)
-	startAgent(t, "finish", b)
+	startRoles(t, "finish", b)
 	s := session(ns, "report", "finish")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	tmp, keep := openWindow(ns, "search", "report", "https://search.example/"), openWindow(ns, "result", "report", "https://result.example/")
@@ -260,14 +238,10 @@ func TestFinishedSession(t *testing.T) {
 // TestLastTabKeepsUserWindow: a session placing tabs in the user's window never
 // closes that window, even when its tab is the last one left.
 func TestLastTabKeepsUserWindow(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	userWin, userTabs := b.UserOpenWindow("https://user.example/only")
-	startController(t)
-	startAgent(t, "lasttab", b)
+	startRoles(t, "lasttab", b)
 	s := session(ns, "tabs", "lasttab")
 	s.Spec.Placement = twv1.PlacementTab
 	s.Spec.PinnedWindowID = userWin
@@ -290,17 +264,11 @@ func TestLastTabKeepsUserWindow(t *testing.T) {
 
 // TestUserClosedPageIsGone: a page the user closes is Gone, not re-opened.
 func TestUserClosedPageIsGone(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, _, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	b.UserOpenWindow("https://user.example/")
-	startController(t)
-	startAgent(t, "gone", b)
-	g.Expect(k8s.Create(ctx, session(ns, "s", "gone"))).To(Succeed())
-	w := openWindow(ns, "w", "s", "https://work.example/")
-	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	startRoles(t, "gone", b)
+	w := sessionWithWindow(g, ns, "s", "gone", "w", "https://work.example/")
 	tab := openedTabs(t, g, w)[0]
 	pages := b.PageCount()
 	b.UserCloseTab(tab)
@@ -311,14 +279,10 @@ func TestUserClosedPageIsGone(t *testing.T) {
 // TestIdleTimeout: a session without activity for spec.idleTimeout finishes by
 // itself: temporary pages close, Keep pages are released, Ready says why.
 func TestIdleTimeout(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	b.UserOpenWindow("https://user.example/")
-	startController(t)
-	startAgent(t, "idle", b)
+	startRoles(t, "idle", b)
 	s := session(ns, "sleepy", "idle")
 	s.Spec.IdleTimeout = &metav1.Duration{Duration: 3 * time.Second}
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
@@ -346,13 +310,9 @@ func TestIdleTimeout(t *testing.T) {
 // (Placed=False, placement_not_pinned, naming both windows and why), and the pin
 // does not move to where that page landed.
 func TestTabPlacementPinnedCondition(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
-	startController(t)
-	startAgent(t, "pinned", b)
+	startRoles(t, "pinned", b)
 	s := session(ns, "tabs", "pinned")
 	s.Spec.Placement = twv1.PlacementTab
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
@@ -411,10 +371,7 @@ func TestTabPlacementPinnedCondition(t *testing.T) {
 // took, of a session whose profile is gone, does not hold the session's
 // deletion: the controller lets it go.
 func TestRegistrationStoresThePageFinalizer(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	startController(t)
 	// A profile with no agent: the session is placed on it (pinned), nothing takes its windows.
 	createProfile(t, "no-agent", twv1.BrowserProfileSpec{Namespaces: []string{ns}})
@@ -445,13 +402,9 @@ func TestRegistrationStoresThePageFinalizer(t *testing.T) {
 // dirty_session once while they close and SessionCleaned once when they are
 // closed, however many reconciles the windows' going causes; the session goes.
 func TestCleanupToldOnce(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 30*time.Second)
 	b := fake.New()
-	startController(t)
-	startAgent(t, "told-once", b)
+	startRoles(t, "told-once", b)
 
 	s := session(ns, "told", "told-once")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
@@ -496,10 +449,7 @@ func TestCleanupToldOnce(t *testing.T) {
 // stay; once the controller is back, every window and the session go, and no
 // page closed twice.
 func TestEndedSessionClosesAheadOfDeletion(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 30*time.Second)
 	b := fake.New()
 	userWin, userTabs := b.UserOpenWindow("https://user.example/reading")
 	ctl := startController(t)

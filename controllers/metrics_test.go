@@ -82,18 +82,14 @@ next:
 // driver's connection and the cleanup duration move as a fleet operator would
 // expect.
 func TestMetricsAfterIncident(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	// A profile of this run's own: its series are this run's alone (the
 	// registry outlives a run, and -count=N repeats it).
 	prof := "metrics-" + strings.TrimPrefix(ns, "tw-")
 	b := fake.New()
 	contactsSite(b)
 	b.UserOpenWindow("https://mail.example/inbox")
-	startController(t)
-	startAgent(t, prof, b)
+	startRoles(t, prof, b)
 	before := scrape(g)
 	// The agent's series carry its profile and driver.
 	agentLabels := []string{"profile", prof, "driver", "fake"}

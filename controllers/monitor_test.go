@@ -43,13 +43,9 @@ func (m *monitoredBrowser) last() ([]browser.MonitorSession, int) {
 // marked unacknowledged until it has a disposition), coalesces a burst of
 // changes into a few publishes, and publishes nothing when nothing changed.
 func TestSessionMonitorPublishes(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := &monitoredBrowser{Browser: fake.New()}
-	startController(t)
-	startAgent(t, "monitored", b)
+	startRoles(t, "monitored", b)
 	other := session(ns, "elsewhere", "not-this-profile")
 	g.Expect(k8s.Create(ctx, other)).To(Succeed())
 

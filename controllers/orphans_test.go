@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -17,17 +16,12 @@ import (
 // the page (its finalizer taken off while the agent was away) leaves a page the
 // ledger still holds; the agent, back, closes it. A user's tab is never touched.
 func TestOrphanedPagesAreCollected(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	_, userTabs := b.UserOpenWindow("https://user.example/reading")
 	startController(t)
 	agentRole := startAgent(t, "orphans", b)
-	g.Expect(k8s.Create(ctx, session(ns, "s", "orphans"))).To(Succeed())
-	w := openWindow(ns, "page", "s", "https://work.example/orphan")
-	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	w := sessionWithWindow(g, ns, "s", "orphans", "page", "https://work.example/orphan")
 	page := openedTabs(t, g, w)[0]
 
 	// The agent goes away; someone lets the window go without it.
@@ -55,10 +49,7 @@ func TestOrphanedPagesAreCollected(t *testing.T) {
 // follow the name: that page is collected as an orphan and the new window gets
 // a page of its own.
 func TestRestartedAgentFindsWindowsByUID(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 30*time.Second)
 	b := fake.New()
 	startController(t)
 	agentRole := startAgent(t, "restart-uid", b)

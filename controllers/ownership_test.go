@@ -51,14 +51,10 @@ func condition(w *twv1.BrowserWindow, typ string) metav1.Condition {
 // spawn_not_observed; acknowledging it Close, and ending the session, close
 // nothing of the user's.
 func TestForgedSpawnNeverTouchesUserTab(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	userWin, userTabs := b.UserOpenWindow("https://mail.example/inbox", "https://bank.example/", "https://news.example/")
-	startController(t)
-	startAgent(t, "forged-spawn", b)
+	startRoles(t, "forged-spawn", b)
 	s := session(ns, "taxes", "forged-spawn")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	contacts := openWindow(ns, "contacts", "taxes", "https://contacts.example/people")
@@ -116,14 +112,10 @@ func TestForgedSpawnNeverTouchesUserTab(t *testing.T) {
 // user's tab does not move the window's authority; the agent writes its own
 // page back, and ending the session closes that page, not the user's.
 func TestForgedStatusNeverClosesUserTab(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	userWin, userTabs := b.UserOpenWindow("https://mail.example/inbox", "https://bank.example/")
-	startController(t)
-	startAgent(t, "forged-status", b)
+	startRoles(t, "forged-status", b)
 	s := session(ns, "taxes", "forged-status")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	w := openWindow(ns, "form", "taxes", "https://tax.example/form")
@@ -148,17 +140,12 @@ func TestForgedStatusNeverClosesUserTab(t *testing.T) {
 // TestLabelDoesNotChooseTheAgent: a window labelled for a profile whose agent
 // runs, of a session the controller did not place there, is never opened there.
 func TestLabelDoesNotChooseTheAgent(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	b.UserOpenWindow("https://user.example/")
 	// No controller: nothing places the session, so only the label points here.
 	startAgent(t, "desktop", b)
-	g.Expect(k8s.Create(ctx, session(ns, "elsewhere", "pool-7"))).To(Succeed())
-	w := openWindow(ns, "intranet", "elsewhere", "http://intranet.example/secrets")
-	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	w := sessionWithWindow(g, ns, "elsewhere", "pool-7", "intranet", "http://intranet.example/secrets")
 	// A bug in the controller (only it may set the profile label) labels it for desktop.
 	label := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"`+twv1.ProfileLabel+`":"desktop","`+twv1.SessionLabel+`":"elsewhere"}}}`))
 	g.Expect(testenv.ControllerClient(t, cfg).Patch(ctx, w, label)).To(Succeed())
@@ -184,8 +171,7 @@ func TestBindingIsExclusive(t *testing.T) {
 	nsA, nsB := newNamespace(t), newNamespace(t)
 	b := fake.New()
 	_, userTabs := b.UserOpenWindow("https://user.example/reading")
-	startController(t)
-	startAgent(t, "shared", b)
+	startRoles(t, "shared", b)
 	g.Expect(k8s.Create(ctx, session(nsA, "a", "shared"))).To(Succeed())
 	g.Expect(k8s.Create(ctx, session(nsB, "b", "shared"))).To(Succeed())
 	login := openWindow(nsB, "login", "b", "https://login.example/")
@@ -232,17 +218,11 @@ func TestBindingIsExclusive(t *testing.T) {
 // the user opens meanwhile outside any action is not; an action on a page the
 // session does not own is refused by the driver.
 func TestOpenerlessSpawnDuringAction(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	_, userTabs := b.UserOpenWindow("https://user.example/")
-	startController(t)
-	startAgent(t, "acting", b)
-	g.Expect(k8s.Create(ctx, session(ns, "s", "acting"))).To(Succeed())
-	w := openWindow(ns, "viewer", "s", "https://docs.example/report")
-	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	startRoles(t, "acting", b)
+	w := sessionWithWindow(g, ns, "s", "acting", "viewer", "https://docs.example/report")
 	tab := openedTabs(t, g, w)[0]
 
 	act := browser.ActRequest{Key: agent.ActionKey(ns, "s", "viewer"), Owner: string(w.UID), Page: tab}
@@ -267,10 +247,7 @@ func TestOpenerlessSpawnDuringAction(t *testing.T) {
 // until the driver's records say what the window owns, and then its page is
 // really closed (never left open as "Closed").
 func TestCloseWaitsForTheDriversRecords(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
 	b.UserOpenWindow("https://user.example/")
 	startController(t)
@@ -311,10 +288,7 @@ func TestCloseWaitsForTheDriversRecords(t *testing.T) {
 // it, the controller moves the label to the session's profile, and the page opens
 // in the browser the session was placed on.
 func TestForgedProfileLabelAtCreate(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	desktop, pool := fake.New(), fake.New()
 	desktop.UserOpenWindow("https://mail.example/inbox")
 	startController(t)
@@ -345,13 +319,9 @@ func TestForgedProfileLabelAtCreate(t *testing.T) {
 // without any write to its metadata: no registration patch by the controller, no
 // finalizer patch by the agent.
 func TestRegisteredAtCreateIsNotRewritten(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	b := fake.New()
-	startController(t)
-	startAgent(t, "registered", b)
+	startRoles(t, "registered", b)
 	alice, err := client.NewWithWatch(testenv.AllowUser(t, cfg, ns, "alice"), client.Options{Scheme: run.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	s := session(ns, "tax", "registered")

@@ -2,25 +2,19 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
+	"time"
 
-	"github.com/go-logr/zapr"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
-	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
@@ -30,30 +24,19 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	lvl := zapcore.InfoLevel
-	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
-		lvl = zapcore.ErrorLevel
-	}
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
-	ctrl.SetLogger(zapr.NewLogger(zl))
-
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = c
-	k8s, err = client.New(cfg, client.Options{Scheme: run.Scheme()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	testenv.Main(m, testenv.Options{Logs: testenv.QuietLogs, Setup: func(e *testenv.Env) error {
+		cfg, k8s = e.Admin, e.Client
+		return nil
+	}})
 }
 
 func startController(t *testing.T) *testenv.Role { return testenv.StartController(t, cfg) }
+
+// startRoles starts the controller and the agent of profile on b.
+func startRoles(t *testing.T, profile string, b browser.Browser) {
+	startController(t)
+	startAgent(t, profile, b)
+}
 
 func startAgent(t *testing.T, profile string, b browser.Browser) *testenv.Role {
 	return testenv.StartAgent(t, cfg, agent.Options{Profile: profile, Driver: twv1.DriverFake, Browser: b, LeaseNamespace: access.SystemNamespace})
@@ -72,6 +55,15 @@ func session(ns, name, profile string) *twv1.BrowserSession {
 
 func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
 	return testenv.OpenWindow(ns, name, sess, url)
+}
+
+// sessionWithWindow creates session sess of profile and its Open window name at url.
+func sessionWithWindow(g *WithT, ns, sess, profile, name, url string) *twv1.BrowserWindow {
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, session(ns, sess, profile))).To(Succeed())
+	w := openWindow(ns, name, sess, url)
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	return w
 }
 
 func get[T client.Object](t *testing.T, obj T) T { t.Helper(); return testenv.Get(t, k8s, obj) }
@@ -106,4 +98,13 @@ func deleteAndWait(t *testing.T, g *WithT, obj client.Object) {
 	ctx := context.Background()
 	g.Expect(k8s.Delete(ctx, obj)).To(Succeed())
 	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }).Should(BeTrue())
+}
+
+// begin opens a test on the package's shared control plane (TestMain): a
+// gomega whose Eventually waits up to timeout, and a fresh namespace.
+func begin(t *testing.T, timeout time.Duration) (*WithT, context.Context, string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(timeout)
+	return g, context.Background(), newNamespace(t)
 }

@@ -103,8 +103,7 @@ func TestTenancyRefusesNamespaceNotAdmitted(t *testing.T) {
 	createProfile(t, "tenant-list", twv1.BrowserProfileSpec{Namespaces: []string{admitted}})
 	b := fake.New()
 	b.UserOpenWindow("https://user.example/")
-	startController(t)
-	startAgent(t, "tenant-list", b)
+	startRoles(t, "tenant-list", b)
 	g.Eventually(func() int { return b.PageCount() }).Should(Equal(1))
 
 	// Admitted by the list.
@@ -173,8 +172,7 @@ func TestTenancyNamespaceSelector(t *testing.T) {
 	unlabelled := newNamespace(t)
 	createProfile(t, "tenant-selector", twv1.BrowserProfileSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}})
 	b := fake.New()
-	startController(t)
-	startAgent(t, "tenant-selector", b)
+	startRoles(t, "tenant-selector", b)
 
 	in := session(teamA, "in", "tenant-selector")
 	g.Expect(k8s.Create(ctx, in)).To(Succeed())
@@ -246,10 +244,7 @@ func TestTenancySchedulingSkipsProfilesNotAdmitting(t *testing.T) {
 // refused (NoProfile) with the commands that create it, not placed blindly; it is
 // placed once an admin creates the profile admitting its namespace.
 func TestTenancyMissingProfile(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	startController(t)
 	s := session(ns, "early", "tenant-later")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
@@ -269,14 +264,10 @@ func TestTenancyMissingProfile(t *testing.T) {
 // when it ends); Admitted turns False with profile_not_allowed and a Warning
 // Event, and new sessions in the namespace are refused.
 func TestTenancyRevokedAfterPlacement(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	g, ctx, ns := begin(t, 20*time.Second)
 	createProfile(t, "tenant-revoke", twv1.BrowserProfileSpec{Namespaces: []string{ns}})
 	b := fake.New()
-	startController(t)
-	startAgent(t, "tenant-revoke", b)
+	startRoles(t, "tenant-revoke", b)
 	s := session(ns, "running", "tenant-revoke")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	w := openWindow(ns, "w", "running", "https://work.example/running")
@@ -334,8 +325,7 @@ func TestTabListPrivacy(t *testing.T) {
 	createProfile(t, "tabs-private", twv1.BrowserProfileSpec{Namespaces: []string{withSession, neighbour, without}})
 	b := fake.New()
 	_, userTabs := b.UserOpenWindow("https://bank.example/statement", "chrome://settings", "https://mail.example/inbox")
-	startController(t)
-	startAgent(t, "tabs-private", b)
+	startRoles(t, "tabs-private", b)
 
 	p := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "tabs-private"}}
 	g.Eventually(func() int32 { return get(t, p).Status.TabCount }).Should(Equal(int32(2)), "chrome:// pages are not bindable")

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"net"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +20,7 @@ import (
 // `--fresh` start has no session.
 func TestUpRestart(t *testing.T) {
 	w := newUpWorld(t)
-	kubectlBin, assets, repo, work, bin := w.kubectl, w.assets, w.repo, w.work, w.bin
+	assets, repo, work, bin := w.assets, w.repo, w.work, w.bin
 	// The fixture site on the same port every run: the page's url names it.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,50 +35,21 @@ func TestUpRestart(t *testing.T) {
 	// start runs `tabwarden up` until it is ready; stop sends it SIGINT and
 	// waits for it to exit.
 	// The last run's exit, stderr and stopped flag, for the crash at the end.
-	var (
-		lastExited  chan error
-		lastStderr  *syncBuffer
-		lastStopped *bool
-	)
+	var last *upRun
 	start := func(what string, extra ...string) (up.Info, func()) {
 		t.Helper()
 		args := append([]string{"up", "--repo", repo, "--assets", assets, "--extension-addr", "off",
 			"--fixture-addr", fixtureAddr, "--ready-timeout", "4m"}, extra...)
-		cmd := exec.Command(bin, args...)
-		cmd.Dir = work
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr syncBuffer
-		cmd.Stderr = &stderr
-		began := time.Now()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		var printed syncBuffer
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			once := sync.Once{}
-			for sc.Scan() {
-				printed.WriteString(sc.Text() + "\n")
-				if strings.HasPrefix(sc.Text(), up.ReadyPrefix) {
-					once.Do(func() { close(ready) })
-				}
-			}
-		}()
-		stopped := false
+		r := startUp(t, bin, work, args...)
+		cmd, stderr, printed := r.cmd, &r.stderr, &r.printed
 		stop := func() {
-			if stopped {
+			if r.stopped {
 				return
 			}
-			stopped = true
+			r.stopped = true
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			select {
-			case err := <-exited:
+			case err := <-r.exited:
 				if err != nil {
 					t.Errorf("%s: tabwarden up exited with %v after SIGINT", what, err)
 				}
@@ -95,16 +62,9 @@ func TestUpRestart(t *testing.T) {
 			}
 		}
 		t.Cleanup(stop)
-		lastExited, lastStderr, lastStopped = exited, &stderr, &stopped
-		select {
-		case <-ready:
-		case err := <-exited:
-			stopped = true
-			t.Fatalf("%s: tabwarden up exited before it was ready: %v\nstdout:\n%s\nstderr:\n%s", what, err, printed.String(), tail(stderr.String(), 12<<10))
-		case <-time.After(5 * time.Minute):
-			t.Fatalf("%s: tabwarden up not ready after 5 minutes\nstdout:\n%s", what, printed.String())
-		}
-		t.Logf("%s: ready after %v", what, time.Since(began).Round(100*time.Millisecond))
+		last = r
+		r.waitReady(t, what)
+		t.Logf("%s: ready after %v", what, time.Since(r.began).Round(100*time.Millisecond))
 		if !strings.Contains(printed.String(), "--fresh") {
 			t.Errorf("%s: the ready message does not say that --fresh starts empty:\n%s", what, printed.String())
 		}
@@ -112,20 +72,7 @@ func TestUpRestart(t *testing.T) {
 		readJSON(t, filepath.Join(stateDir, up.InfoFile), &info)
 		return info, stop
 	}
-	kubectl := func(kc, stdin string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		c := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", kc}, args...)...)
-		c.Dir = repo
-		if stdin != "" {
-			c.Stdin = strings.NewReader(stdin)
-		}
-		out, err := c.CombinedOutput()
-		if err != nil {
-			return string(out), fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out), nil
-	}
+	kubectl := w.runKubectl
 	get := func(args ...string) string {
 		out, err := kubectl(kubeconfig, "", append([]string{"get"}, args...)...)
 		if err != nil {
@@ -236,10 +183,10 @@ spec:
 		t.Fatalf("killing Chromium's process group %d: %v", info.ChromiumPID, err)
 	}
 	select {
-	case err := <-lastExited:
-		*lastStopped = true
-		if err == nil || !strings.Contains(lastStderr.String(), "chromium exited") {
-			t.Errorf("run 3: Chromium was killed; up exited with %v, stderr:\n%s\nwant a failure that says chromium exited", err, tail(lastStderr.String(), 4<<10))
+	case err := <-last.exited:
+		last.stopped = true
+		if err == nil || !strings.Contains(last.stderr.String(), "chromium exited") {
+			t.Errorf("run 3: Chromium was killed; up exited with %v, stderr:\n%s\nwant a failure that says chromium exited", err, tail(last.stderr.String(), 4<<10))
 		}
 	case <-time.After(time.Minute):
 		t.Errorf("run 3: Chromium was killed a minute ago and tabwarden up still runs")

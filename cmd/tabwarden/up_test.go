@@ -2,18 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,6 +48,81 @@ func newUpWorld(t *testing.T) upWorld {
 	return w
 }
 
+// runKubectl runs kubectl with kubeconfig kc and args in the repository (as a
+// user applying the samples does), stdin on its standard input, within 90 s.
+func (w upWorld) runKubectl(kc, stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, w.kubectl, append([]string{"--kubeconfig", kc}, args...)...)
+	c.Dir = w.repo
+	if stdin != "" {
+		c.Stdin = strings.NewReader(stdin)
+	}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// upRun is a `tabwarden up` subprocess a test started (startUp).
+type upRun struct {
+	cmd    *exec.Cmd
+	exited chan error // its exit, once
+	began  time.Time
+	// stderr and printed (its stdout) are what it wrote so far.
+	stderr, printed syncBuffer
+	ready           chan struct{} // closed when it printed its ready line
+	// stopped: the test saw it exit, and has no SIGINT to send.
+	stopped bool
+}
+
+// startUp starts bin with args in dir, reading what it prints.
+func startUp(t *testing.T, bin, dir string, args ...string) *upRun {
+	t.Helper()
+	r := &upRun{cmd: exec.Command(bin, args...), exited: make(chan error, 1), ready: make(chan struct{})}
+	r.cmd.Dir = dir
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd.Stderr = &r.stderr
+	r.began = time.Now()
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.exited <- r.cmd.Wait() }()
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := sync.Once{}
+		for sc.Scan() {
+			r.printed.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), up.ReadyPrefix) {
+				once.Do(func() { close(r.ready) })
+			}
+		}
+	}()
+	return r
+}
+
+// waitReady waits until the run printed its ready line. It fails the test
+// (what, when set, prefixing the message) when the run exits first or is not
+// ready within 5 minutes.
+func (r *upRun) waitReady(t *testing.T, what string) {
+	t.Helper()
+	if what != "" {
+		what += ": "
+	}
+	select {
+	case <-r.ready:
+	case err := <-r.exited:
+		r.stopped = true
+		t.Fatalf("%stabwarden up exited before it was ready: %v\nstdout:\n%s\nstderr:\n%s", what, err, r.printed.String(), tail(r.stderr.String(), 12<<10))
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("%stabwarden up not ready after 5 minutes\nstdout:\n%s", what, r.printed.String())
+	}
+}
+
 // TestUp is the smoke test of `tabwarden up`, driven the way a user drives it: the
 // built binary as a subprocess, kubectl against the kubeconfig it writes, the samples
 // in config/samples, and Ctrl-C (SIGINT) at the end, after which no process it
@@ -81,23 +150,10 @@ func TestUp(t *testing.T) {
 	if err := os.Chmod(stateDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "up", "--repo", repo, "--assets", assets, "--extension-addr", "127.0.0.1:0", "--ready-timeout", "4m")
-	cmd.Dir = work
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
+	r := startUp(t, bin, work, "up", "--repo", repo, "--assets", assets, "--extension-addr", "127.0.0.1:0", "--ready-timeout", "4m")
+	cmd, exited, stderr, printed := r.cmd, r.exited, &r.stderr, &r.printed
 	defer func() {
-		if !stopped {
+		if !r.stopped {
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			select {
 			case <-exited:
@@ -110,27 +166,8 @@ func TestUp(t *testing.T) {
 		}
 	}()
 
-	var printed syncBuffer
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := sync.Once{}
-		for sc.Scan() {
-			printed.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), up.ReadyPrefix) {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case err := <-exited:
-		stopped = true
-		t.Fatalf("tabwarden up exited before it was ready: %v\nstdout:\n%s", err, printed.String())
-	case <-time.After(5 * time.Minute):
-		t.Fatalf("tabwarden up not ready after 5 minutes\nstdout:\n%s", printed.String())
-	}
-	t.Logf("tabwarden up ready after %v (wall clock, as seen by the test)", time.Since(started).Round(100*time.Millisecond))
+	r.waitReady(t, "")
+	t.Logf("tabwarden up ready after %v (wall clock, as seen by the test)", time.Since(r.began).Round(100*time.Millisecond))
 
 	var info up.Info
 	readJSON(t, filepath.Join(stateDir, up.InfoFile), &info)
@@ -203,18 +240,7 @@ func TestUp(t *testing.T) {
 	}
 
 	kubectl := func(stdin string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		c := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
-		c.Dir = repo
-		if stdin != "" {
-			c.Stdin = strings.NewReader(stdin)
-		}
-		out, err := c.CombinedOutput()
-		if err != nil {
-			return string(out), fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out), nil
+		return w.runKubectl(kubeconfig, stdin, args...)
 	}
 	must := func(stdin string, args ...string) string {
 		t.Helper()
@@ -391,7 +417,7 @@ func TestUp(t *testing.T) {
 	}
 	select {
 	case err := <-exited:
-		stopped = true
+		r.stopped = true
 		if err != nil {
 			t.Fatalf("tabwarden up exited with %v after SIGINT", err)
 		}
@@ -424,238 +450,4 @@ func TestUp(t *testing.T) {
 	}
 }
 
-// TestCommands checks the dispatcher and the refusals that need no cluster.
-func TestCommands(t *testing.T) {
-	cases := []struct {
-		args []string
-		code int
-		want string
-	}{
-		{nil, 2, "Usage:"},
-		{[]string{"bogus"}, 2, `unknown command "bogus"`},
-		{[]string{"version"}, 0, "tabwarden "},
-		{[]string{"agent"}, 1, "--profile is required"},
-		{[]string{"agent", "--profile", "p", "--driver", "fake"}, 1, "the fake driver is for tests"},
-		{[]string{"agent", "--profile", "p", "--driver", "webdriver"}, 1, `--driver "webdriver": want cdp or extension`},
-		{[]string{"pair", "--state-dir", t.TempDir()}, 1, "no tabwarden agent is running"},
-		{[]string{"controller", "--log-level", "loud"}, 1, "--log-level"},
-		{[]string{"up", "--nope"}, 2, "unknown flag: --nope"},
-		{[]string{"controller", "--zap-log-level", "loud"}, 2, "zap-log-level"},
-		{[]string{"help"}, 0, "owned       list what a session owns"},
-		{[]string{"up", "--help"}, 0, "      --cdp-endpoint string"},
-		{[]string{"controller", "-h"}, 0, "      --zap-log-level level"},
-		{[]string{"completion", "bash"}, 0, "bash completion V2 for tabwarden"},
-		{[]string{"__complete", ""}, 0, "up\tRun everything on this machine"},
-		{[]string{"__complete", "owned", "--kubec"}, 0, "--kubeconfig"},
-		{[]string{"owned"}, 2, "usage: tabwarden owned SESSION"},
-		{[]string{"ack", "w", "later"}, 2, `disposition "later": want keep`},
-		{[]string{"cleanup", "s", "--nope"}, 2, "unknown flag: --nope"},
-		{[]string{"act", "s", "--window", "w", "--thread", "t"}, 2, "no steps"},
-		{[]string{"owned", "s", "--kubeconfig", "/nonexistent/kubeconfig"}, 1, "/nonexistent/kubeconfig"},
-	}
-	for _, c := range cases {
-		var out, errOut bytes.Buffer
-		code := dispatch(c.args, &out, &errOut)
-		got := out.String() + errOut.String()
-		if code != c.code || !strings.Contains(got, c.want) {
-			t.Errorf("tabwarden %v: exit %d, output %q; want exit %d and %q", c.args, code, got, c.code, c.want)
-		}
-	}
-}
-
-// TestRoleHelpIsGNUStyle: every role command's help lists its flags as
-// --name TYPE, like the verbs and kubectl: no Go-style -name line, no
-// anonymous "value" type.
-func TestRoleHelpIsGNUStyle(t *testing.T) {
-	flagLine := regexp.MustCompile(`^\s+(-\S+)(?: (\S+))?(?:\s{2,}|$)`)
-	for _, role := range []string{"up", "demo", "controller", "agent", "pair", "unpair", "version"} {
-		var out, errOut bytes.Buffer
-		if code := dispatch([]string{role, "--help"}, &out, &errOut); code != 0 {
-			t.Errorf("tabwarden %s --help: exit %d: %s", role, code, errOut.String())
-			continue
-		}
-		n := 0
-		for _, l := range strings.Split(out.String()+errOut.String(), "\n") {
-			m := flagLine.FindStringSubmatch(l)
-			if m == nil {
-				continue
-			}
-			n++
-			if !strings.HasPrefix(m[1], "--") || len(m[1]) < 4 {
-				t.Errorf("tabwarden %s --help: %q is not a --flag", role, strings.TrimSpace(l))
-			}
-			if m[2] == "value" {
-				t.Errorf("tabwarden %s --help: %q names no type", role, strings.TrimSpace(l))
-			}
-		}
-		if n == 0 && role != "version" {
-			t.Errorf("tabwarden %s --help lists no flags:\n%s", role, out.String()+errOut.String())
-		}
-	}
-}
-
 // --- helpers -------------------------------------------------------------------
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) WriteString(str string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.WriteString(str)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
-
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
-
-func sample(t *testing.T, repo, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repo, "config", "samples", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, detail := f()
-		if ok {
-			return
-		}
-		last = detail
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v (last: %s)", what, timeout, strings.TrimSpace(last))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-// shown counts the pages at path (and query) the browser shows, as up's
-// fixture site sees them (fixture.Presence): up drives Chromium over a pipe,
-// so nothing else can list its tabs. It returns the whole list too, for messages.
-func shown(t *testing.T, fixtureURL, path string) (int, string) {
-	t.Helper()
-	var pages []fixture.OpenPage
-	if err := json.Unmarshal([]byte(httpGet(t, fixtureURL+fixture.PresencePath)), &pages); err != nil {
-		t.Fatalf("the fixture site's page list: %v", err)
-	}
-	n := 0
-	for _, p := range pages {
-		if p.Path == path {
-			n++
-		}
-	}
-	return n, fmt.Sprintf("%v", pages)
-}
-
-// groupListeningPorts are the TCP ports process group pgid listens on.
-func groupListeningPorts(t *testing.T, pgid int) []int {
-	t.Helper()
-	ports, err := chromium.ListeningPorts(pgid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ports
-}
-
-func parsePids(t *testing.T, s string) []up.Proc {
-	t.Helper()
-	var out []up.Proc
-	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
-		f := strings.SplitN(line, " ", 3)
-		if len(f) != 3 {
-			t.Fatalf("malformed pids line %q", line)
-		}
-		pid, err1 := strconv.Atoi(f[0])
-		start, err2 := strconv.ParseUint(f[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("malformed pids line %q", line)
-		}
-		out = append(out, up.Proc{PID: pid, Start: start, Comm: f[2]})
-	}
-	return out
-}
-
-func hasComm(procs []up.Proc, comm string) bool {
-	for _, p := range procs {
-		if strings.HasPrefix(p.Comm, comm) {
-			return true
-		}
-	}
-	return false
-}
-
-// upDescendants is the test's own view of the processes below up.
-func upDescendants(pid int) []up.Proc { return up.Descendants(pid) }
-
-// processesMentioning lists live processes whose command line contains s.
-func processesMentioning(s string) []string {
-	if s == "" {
-		return nil
-	}
-	entries, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(b, []byte(s)) {
-			continue
-		}
-		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
-			continue
-		}
-		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
-	}
-	return out
-}
-
-func httpGet(t *testing.T, u string) string {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatalf("GET %s: %v", u, err)
-	}
-	defer func() { _ = resp.Body.Close() }() // the body is read; a close error changes nothing
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", u, err)
-	}
-	return string(b)
-}

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
-	"github.com/tabwarden/tabwarden/internal/clients/hint"
+	"github.com/tabwarden/tabwarden/internal/testenv/kubectl"
 )
 
 // ScriptedAgent is an AI agent that knows nothing but the API: it drives a
@@ -94,7 +94,7 @@ func (a *ScriptedAgent) Do(window string, steps ...twv1.ActionStep) *twv1.Browse
 // Follow runs a hint. A hint that creates an action (a fresh observation)
 // waits for that action too.
 func (a *ScriptedAgent) Follow(cmd string) error {
-	if err := hint.Run(context.Background(), a.C, cmd); err != nil {
+	if err := kubectl.Run(context.Background(), a.C, cmd); err != nil {
 		return fmt.Errorf("running %q: %w", cmd, err)
 	}
 	return nil

@@ -6,18 +6,13 @@ package authz_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
@@ -48,30 +43,13 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(zapcore.ErrorLevel))
-	ctrl.SetLogger(zapr.NewLogger(zl))
-	env, cfg, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	admin = cfg
-	if err := setup(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	testenv.Main(m, testenv.Options{Logs: &testenv.Logs{Quiet: zapcore.ErrorLevel, Debug: zapcore.ErrorLevel}, Setup: setup})
 }
 
-func setup() error {
+func setup(e *testenv.Env) error {
 	ctx := context.Background()
-	adm, err := client.New(admin, client.Options{Scheme: run.Scheme()})
-	if err != nil {
-		return err
-	}
+	admin = e.Admin
+	adm := e.Client
 	// Users get every tabwarden kind through RBAC; only the policies stop them.
 	if err := access.Apply(ctx, adm,
 		&rbacv1.ClusterRole{

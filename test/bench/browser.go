@@ -20,6 +20,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/testenv/chromiumtest"
 )
 
 const benchNS = "bench"
@@ -95,7 +96,7 @@ func startLab(ctx context.Context, cfg config, restCfg *rest.Config) (*lab, erro
 	l.site = fixture.Serve()
 	var err error
 	logf("launching headless Chromium")
-	if l.chrome, err = chromium.Launch(ctx, chromium.Options{}); err != nil {
+	if l.chrome, err = chromiumtest.LaunchContext(ctx, chromium.Options{}); err != nil {
 		return nil, err
 	}
 	if l.raw, err = dialCDP(ctx, l.chrome.WebSocketURL); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/testenv/chromiumtest"
 )
 
 // poolProfile is the profile of the pool lab: spec.pool, so each session gets
@@ -44,7 +45,7 @@ func (l *lab) startPool(ctx context.Context, restCfg *rest.Config) (*poolLab, er
 	p.agt.trace = func(k, n string, s, e time.Time) { l.reqs.publish(reqEvent{"pool-agent", k, n, s, e}) }
 	var err error
 	logf("launching a second headless Chromium for the pool profile")
-	if p.chrome, err = chromium.Launch(ctx, chromium.Options{}); err != nil {
+	if p.chrome, err = chromiumtest.LaunchContext(ctx, chromium.Options{}); err != nil {
 		return nil, err
 	}
 	if p.raw, err = dialCDP(ctx, p.chrome.WebSocketURL); err != nil {

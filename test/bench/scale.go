@@ -4,11 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -16,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,12 +19,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
-
-// procUsage is one process's resource use over a phase.
-type procUsage struct {
-	peakRSS float64 // MiB
-	cpu     float64 // seconds, in the phase
-}
 
 type scaleRow struct {
 	S, W                      int
@@ -44,15 +33,6 @@ type scaleRow struct {
 	ctlLive, agtLive uint64
 	// load is /proc/loadavg's 1-minute figure when this S began (before its floor).
 	load string
-}
-
-// loadAvg1 is the 1-minute load average, "?" when unknown.
-func loadAvg1() string {
-	l, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(l)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }
 
 // scaleTimeout bounds each wait of one S: generous, and growing with S so that
@@ -70,169 +50,7 @@ func growth(rows []scaleRow) float64 {
 
 // --- /proc ---
 
-func procStat(pid int) (rssMiB float64, cpuSec float64, ok bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, false
-	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	// fields after comm: state(0) ... utime(11) stime(12) ... rss(21) in pages
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	rss, _ := strconv.ParseFloat(f[21], 64)
-	return rss * float64(os.Getpagesize()) / (1 << 20), (ut + st) / 100, true
-}
-
-// childPIDs finds processes whose parent is this one, by command name.
-func childPIDs() map[string]int {
-	out := map[string]int{}
-	ents, _ := os.ReadDir("/proc")
-	me := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		comm := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if ppid, _ := strconv.Atoi(f[1]); ppid == me {
-			out[comm] = pid
-		}
-	}
-	return out
-}
-
-// sampler tracks peak RSS and CPU of processes over a phase.
-type sampler struct {
-	mu    sync.Mutex
-	pids  map[string]int
-	start map[string]float64
-	peak  map[string]float64
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-func startSampler(pids map[string]int) *sampler {
-	s := &sampler{pids: pids, start: map[string]float64{}, peak: map[string]float64{}, stop: make(chan struct{}), done: make(chan struct{})}
-	for k, pid := range pids {
-		rss, cpu, _ := procStat(pid)
-		s.start[k], s.peak[k] = cpu, rss
-	}
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-t.C:
-				s.mu.Lock()
-				for k, pid := range s.pids {
-					if rss, _, ok := procStat(pid); ok && rss > s.peak[k] {
-						s.peak[k] = rss
-					}
-				}
-				s.mu.Unlock()
-			}
-		}
-	}()
-	return s
-}
-
-func (s *sampler) finish() map[string]procUsage {
-	close(s.stop)
-	<-s.done
-	out := map[string]procUsage{}
-	for k, pid := range s.pids {
-		rss, cpu, ok := procStat(pid)
-		if ok && rss > s.peak[k] {
-			s.peak[k] = rss
-		}
-		out[k] = procUsage{peakRSS: s.peak[k], cpu: cpu - s.start[k]}
-	}
-	return out
-}
-
 // --- tracking readiness through a watch ---
-
-type tracker struct {
-	mu                 sync.Mutex
-	sessions, windows  map[string]bool // exists
-	readySess, openWin map[string]bool
-	w                  int
-}
-
-func newTracker(w int) *tracker {
-	return &tracker{sessions: map[string]bool{}, windows: map[string]bool{}, readySess: map[string]bool{}, openWin: map[string]bool{}, w: w}
-}
-
-func (t *tracker) on(e apiEvent) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case e.Sess != nil:
-		n := e.Sess.Name
-		if e.Type == watch.Deleted {
-			delete(t.sessions, n)
-			delete(t.readySess, n)
-			return false
-		}
-		t.sessions[n] = true
-		st := e.Sess.Status
-		if apimeta.IsStatusConditionTrue(st.Conditions, twv1.ReadyCondition) && int(st.Windows.Live) == t.w && int(st.Windows.Opened) == t.w {
-			t.readySess[n] = true
-		} else {
-			delete(t.readySess, n)
-		}
-	case e.Win != nil:
-		n := e.Win.Name
-		if e.Type == watch.Deleted {
-			delete(t.windows, n)
-			delete(t.openWin, n)
-			return false
-		}
-		t.windows[n] = true
-		if e.Win.Status.Phase == twv1.WindowOpen && e.Win.Status.TabID != "" {
-			t.openWin[n] = true
-		} else {
-			delete(t.openWin, n)
-		}
-	}
-	return false
-}
-
-func (t *tracker) state() (sess, win, ready, open int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.sessions), len(t.windows), len(t.readySess), len(t.openWin)
-}
-
-// waitFor polls the tracker (and extra) until cond holds; it logs progress.
-func waitFor(what string, timeout time.Duration, t *tracker, cond func(sess, win, ready, open int) bool) error {
-	deadline := time.Now().Add(timeout)
-	lastLog := time.Now()
-	for {
-		s, w, r, o := t.state()
-		if cond(s, w, r, o) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: timed out after %v (sessions %d, windows %d, ready %d, open %d)", what, timeout, s, w, r, o)
-		}
-		if time.Since(lastLog) > 15*time.Second {
-			logf("  %s: sessions %d, windows %d, ready sessions %d, open windows %d", what, s, w, r, o)
-			lastLog = time.Now()
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // --- the load ---
 
@@ -350,67 +168,6 @@ func floor(ctx context.Context, c client.WithWatch, st client.Client, cfg config
 		return 0, 0, 0, err
 	}
 	return ready, time.Since(t1), nw, nil
-}
-
-// child is a role running as a child process.
-type child struct {
-	cmd   *exec.Cmd
-	stats string
-	done  chan struct{}
-}
-
-func startChild(cfg config, role, restPath, tag string) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	stats := filepath.Join(cfg.profileDir, role+"-"+tag+".stats.json")
-	_ = os.Remove(stats)
-	args := []string{"-role", role, "-rest", restPath, "-stats", stats,
-		"-cpuprofile", filepath.Join(cfg.profileDir, role+"-"+tag+".cpu.pprof"),
-		"-heapprofile", filepath.Join(cfg.profileDir, role+"-"+tag+".heap.pprof")}
-	if cfg.roleQPS > 0 {
-		args = append(args, "-qps", fmt.Sprint(cfg.roleQPS), "-burst", fmt.Sprint(cfg.roleBurst))
-	}
-	if role == "controller" && cfg.ctlWorkers > 0 {
-		args = append(args, "-workers", fmt.Sprint(cfg.ctlWorkers))
-	}
-	cmd := exec.Command(exe, args...)
-	if cfg.roleMemMiB > 0 {
-		// What run.SoftMemoryLimit sets under a container limit of that size.
-		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", int64(cfg.roleMemMiB)<<20/10*9))
-	}
-	logf, err := os.Create(filepath.Join(cfg.profileDir, role+"-"+tag+".log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &child{cmd: cmd, stats: stats, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); _ = logf.Close(); close(c.done) }() // best-effort cleanup
-	return c, nil
-}
-
-func (c *child) read() roleStats {
-	var st roleStats
-	if data, err := os.ReadFile(c.stats); err == nil {
-		_ = json.Unmarshal(data, &st)
-	}
-	return st
-}
-
-func (c *child) signal(s syscall.Signal) { _ = c.cmd.Process.Signal(s) }
-
-func (c *child) stop() {
-	c.signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(30 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
 }
 
 func scaleSection(ctx context.Context, cfg config, restCfg *rest.Config, rep *report) error {
@@ -583,92 +340,4 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 	row.ctlDelete, row.agtDelete = ctl.read().Counts.minus(c1), agt.read().Counts.minus(a1)
 	logf("  pages closed in %v, objects gone in %v (floor %v)", row.pagesClosed.Round(time.Millisecond), row.gone.Round(time.Millisecond), row.floorGone.Round(time.Millisecond))
 	return nil
-}
-
-func (r *report) scaleMarkdown() string {
-	var b strings.Builder
-	qps := "the shipped default client limit (QPS 200, burst 400)"
-	if r.cfg.roleQPS > 0 {
-		qps = fmt.Sprintf("client QPS %.0f, burst %d (run.Common; the shipped default is 200/400)", r.cfg.roleQPS, r.cfg.roleBurst)
-	}
-	if r.cfg.roleMemMiB > 0 {
-		qps += fmt.Sprintf("; roles under a soft memory limit GOMEMLIMIT=%d MiB, as in a container limited to %d MiB (-role-memory-limit; the limit itself is not enforced)", r.cfg.roleMemMiB*9/10, r.cfg.roleMemMiB)
-	} else {
-		qps += "; no memory limit (GOGC=100, as shipped outside a container limit)"
-	}
-	if r.cfg.ctlWorkers > 0 {
-		qps += fmt.Sprintf("; EXPERIMENT: every controller reconciler runs %d workers (shipped: 1)", r.cfg.ctlWorkers)
-	}
-	fmt.Fprintf(&b, "\n## Scale (fake driver, real API server; controller and agent as child processes, %s)\n\n", qps)
-	fmt.Fprintf(&b, "S sessions × %d Open windows created at once by %d client workers; one run per S. The client creates as kubectl tabwarden does: sessions with their cleanup finalizer, windows registered in their create (labels, owner, page finalizer; docs/design.md, Writes per operation). *Ready*: every session has Ready=True with %d live windows and every window shows phase Open. "+
-		"*Floor*: the same creates plus one status write per object, same workers, no tabwarden, waited for through the same watch. Times in seconds.\n\n", r.cfg.scaleWin, r.cfg.workers, r.cfg.scaleWin)
-	b.WriteString("| S | load avg at start | objects | floor ready | **tabwarden ready** | ratio | per 1k sessions | floor delete | pages closed | objects gone | ratio | ctl RSS peak MiB | agent RSS peak MiB | apiserver RSS MiB | ctl CPU s | agent CPU s | apiserver CPU s | ctl req/s | agent req/s | writes per window (ctl + agent) |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for _, s := range r.scale {
-		objs := s.S * (1 + s.W)
-		nw := float64(s.S * s.W)
-		fmt.Fprintf(&b, "| %d | %s | %d | %.1f | **%.1f** | %.2f× | %.2f | %.1f | %.1f | %.1f | %.2f× | %.0f | %.0f | %.0f | %.1f + %.1f | %.1f + %.1f | %.1f + %.1f | %.0f | %.0f | create %.2f + %.2f; delete %.2f + %.2f |\n",
-			s.S, s.load, objs, s.floorReady.Seconds(), s.ready.Seconds(), s.readyRatio(), s.ready.Seconds()/float64(s.S)*1000,
-			s.floorGone.Seconds(), s.pagesClosed.Seconds(), s.gone.Seconds(), s.gone.Seconds()/s.floorGone.Seconds(),
-			max(s.ctl.peakRSS, s.ctlDel.peakRSS), max(s.agt.peakRSS, s.agtDel.peakRSS), max(s.apiserver.peakRSS, s.apiDel.peakRSS),
-			s.ctl.cpu, s.ctlDel.cpu, s.agt.cpu, s.agtDel.cpu, s.apiserver.cpu, s.apiDel.cpu,
-			float64(s.ctlCreate.total())/s.ready.Seconds(), float64(s.agtCreate.total())/s.ready.Seconds(),
-			float64(s.ctlCreate.writes())/nw, float64(s.agtCreate.writes())/nw, float64(s.ctlDelete.writes())/nw, float64(s.agtDelete.writes())/nw)
-	}
-	b.WriteString("\nCPU columns: create phase + delete phase. The floor writes 2 requests per object (create + status).\n")
-	if len(r.scale) > 0 {
-		s := r.scale[len(r.scale)-1]
-		nw := float64(s.S * s.W)
-		fmt.Fprintf(&b, "\nLive heap at Ready at S=%d (after a forced GC): controller %.1f MB, agent %.1f MB (%.0f and %.0f bytes per window).\n", s.S,
-			float64(s.ctlLive)/1e6, float64(s.agtLive)/1e6, float64(s.ctlLive)/nw, float64(s.agtLive)/nw)
-		fmt.Fprintf(&b, "\nRequests per window at S=%d, create phase — controller: %s; agent: %s.\n", s.S, s.ctlCreate.breakdown(nw, false), s.agtCreate.breakdown(nw, false))
-		fmt.Fprintf(&b, "Delete phase — controller: %s; agent: %s.\n", s.ctlDelete.breakdown(nw, false), s.agtDelete.breakdown(nw, false))
-	}
-	if r.profiles != "" {
-		b.WriteString("\n### Profiles (largest S)\n\n" + r.profiles)
-	}
-	return b.String()
-}
-
-// summarizeProfiles renders the top of each role's CPU profile at the largest S.
-func summarizeProfiles(cfg config, rows []scaleRow) string {
-	if len(rows) == 0 {
-		return ""
-	}
-	tag := fmt.Sprintf("S%d", rows[len(rows)-1].S)
-	exe, _ := os.Executable()
-	var b strings.Builder
-	for _, role := range []string{"controller", "agent"} {
-		for _, kind := range []string{"cpu", "heap"} {
-			p := filepath.Join(cfg.profileDir, role+"-"+tag+"."+kind+".pprof")
-			if _, err := os.Stat(p); err != nil {
-				continue
-			}
-			args := []string{"tool", "pprof", "-top", "-nodecount=14"}
-			if kind == "heap" {
-				args = append(args, "-sample_index=inuse_space")
-			} else {
-				args = append(args, "-cum")
-			}
-			out, err := exec.Command("go", append(args, exe, p)...).Output()
-			if err != nil {
-				continue
-			}
-			fmt.Fprintf(&b, "%s %s profile (%s):\n\n```\n%s```\n\n", role, kind, p, trimPprof(string(out)))
-		}
-	}
-	return b.String()
-}
-
-func trimPprof(s string) string {
-	var keep []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Type:") || strings.HasPrefix(l, "Time:") {
-			continue
-		}
-		if l != "" {
-			keep = append(keep, l)
-		}
-	}
-	return strings.Join(keep, "\n") + "\n"
 }

@@ -26,15 +26,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -43,8 +40,8 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/testenv/chromiumtest"
 )
 
 var (
@@ -64,48 +61,16 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	lvl := zapcore.InfoLevel
-	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
-		lvl = zapcore.DPanicLevel
+	// The run launches its own Chromium (and crashes it); it fails, never skips,
+	// without one: it is only meaningful on a real browser.
+	if err := chromiumtest.Require(); err != nil {
+		os.Exit(chromiumtest.Fail(err))
 	}
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
-	ctrl.SetLogger(zapr.NewLogger(zl))
-	if _, err := chromium.Find(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err) // never skip: the run is only meaningful on a real browser
-		return 1
-	}
-	var err error
-	if dir, err = os.MkdirTemp("", "tabwarden-chaos-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }() // best effort: a temporary directory
-	bin = filepath.Join(dir, "tabwarden")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/tabwarden")
-	build.Dir = testenv.Root()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: go build ./cmd/tabwarden: %v\n%s", err, out)
-		return 1
-	}
-	site = fixture.Serve()
-	defer site.Close()
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	admin = c
-	if k8s, err = client.New(admin, client.Options{Scheme: run.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	testenv.Main(m, testenv.Options{Logs: &testenv.Logs{Quiet: zapcore.DPanicLevel, Debug: zapcore.InfoLevel}, Dir: "tabwarden-chaos-", Binary: true, Site: true,
+		Setup: func(e *testenv.Env) error {
+			admin, k8s, site, dir, bin = e.Admin, e.Client, e.Site, e.Dir, e.Bin
+			return nil
+		}})
 }
 
 // kubeconfig writes a kubeconfig file for a rest.Config with a client certificate.

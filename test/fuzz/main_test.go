@@ -16,21 +16,15 @@ package fuzz
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
 	"testing"
 
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
-	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
@@ -51,22 +45,9 @@ var (
 const userGroup = "tabwarden-fuzz-users"
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	lvl := zapcore.InfoLevel
-	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
-		lvl = zapcore.DPanicLevel
-	}
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
-	ctrl.SetLogger(zapr.NewLogger(zl))
-
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	admin = c
-	if k8s, err = client.New(admin, client.Options{Scheme: run.Scheme()}); err == nil {
-		err = access.Apply(context.Background(), k8s,
+	testenv.Main(m, testenv.Options{Logs: &testenv.Logs{Quiet: zapcore.DPanicLevel, Debug: zapcore.InfoLevel}, Setup: func(e *testenv.Env) error {
+		admin, k8s = e.Admin, e.Client
+		return access.Apply(context.Background(), k8s,
 			&rbacv1.ClusterRole{
 				ObjectMeta: metav1.ObjectMeta{Name: "fuzz-tabwarden-user"},
 				Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"tabwarden.dev"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
@@ -76,13 +57,5 @@ func TestMain(m *testing.M) {
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "fuzz-tabwarden-user"},
 				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: userGroup}},
 			})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	}})
 }

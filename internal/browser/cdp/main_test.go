@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
+	"github.com/tabwarden/tabwarden/internal/testenv/chromiumtest"
 )
 
 // One Chromium and one fixture site for the whole package.
@@ -26,31 +26,10 @@ var (
 	site   *fixture.Server
 )
 
+// TestMain launches the package's Chromium (never skipped: the driver is only
+// proven against a real browser) and serves the fixture site.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	site = fixture.Serve()
-	defer site.Close()
-	if _, err := chromium.Find(); err != nil {
-		// Never skip: the driver is only proven against a real browser.
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintln(os.Stderr, "CI: the image must provide Chromium.")
-		}
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var err error
-	chrome, err = chromium.Launch(ctx, chromium.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: launch chromium: %v\n", err)
-		return 1
-	}
-	defer func() { _ = chrome.Close() }() // best-effort cleanup
-	return m.Run()
+	chromiumtest.Main(m, chromium.Options{}, true, func(s chromiumtest.Shared) { chrome, site = s.Chrome, s.Site })
 }
 
 // recorder collects a driver's events.

@@ -13,16 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/zapr"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -42,26 +38,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	lvl := zapcore.InfoLevel
-	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
-		lvl = zapcore.ErrorLevel
-	}
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
-	ctrl.SetLogger(zapr.NewLogger(zl))
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	admin = c
-	if k8s, err = client.New(admin, client.Options{Scheme: cli.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	testenv.Main(m, testenv.Options{Logs: testenv.QuietLogs, Scheme: cli.Scheme(), Setup: func(e *testenv.Env) error {
+		admin, k8s = e.Admin, e.Client
+		return nil
+	}})
 }
 
 // world is a namespace with the controller, a fake-browser agent of profile and a

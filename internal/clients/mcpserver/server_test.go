@@ -3,20 +3,14 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/zapr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -35,25 +29,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	lvl := zapcore.InfoLevel
-	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
-		lvl = zapcore.ErrorLevel
-	}
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
-	ctrl.SetLogger(zapr.NewLogger(zl))
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	admin = c
-	if k8s, err = client.New(admin, client.Options{Scheme: cli.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	testenv.Main(m, testenv.Options{Logs: testenv.QuietLogs, Scheme: cli.Scheme(), Setup: func(e *testenv.Env) error {
+		admin, k8s = e.Admin, e.Client
+		return nil
+	}})
 }
 
 // connect serves tabwarden's MCP server as user (in namespace ns) and returns a

@@ -2,9 +2,7 @@ package patch_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -25,15 +23,7 @@ import (
 var admin *rest.Config
 
 func TestMain(m *testing.M) {
-	env, cfg, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	admin = cfg
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	testenv.Main(m, testenv.Options{Setup: func(e *testenv.Env) error { admin = e.Admin; return nil }})
 }
 
 // recorder lists the requests a client sends, as "METHOD path-suffix".

@@ -1,7 +1,6 @@
 package cdp_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -22,15 +21,11 @@ import (
 // acknowledges, follows the hint, clicks the next address, and finishes. The
 // user's window is untouched and no page of the session is left.
 func TestScriptedAgentIncidentOnChromium(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	user := userWindow(t, h, site.Path("/quiet?user=scripted"))
 	ns := newNamespace(t)
 	u := testenv.UserClient(t, cfg, ns, "ada")
-	startController(t)
-	startAgent(t, "scripted", chrome.WebSocketURL, false)
+	startRoles(t, "scripted")
 
 	s := session(ns, "taxes", "scripted")
 	g.Expect(u.Create(ctx, s)).To(Succeed())
@@ -88,14 +83,10 @@ func elementNamed(o *twv1.Observation, name string) *twv1.ObservedElement {
 // answer; an ambiguous text target is refused with candidates whose refs work;
 // a ref of a page that navigated since is refused, never retargeted.
 func TestBrowserActionsOnChromium(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	ns := newNamespace(t)
 	u := testenv.UserClient(t, cfg, ns, "ada")
-	startController(t)
-	startAgent(t, "actions", chrome.WebSocketURL, false)
+	startRoles(t, "actions")
 	s := session(ns, "form", "actions")
 	g.Expect(u.Create(ctx, s)).To(Succeed())
 	w := openWindow(ns, "form", "form", site.Path("/form"))

@@ -1,7 +1,6 @@
 package cdp_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -24,18 +23,14 @@ import (
 // connection. Neither page is adopted (no Spawned window names it), and when
 // the session is deleted both stay open, as does the bound tab.
 func TestUserTabsStayTheUsersOnChromium(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	reading, err := h.Open(ctx, browser.OpenRequest{Key: "reading", URL: site.Path("/spawner?reading=1"), NewWindow: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	// The hand lets go: the tab is the user's, recorded by nobody.
 	g.Expect(h.Release(ctx, browser.ReleaseRequest{Key: "reading", ID: reading.ID})).To(Succeed())
 	ns := newNamespace(t)
 	u := testenv.UserClient(t, cfg, ns, "ada")
-	startController(t)
-	startAgent(t, "proof", chrome.WebSocketURL, false)
+	startRoles(t, "proof")
 	s := session(ns, "proof", "proof")
 	g.Expect(u.Create(ctx, s)).To(Succeed())
 	slow := openWindow(ns, "slow", "proof", site.Path("/slow?ms=4000"))

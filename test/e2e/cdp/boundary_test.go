@@ -1,7 +1,6 @@
 package cdp_test
 
 import (
-	"context"
 	"fmt"
 	"html"
 	"net/http"
@@ -64,18 +63,14 @@ ws.onopen = () => ws.send(JSON.stringify({id: 1, method: "Page.close"}));
 // redirect, a script fetch, an image, an iframe, a form POST and a websocket.
 // Every user tab stays open and in the background.
 func TestPagesNeverReachTheDevToolsEndpoint(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	ev := attacker(t)
 	dev, err := url.Parse(chrome.HTTPURL)
 	g.Expect(err).NotTo(HaveOccurred())
 	port := dev.Port()
 	ns := newNamespace(t)
 	u := testenv.UserClient(t, cfg, ns, "mallory")
-	startController(t)
-	startAgent(t, "boundary", chrome.WebSocketURL, false)
+	startRoles(t, "boundary")
 	s := session(ns, "boundary", "boundary")
 	g.Expect(u.Create(ctx, s)).To(Succeed())
 	home := openWindow(ns, "home", "boundary", ev.URL+"/")

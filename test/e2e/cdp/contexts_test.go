@@ -1,7 +1,6 @@
 package cdp_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -70,10 +69,7 @@ func contextsDisposed(t *testing.T, when string) float64 {
 // session goes, and the context is gone from Chromium and from the ledger.
 // Another session's page on the same pool Chrome stays open.
 func TestPoolCleanupDisposesContext(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	ns := newNamespace(t)
 	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool-dispose"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns},
 		// The fixture site is on loopback: the admin allows private destinations.
@@ -137,10 +133,7 @@ func TestPoolCleanupDisposesContext(t *testing.T) {
 // cookies) lives as long as the page does; once the user closes it, the
 // context is disposed.
 func TestPoolContextKeptForKeepPage(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	ns := newNamespace(t)
 	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool-keep"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns},
 		// The fixture site is on loopback: the admin allows private destinations.

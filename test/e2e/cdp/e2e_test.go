@@ -50,15 +50,11 @@ func userWindow(t *testing.T, h interface {
 
 // TestIncidentOnChromium: the incident on real Chromium, with a real click.
 func TestIncidentOnChromium(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	user := userWindow(t, h, site.Path("/quiet?user=1"))
 	userBefore := pages(t, h)
 	ns := newNamespace(t)
-	startController(t)
-	startAgent(t, "incident", chrome.WebSocketURL, false)
+	startRoles(t, "incident")
 
 	s := session(ns, "contacts-form", "incident")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
@@ -123,13 +119,9 @@ func TestIncidentOnChromium(t *testing.T) {
 // TestEverySpawnKindIsAdopted: popups, target=_blank and noopener links, and an
 // OAuth popup's own popup are all adopted into the session.
 func TestEverySpawnKindIsAdopted(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	ns := newNamespace(t)
-	startController(t)
-	startAgent(t, "kinds", chrome.WebSocketURL, false)
+	startRoles(t, "kinds")
 	g.Expect(k8s.Create(ctx, session(ns, "kinds", "kinds"))).To(Succeed())
 
 	for _, tc := range []struct{ page, click, spawnPath string }{
@@ -172,14 +164,10 @@ func TestEverySpawnKindIsAdopted(t *testing.T) {
 // TestCleanupOfTenPages: deleting a session owning ten pages closes them all in
 // Chromium; its Keep page stays open and is released; a bound user tab stays.
 func TestCleanupOfTenPages(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(45 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 45*time.Second)
 	reading := userWindow(t, h, site.Path("/quiet?reading=1"))
 	ns := newNamespace(t)
-	startController(t)
-	startAgent(t, "ten", chrome.WebSocketURL, false)
+	startRoles(t, "ten")
 	s := session(ns, "ten", "ten")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	var ws []*twv1.BrowserWindow
@@ -231,10 +219,7 @@ func TestCleanupOfTenPages(t *testing.T) {
 // session: pages become Unknown, never Gone; nothing is opened twice; after the
 // link is back the state converges; an agent restart converges the same way.
 func TestReconnectDeclaresNothingClosed(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	px := newProxy(t, strings.TrimPrefix(chrome.HTTPURL, "http://"))
 	ns := newNamespace(t)
 	startController(t)
@@ -280,10 +265,7 @@ func TestReconnectDeclaresNothingClosed(t *testing.T) {
 // TestPoolSessionsAreIsolated: two sessions on one pool Chrome each get their own
 // browser context; cleaning one up leaves the other's pages and cookies intact.
 func TestPoolSessionsAreIsolated(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	ns := newNamespace(t)
 	profile := &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "pool"}, Spec: twv1.BrowserProfileSpec{Driver: twv1.DriverCDP, Pool: true, Namespaces: []string{ns},
 		// The fixture site is on loopback: the admin allows private destinations.
@@ -353,13 +335,9 @@ func TestPoolSessionsAreIsolated(t *testing.T) {
 // TestTabPlacement: a session with placement Tab opens background tabs in one
 // existing window, pinned at start, never a new window.
 func TestTabPlacement(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	ns := newNamespace(t)
-	startController(t)
-	startAgent(t, "tabs", chrome.WebSocketURL, false)
+	startRoles(t, "tabs")
 	s := session(ns, "tabs", "tabs")
 	s.Spec.Placement = twv1.PlacementTab
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
@@ -397,13 +375,9 @@ func landsIn(t *testing.T, h *cdp.Browser) string {
 // user's pages are untouched. A session that owns no page in its pinned window
 // falls back and says so: Placed=False, placement_not_pinned, both windows and why.
 func TestTabPlacementNeverFollowsFocus(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	ns := newNamespace(t)
-	startController(t)
-	startAgent(t, "focus", chrome.WebSocketURL, false)
+	startRoles(t, "focus")
 	placed := func(w *twv1.BrowserWindow) metav1.Condition {
 		c := apimeta.FindStatusCondition(w.Status.Conditions, twv1.PlacedCondition)
 		g.Expect(c).NotTo(BeNil(), "window %s has a Placed condition", w.Name)
@@ -490,10 +464,7 @@ func TestTabPlacementNeverFollowsFocus(t *testing.T) {
 // refused (spawn_not_observed), and ending the session closes only the page
 // the agent opened; the user's windows keep the same tab ids.
 func TestForgedObjectsNeverCloseUserTabs(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	mail := userWindow(t, h, site.Path("/quiet?user=mail"))
 	bank := userWindow(t, h, site.Path("/quiet?user=bank"))
 	byWindow := func() map[string][]string {
@@ -508,8 +479,7 @@ func TestForgedObjectsNeverCloseUserTabs(t *testing.T) {
 	userBefore := byWindow()
 	g.Expect(userBefore).To(HaveLen(2))
 	ns := newNamespace(t)
-	startController(t)
-	startAgent(t, "forged", chrome.WebSocketURL, false)
+	startRoles(t, "forged")
 	s := session(ns, "taxes", "forged")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	form := openWindow(ns, "form", "taxes", site.Path("/contacts?forged=1"))

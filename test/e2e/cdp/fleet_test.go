@@ -16,6 +16,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/testenv/chromiumtest"
 )
 
 // fleetAgent runs a CDP agent that heartbeats its Lease in tabwarden-system,
@@ -54,23 +55,14 @@ func TestFleetFailoverOnChromium(t *testing.T) {
 	ns := newNamespace(t)
 	endpoints := map[string]string{"fleet-a": chrome.WebSocketURL}
 	for _, name := range []string{"fleet-b", "fleet-c"} {
-		lctx, cancel := context.WithTimeout(ctx, time.Minute)
-		p, err := chromium.Launch(lctx, chromium.Options{})
-		cancel()
+		p, err := chromiumtest.Launch(chromium.Options{})
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { _ = p.Close() })
 		endpoints[name] = p.WebSocketURL
 	}
 	eyes := map[string]*cdp.Browser{}
 	for name, ep := range endpoints {
-		b, err := cdp.New(ctx, ep, cdp.Options{})
-		g.Expect(err).NotTo(HaveOccurred())
-		go func() {
-			for range b.Events() {
-			}
-		}()
-		t.Cleanup(b.Shutdown)
-		eyes[name] = b
+		eyes[name] = testenv.Hand(t, ep)
 	}
 	testenv.StartControllerWith(t, cfg, run.ControllerOptions{AgentGrace: grace})
 	agents := map[string]*testenv.Role{}

@@ -19,13 +19,9 @@ import (
 // deletion through the CDP agent on real Chromium, and Chromium lists none of
 // them afterwards (no dialog left behind on an open page).
 func TestHostilePagesCloseWithTheirSession(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	ctx := context.Background()
-	h := hand(t)
+	g, ctx, h := begin(t, 30*time.Second)
 	ns := newNamespace(t)
-	startController(t)
-	startAgent(t, "hostile", chrome.WebSocketURL, false)
+	startRoles(t, "hostile")
 	s := session(ns, "hostile", "hostile")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	kinds := map[string]string{

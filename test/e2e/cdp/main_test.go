@@ -5,22 +5,19 @@ package cdp_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
+	. "github.com/onsi/gomega"
+
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -28,7 +25,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
@@ -42,51 +38,34 @@ var (
 	stateDir string
 )
 
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	lvl := zapcore.ErrorLevel
-	if os.Getenv("TABWARDEN_TEST_DEBUG") != "" {
-		lvl = zapcore.DebugLevel
-	}
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
-	ctrl.SetLogger(zapr.NewLogger(zl))
-	if _, err := chromium.Find(); err != nil {
-		// Never skip: this package exists to prove tabwarden on a real browser.
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "tabwarden-e2e-state-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }() // best-effort cleanup
-	stateDir = dir
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }() // best-effort cleanup
-	cfg = c
-	if k8s, err = client.New(cfg, client.Options{Scheme: run.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	site = fixture.Serve()
-	defer site.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if chrome, err = chromium.Launch(ctx, chromium.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: launching chromium: %v\n", err)
-		return 1
-	}
-	defer func() { _ = chrome.Close() }() // best-effort cleanup
-	return m.Run()
+// TestMain shares one control plane, fixture site and Chromium (never skipped:
+// this package exists to prove tabwarden on a real browser) across the tests.
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{Logs: &testenv.Logs{Quiet: zapcore.ErrorLevel, Debug: zapcore.DebugLevel}, Dir: "tabwarden-e2e-state-", Site: true, Chromium: &chromium.Options{},
+		Setup: func(e *testenv.Env) error {
+			cfg, k8s, site, chrome, stateDir = e.Admin, e.Client, e.Site, e.Chrome, e.Dir
+			return nil
+		}})
 }
 
 func startController(t *testing.T) *testenv.Role { return testenv.StartController(t, cfg) }
+
+// begin opens a test on the package's shared world (TestMain): a gomega whose
+// Eventually waits up to timeout, and the test's own hand on Chromium.
+func begin(t *testing.T, timeout time.Duration) (*WithT, context.Context, *cdp.Browser) {
+	t.Helper()
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(timeout)
+	return g, context.Background(), hand(t)
+}
+
+// startRoles starts the controller and the CDP agent of profile on the
+// package's Chromium.
+func startRoles(t *testing.T, profile string) {
+	t.Helper()
+	startController(t)
+	startAgent(t, profile, chrome.WebSocketURL, false)
+}
 
 // startAgent runs an agent for profile on Chromium through its own CDP
 // connection to endpoint (Chromium's, or a proxy in front of it).
@@ -97,32 +76,11 @@ func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role
 
 // hand is a second, raw CDP connection: the user's (or the agent's) hand that
 // opens user windows and clicks, and the eye that checks what Chromium shows.
-func hand(t *testing.T) *cdp.Browser {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	b, err := cdp.New(ctx, chrome.WebSocketURL, cdp.Options{})
-	if err != nil {
-		t.Fatalf("raw CDP connection: %v", err)
-	}
-	go func() {
-		for range b.Events() {
-		}
-	}()
-	t.Cleanup(func() { b.Shutdown(); cancel() })
-	return b
-}
+func hand(t *testing.T) *cdp.Browser { t.Helper(); return testenv.Hand(t, chrome.WebSocketURL) }
 
 func pages(t *testing.T, b *cdp.Browser) map[string]browser.Page {
 	t.Helper()
-	s, err := b.Snapshot(context.Background())
-	if err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
-	out := map[string]browser.Page{}
-	for _, p := range s.Pages {
-		out[p.ID] = p
-	}
-	return out
+	return testenv.Pages(t, b)
 }
 
 // click is the user's (or the test agent's) real mouse click in a page through

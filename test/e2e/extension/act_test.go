@@ -22,11 +22,7 @@ import (
 // the act, and a refusal on the user's own tab. The user's active tab stays the
 // visible one, and the acted-on tab is never activated.
 func TestActThroughExtension(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	ctx := context.Background()
-	paired(t)
+	g, ctx := begin(t, 200*time.Millisecond)
 	d := host.Driver()
 	run := fmt.Sprint(time.Now().UnixNano())
 

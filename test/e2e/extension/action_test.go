@@ -24,11 +24,7 @@ import (
 // second page by ref and Enter, and finishes. The user's window is untouched and
 // no page of the session is left.
 func TestScriptedAgentIncidentThroughExtension(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	ctx := context.Background()
-	paired(t)
+	g, ctx := begin(t, 100*time.Millisecond)
 	ns := newNamespace(t)
 	userURL := fx.Path("/quiet?user=scripted&ns=" + ns)
 	userTargets, _ := openUserWindow(t, userURL)

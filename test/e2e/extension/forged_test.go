@@ -1,14 +1,12 @@
 package extension_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,11 +22,7 @@ import (
 // closes only the page the extension opened: the user's window keeps the same
 // Chrome tab ids.
 func TestForgedObjectsThroughExtension(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	ctx := context.Background()
-	paired(t)
+	g, ctx := begin(t, 100*time.Millisecond)
 	ns := newNamespace(t)
 	userURLs := []string{fx.Path("/quiet?user=mail&forged=" + ns), fx.Path("/quiet?user=bank&forged=" + ns)}
 	_, userWindowID := openUserWindow(t, userURLs...)
@@ -85,8 +79,7 @@ func TestForgedObjectsThroughExtension(t *testing.T) {
 	g.Eventually(func() string { return get(t, form).Status.TabID }).Should(Equal(mine))
 	g.Expect(forger(t).Status().Patch(ctx, form, client.RawPatch("application/merge-patch+json", []byte(forged)))).To(Succeed())
 
-	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	deleteSession(g, s)
 	g.Eventually(func() bool { return hasPageURL(formURL) }).Should(BeFalse(), "the page the extension opened is closed")
 	g.Expect(userTabs()).To(Equal(before), "the user's window keeps the same tabs")
 	for _, u := range userURLs {

@@ -20,11 +20,7 @@ import (
 // through the real extension, within seconds, and leave no dialog and no tab
 // behind; the extension keeps serving (a page opened afterwards opens).
 func TestHostilePagesCloseWithTheirSession(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	ctx := context.Background()
-	paired(t)
+	g, ctx := begin(t, 100*time.Millisecond)
 	ns := newNamespace(t)
 	startRoles(t)
 

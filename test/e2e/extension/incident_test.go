@@ -7,10 +7,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
@@ -24,19 +22,12 @@ import (
 // acknowledged, and deleting the session closes exactly what it owned. The user's
 // own window is never touched.
 func TestIncidentThroughExtension(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	ctx := context.Background()
-	paired(t)
+	g, ctx := begin(t, 100*time.Millisecond)
 	ns := newNamespace(t)
 
 	// 1. The user's own window, with two tabs, opened before any session.
 	userURLs := []string{fx.Path("/landing?user=mail&ns=" + ns), fx.Path("/quiet?user=bank&ns=" + ns)}
-	userTargets, userWindowID := openUserWindow(t, userURLs...)
-	userWin, err := windowOfTarget(ctx, userTargets[0])
-	g.Expect(err).NotTo(HaveOccurred())
-	before := chromePages(g)
+	userTargets, userWindowID, userWin, before := userWindowBefore(t, g, userURLs...)
 	startRoles(t)
 
 	// 2. A session and its contacts page, in a window of its own.
@@ -149,21 +140,12 @@ func TestIncidentThroughExtension(t *testing.T) {
 	}
 
 	// 6. Delete the session: its pages close; the user's window and tabs stay.
-	deleted := time.Now()
-	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
-	g.Eventually(func(g Gomega) { g.Expect(chromePages(g)).To(Equal(before)) }).Should(Succeed())
-	record(t, "cleanup (delete session → pages closed)", time.Since(deleted))
-	g.Expect(windowsOf(ns, "taxes")).To(BeEmpty())
+	deleteSessionBackTo(t, g, s, before, "cleanup (delete session → pages closed)")
 	for _, target := range []string{contactsTarget, formTarget, composeTarget} {
 		_, err := windowOfTarget(ctx, target)
 		g.Expect(err).To(HaveOccurred(), "owned page %s is closed", target)
 	}
-	for _, target := range userTargets {
-		w, err := windowOfTarget(ctx, target)
-		g.Expect(err).NotTo(HaveOccurred(), "the user's tab %s is open", target)
-		g.Expect(w).To(Equal(userWin), "in the user's window")
-	}
+	userTabsStay(g, userTargets, userWin)
 	g.Expect(pageFocus(g, userTargets[0]).Visibility).To(Equal("visible"), "the user's active tab is still the active one")
 	g.Expect(recordsByOwner(g)).NotTo(Or(HaveKey(string(contacts.UID)), HaveKey(string(form.UID))))
 }

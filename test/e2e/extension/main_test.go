@@ -21,12 +21,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -35,7 +31,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/browser/extension"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
@@ -56,43 +51,10 @@ var (
 	logger     logr.Logger
 )
 
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	lvl := zapcore.InfoLevel
-	if os.Getenv("TABWARDEN_TEST_DEBUG") == "" {
-		lvl = zapcore.ErrorLevel
-	}
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
-	logger = zapr.NewLogger(zl)
-	ctrl.SetLogger(logger)
-
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "e2e/extension: "+format+"\n", args...)
-		return 1
-	}
-	// Never skip: this suite is the only proof that the extension path works in a
-	// real browser.
-	if _, err := chromium.Find(); err != nil {
-		return fail("%v", err)
-	}
-	env, c, err := testenv.Start()
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer func() { _ = env.Stop() }()
-	cfg = c
-	if k8s, err = client.New(cfg, client.Options{Scheme: run.Scheme()}); err != nil {
-		return fail("%v", err)
-	}
-	fx = fixture.Serve()
-	defer fx.Close()
-
-	ctx := context.Background()
-	var stderr *os.File
-	if os.Getenv("TABWARDEN_TEST_DEBUG") != "" {
-		stderr = os.Stderr
-	}
+// TestMain shares one control plane, fixture site, Chromium with the extension
+// loaded, and extension host across the tests. Never skipped: this suite is the
+// only proof that the extension path works in a real browser.
+func TestMain(m *testing.M) {
 	// TABWARDEN_E2E_EXTENSION loads another unpacked build (e.g. an older one, to
 	// reproduce a bug); default: the repository's extension/.
 	extDir := filepath.Join(testenv.Root(), "extension")
@@ -101,30 +63,31 @@ func runMain(m *testing.M) int {
 		otherBuild = true
 	}
 	opts := chromium.Options{Extensions: []string{extDir}, StartTimeout: 60 * time.Second}
-	if stderr != nil {
-		opts.Stderr = stderr
+	if os.Getenv(testenv.DebugEnv) != "" {
+		opts.Stderr = os.Stderr
 	}
-	if proc, err = chromium.Launch(ctx, opts); err != nil {
-		return fail("launching Chromium with the extension: %v", err)
-	}
-	defer func() { _ = proc.Close() }() // best-effort cleanup
+	testenv.Main(m, testenv.Options{Logs: testenv.QuietLogs, Site: true, Chromium: &opts, Dir: "twext-", Setup: setup})
+}
+
+// setup connects the test's DevTools hand, finds the extension and starts the
+// agent's extension host, as `tabwarden agent --driver extension` runs it (on a
+// free port instead of 47321, so parallel suites do not collide; the user types
+// the port into the popup).
+func setup(e *testenv.Env) error {
+	cfg, k8s, fx, proc, stateDir, logger = e.Admin, e.Client, e.Site, e.Chrome, e.Dir, e.Logger
+	fail := func(format string, args ...any) error { return fmt.Errorf("e2e/extension: "+format, args...) }
+	ctx := context.Background()
+	var err error
 	if devtools, err = dialCDP(ctx, proc.WebSocketURL); err != nil {
 		return fail("DevTools: %v", err)
 	}
-	defer devtools.close()
+	e.Defer(devtools.close)
 	sw, err := waitWorker(ctx, 30*time.Second)
 	if err != nil {
 		return fail("the extension's service worker never showed up (is --load-extension honoured?): %v", err)
 	}
 	extID = strings.Split(strings.TrimPrefix(sw.URL, "chrome-extension://"), "/")[0]
 
-	// The agent's extension host, as `tabwarden agent --driver extension` runs it
-	// (on a free port instead of 47321, so parallel suites do not collide; the user
-	// types the port into the popup).
-	if stateDir, err = os.MkdirTemp("", "twext-"); err != nil {
-		return fail("%v", err)
-	}
-	defer func() { _ = os.RemoveAll(stateDir) }() // best-effort cleanup
 	// The host pins the extension's id: by default the one extension/'s manifest key
 	// gives it (TestExtensionHasThePinnedID checks Chrome agrees); another build is
 	// pinned by its own id, as a developer would with TABWARDEN_EXTENSION_ID.
@@ -136,13 +99,12 @@ func runMain(m *testing.M) int {
 		return fail("extension host: %v", err)
 	}
 	hostCtx, stopHost := context.WithCancel(ctx)
-	defer stopHost()
+	e.Defer(stopHost)
 	if err := host.Start(hostCtx); err != nil {
 		return fail("extension host: %v", err)
 	}
-	code := m.Run()
-	printTimings()
-	return code
+	e.Defer(printTimings) // first thing after the tests
+	return nil
 }
 
 // --- the extension's service worker -----------------------------------------------

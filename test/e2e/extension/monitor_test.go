@@ -9,8 +9,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 )
@@ -75,11 +73,7 @@ func groupTitles(g Gomega, sess string, tabIDs ...string) []string {
 // group titled by its purpose (the compose popup's window cannot hold one); ending
 // the session empties the monitor.
 func TestSessionMonitorThroughExtension(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	ctx := context.Background()
-	paired(t)
+	g, ctx := begin(t, 200*time.Millisecond)
 	ns := newNamespace(t)
 	startRoles(t)
 
@@ -92,19 +86,10 @@ func TestSessionMonitorThroughExtension(t *testing.T) {
 	links := openWindow(ns, "links", "research", linksURL)
 	g.Expect(k8s.Create(ctx, contacts)).To(Succeed())
 	g.Expect(k8s.Create(ctx, links)).To(Succeed())
-	for _, w := range []*twv1.BrowserWindow{contacts, links} {
-		g.Eventually(func(g Gomega) { g.Expect(get(t, w).Status.Phase).To(Equal(twv1.WindowOpen)) }).Should(Succeed())
-	}
+	waitOpen(t, g, contacts, links)
 
 	// The user opens the popup (its page in a tab of the extension's origin).
-	popup, err := openPopupTab(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() {
-		_ = devtools.closeTarget(context.Background(), popup) // best-effort cleanup
-	}()
-	psess, err := devtools.attach(ctx, popup)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer devtools.detach(ctx, psess)
+	psess := attachPopup(t, g, openPopupTab)
 	title := ns + "/research"
 	g.Eventually(func(g Gomega) {
 		m := readMonitor(g, psess)
@@ -181,8 +166,7 @@ func TestSessionMonitorThroughExtension(t *testing.T) {
 
 	// The session ends: its pages close and the monitor no longer lists it.
 	tabs := []string{contacts.Status.TabID, links.Status.TabID, landing.Status.TabID}
-	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	deleteSession(g, s)
 	g.Eventually(func(g Gomega) { g.Expect(readMonitor(g, psess)).NotTo(HaveKey(title)) }).Should(Succeed())
 	for _, id := range tabs {
 		n, _ := strconv.Atoi(id)

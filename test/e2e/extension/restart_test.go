@@ -9,8 +9,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
@@ -25,18 +23,11 @@ import (
 // closes exactly the pages it owned: its own window, the compose popups and a
 // background tab it opened in the user's window, whose other tabs stay.
 func TestServiceWorkerRestart(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	ctx := context.Background()
-	paired(t)
+	g, ctx := begin(t, 100*time.Millisecond)
 	ns := newNamespace(t)
 
 	userURLs := []string{fx.Path("/landing?user=docs&ns=" + ns), fx.Path("/quiet?user=calendar&ns=" + ns)}
-	userTargets, userWindowID := openUserWindow(t, userURLs...)
-	userWin, err := windowOfTarget(ctx, userTargets[0])
-	g.Expect(err).NotTo(HaveOccurred())
-	before := chromePages(g)
+	userTargets, userWindowID, userWin, before := userWindowBefore(t, g, userURLs...)
 	startRoles(t)
 
 	// A session with its contacts page in a window of its own, and a notes page as
@@ -146,17 +137,8 @@ func TestServiceWorkerRestart(t *testing.T) {
 	for _, u := range owned {
 		g.Expect(hasPageURL(u)).To(BeTrue(), "%s is open before cleanup", u)
 	}
-	deleted := time.Now()
-	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
-	g.Eventually(func(g Gomega) { g.Expect(chromePages(g)).To(Equal(before)) }).Should(Succeed())
-	record(t, "cleanup after worker restart", time.Since(deleted))
-	g.Expect(windowsOf(ns, "letters")).To(BeEmpty())
-	for _, target := range userTargets {
-		w, err := windowOfTarget(ctx, target)
-		g.Expect(err).NotTo(HaveOccurred(), "the user's tab %s is open", target)
-		g.Expect(w).To(Equal(userWin), "in the user's window")
-	}
+	deleteSessionBackTo(t, g, s, before, "cleanup after worker restart")
+	userTabsStay(g, userTargets, userWin)
 	recs := recordsByOwner(g)
 	for _, w := range []*twv1.BrowserWindow{contacts, notes, &compose1, &compose2} {
 		g.Expect(recs).NotTo(HaveKey(string(w.UID)), "the record of %s is gone with its page", w.Name)

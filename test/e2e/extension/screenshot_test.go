@@ -47,11 +47,7 @@ type popupLook struct {
 // through CDP. TABWARDEN_UPDATE_SCREENSHOT=1 writes it to docs/popup.png; the
 // picture is never compared (fonts differ between machines).
 func TestPopupScreenshot(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	ctx := context.Background()
-	paired(t)
+	g, ctx := begin(t, 200*time.Millisecond)
 	ns := testenv.NewNamespace(t, k8s, "team-a-")
 	startRoles(t)
 
@@ -64,9 +60,7 @@ func TestPopupScreenshot(t *testing.T) {
 	for _, w := range []*twv1.BrowserWindow{contacts, receipt} {
 		g.Expect(k8s.Create(ctx, w)).To(Succeed())
 	}
-	for _, w := range []*twv1.BrowserWindow{contacts, receipt} {
-		g.Eventually(func(g Gomega) { g.Expect(get(t, w).Status.Phase).To(Equal(twv1.WindowOpen)) }).Should(Succeed())
-	}
+	waitOpen(t, g, contacts, receipt)
 	ack(t, receipt, twv1.DispositionKeep)
 
 	// The contacts page opens a compose popup: a Spawned window nobody acknowledged.
@@ -80,14 +74,7 @@ func TestPopupScreenshot(t *testing.T) {
 	}).Should(Succeed())
 
 	// The user clicks the toolbar button: the popup opens at the size Chrome gives it.
-	popup, err := openActionPopup(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() {
-		_ = devtools.closeTarget(context.Background(), popup) // best-effort cleanup
-	}()
-	psess, err := devtools.attach(ctx, popup)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer devtools.detach(ctx, psess)
+	psess := attachPopup(t, g, openActionPopup)
 
 	title := ns + "/tax-form"
 	shows := func(g Gomega, sess string) {

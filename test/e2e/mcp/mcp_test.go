@@ -10,22 +10,17 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/zapr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -33,7 +28,6 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/cdp"
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
@@ -46,52 +40,12 @@ var (
 	bin      string // the built tabwarden binary
 )
 
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	lvl := zapcore.ErrorLevel
-	if os.Getenv("TABWARDEN_TEST_DEBUG") != "" {
-		lvl = zapcore.DebugLevel
-	}
-	zl, _ := zap.NewDevelopment(zap.IncreaseLevel(lvl))
-	ctrl.SetLogger(zapr.NewLogger(zl))
-	if _, err := chromium.Find(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "tabwarden-e2e-mcp-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }() // best-effort cleanup
-	stateDir = dir
-	bin = filepath.Join(dir, "tabwarden")
-	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(testenv.Root(), "cmd", "tabwarden")).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: go build: %v\n%s", err, out)
-		return 1
-	}
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }() // best-effort cleanup
-	admin = c
-	if k8s, err = client.New(admin, client.Options{Scheme: run.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	site = fixture.Serve()
-	defer site.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if chrome, err = chromium.Launch(ctx, chromium.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: launching chromium: %v\n", err)
-		return 1
-	}
-	defer func() { _ = chrome.Close() }() // best-effort cleanup
-	return m.Run()
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{Logs: &testenv.Logs{Quiet: zapcore.ErrorLevel, Debug: zapcore.DebugLevel}, Dir: "tabwarden-e2e-mcp-", Binary: true, Site: true, Chromium: &chromium.Options{},
+		Setup: func(e *testenv.Env) error {
+			admin, k8s, site, chrome, stateDir, bin = e.Admin, e.Client, e.Site, e.Chrome, e.Dir, e.Bin
+			return nil
+		}})
 }
 
 // startAgent runs the CDP agent of profile on Chromium under its own identity.
@@ -101,32 +55,11 @@ func startAgent(t *testing.T, profile string) {
 }
 
 // eye is a raw CDP connection that opens the user's window and checks what Chromium shows.
-func eye(t *testing.T) *cdp.Browser {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	b, err := cdp.New(ctx, chrome.WebSocketURL, cdp.Options{})
-	if err != nil {
-		t.Fatalf("raw CDP connection: %v", err)
-	}
-	go func() {
-		for range b.Events() {
-		}
-	}()
-	t.Cleanup(func() { b.Shutdown(); cancel() })
-	return b
-}
+func eye(t *testing.T) *cdp.Browser { t.Helper(); return testenv.Hand(t, chrome.WebSocketURL) }
 
 func pages(t *testing.T, b *cdp.Browser) map[string]browser.Page {
 	t.Helper()
-	s, err := b.Snapshot(context.Background())
-	if err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
-	out := map[string]browser.Page{}
-	for _, p := range s.Pages {
-		out[p.ID] = p
-	}
-	return out
+	return testenv.Pages(t, b)
 }
 
 type result struct {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,28 +11,15 @@ import (
 
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
+	"github.com/tabwarden/tabwarden/internal/testenv/chromiumtest"
 )
 
 var chrome *chromium.Process
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	if _, err := chromium.Find(); err != nil {
-		// Never skip: the client is only proven against a real browser.
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var err error
-	chrome, err = chromium.Launch(ctx, chromium.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: launch chromium: %v\n", err)
-		return 1
-	}
-	defer func() { _ = chrome.Close() }() // best-effort cleanup
-	return m.Run()
+// TestMain launches the package's Chromium: never skipped, the client is only
+// proven against a real browser.
+func TestMain(m *testing.M) {
+	chromiumtest.Main(m, chromium.Options{}, false, func(s chromiumtest.Shared) { chrome = s.Chrome })
 }
 
 func tctx(t *testing.T) context.Context {

@@ -1,4 +1,8 @@
-package hint
+// Package kubectl is a small kubectl interpreter for tests: it carries out the
+// command shapes that package hint writes (kubectl patch --type=merge, and echo
+// '...' | kubectl create -f -), so that tests prove every hint is a call that
+// works and a scripted agent can follow them.
+package kubectl
 
 import (
 	"context"
@@ -13,8 +17,7 @@ import (
 )
 
 // Run carries out a hint as kubectl would, with c (the caller's identity): the
-// command shapes this package writes, joined by " && ". Tests use it to prove
-// that every hint is a call that works, and a scripted agent to follow them.
+// command shapes package hint writes, joined by " && ".
 func Run(ctx context.Context, c client.Client, cmd string) error {
 	for _, part := range strings.Split(cmd, " && ") {
 		if err := run(ctx, c, strings.TrimSpace(part)); err != nil {
