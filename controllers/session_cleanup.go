@@ -74,7 +74,7 @@ func (r *SessionReconciler) removeFinalizer(ctx context.Context, s *twv1.Browser
 		return false, fmt.Errorf("removing the finalizer of session %s: %w", s.Name, err)
 	}
 	controllerutil.RemoveFinalizer(s, twv1.SessionFinalizer)
-	r.letGo.Store(client.ObjectKeyFromObject(s), s.UID)
+	_ = r.letGo.Patched(s, twv1.SessionFinalizer, err) // err is nil or the 404 of a deleted session here
 	return err == nil, nil
 }
 

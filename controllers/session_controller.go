@@ -46,8 +46,8 @@ type SessionReconciler struct {
 	// session's end is its deletionTimestamp.
 	endedAt sync.Map
 	// letGo remembers the sessions whose finalizer this controller removed
-	// (name → uid) until the cache sees them go.
-	letGo sync.Map
+	// until the cache sees them go.
+	letGo patch.LetGo
 }
 
 // reservation is a placement decided by this controller, counted until the
@@ -160,17 +160,14 @@ func (r *SessionReconciler) getSession(ctx context.Context, req ctrl.Request) (*
 	session := &twv1.BrowserSession{}
 	if err := r.Get(ctx, req.NamespacedName, session); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.letGo.Delete(req.NamespacedName)
+			r.letGo.Forget(req.NamespacedName)
 		}
 		return nil, client.IgnoreNotFound(err)
 	}
-	if uid, ok := r.letGo.Load(req.NamespacedName); ok {
-		if uid == session.UID {
-			// This controller removed its finalizer: the session is gone, the
-			// cache has not seen it go yet.
-			return nil, nil
-		}
-		r.letGo.Delete(req.NamespacedName)
+	if r.letGo.Gone(session) {
+		// This controller removed its finalizer: the session is gone, the
+		// cache has not seen it go yet.
+		return nil, nil
 	}
 	return session, nil
 }
