@@ -74,8 +74,10 @@ func TestLetGo(t *testing.T) {
 	if err := l.Patched(window("1", true), fin, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !l.Gone(window("1", true)) || !l.Gone(window("1", true)) {
-		t.Fatal("a released object is not Gone")
+	for read := range 2 { // every read of the cache until it sees the object go
+		if !l.Gone(window("1", true)) {
+			t.Fatalf("a released object is not Gone (read %d)", read+1)
+		}
 	}
 	l.Forget(client.ObjectKey{Namespace: "ns", Name: "w1"})
 	if l.Gone(window("1", true)) {
