@@ -56,8 +56,9 @@
 // options), connect.go (dial, discovery, reconnect), model.go (targets, events,
 // Snapshot, Adopt and Bind), windows.go (window lookup, popups), place.go (a
 // tab in a named window), open.go (intents, the crash-consistent create),
-// close.go (Close and the last-tab placeholder), contexts.go (the pool) and
-// act.go (actions).
+// close.go (Close and the last-tab placeholder), contexts.go (the pool),
+// act.go (actions: Act and its steps), pagesession.go (the session on a page,
+// dialogs) and world.go (the page script's isolated world).
 package cdp
 
 import (
@@ -152,7 +153,7 @@ type Browser struct {
 	ledger    *ledger.Ledger
 	ctxNames  map[string]string // browserContextId → name (or id when not ours)
 	acts      []actEntry
-	sessions  map[string]*pageSession // page id → the driver's session for actions (act.go)
+	sessions  map[string]*pageSession // page id → the driver's session for actions (pagesession.go)
 	actSeq    int64
 	ownCreate map[string]int // url → createTarget calls in flight
 	phWaiters []chan string  // placeholder clicks waiting for their about:blank page

@@ -15,7 +15,6 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,11 +40,10 @@ var (
 // TestMain shares one control plane, fixture site and Chromium (never skipped:
 // this package exists to prove tabwarden on a real browser) across the tests.
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{Logs: &testenv.Logs{Quiet: zapcore.ErrorLevel, Debug: zapcore.DebugLevel}, Dir: "tabwarden-e2e-state-", Site: true, Chromium: &chromium.Options{},
-		Setup: func(e *testenv.Env) error {
-			cfg, k8s, site, chrome, stateDir = e.Admin, e.Client, e.Site, e.Chrome, e.Dir
-			return nil
-		}})
+	testenv.Main(m, testenv.E2E("tabwarden-e2e-state-", func(e *testenv.Env) error {
+		cfg, k8s, site, chrome, stateDir = e.Admin, e.Client, e.Site, e.Chrome, e.Dir
+		return nil
+	}))
 }
 
 func startController(t *testing.T) *testenv.Role { return testenv.StartController(t, cfg) }

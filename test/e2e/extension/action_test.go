@@ -34,11 +34,7 @@ func TestScriptedAgentIncidentThroughExtension(t *testing.T) {
 	u := testenv.UserClient(t, cfg, ns, "ada")
 	startRoles(t)
 
-	s := session(ns, "taxes")
-	g.Expect(u.Create(ctx, s)).To(Succeed())
-	contactsURL := fx.Path("/contacts?ns=" + ns)
-	contacts := openWindow(ns, "contacts", "taxes", contactsURL)
-	g.Expect(u.Create(ctx, contacts)).To(Succeed())
+	s, contacts, contactsURL := contactsSession(g, u, ns, "taxes", "")
 	g.Eventually(func(g Gomega) {
 		get(t, contacts)
 		g.Expect(contacts.Status.Phase).To(Equal(twv1.WindowOpen))

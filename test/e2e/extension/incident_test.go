@@ -22,20 +22,11 @@ import (
 // acknowledged, and deleting the session closes exactly what it owned. The user's
 // own window is never touched.
 func TestIncidentThroughExtension(t *testing.T) {
-	g, ctx := begin(t, 100*time.Millisecond)
-	ns := newNamespace(t)
-
 	// 1. The user's own window, with two tabs, opened before any session.
-	userURLs := []string{fx.Path("/landing?user=mail&ns=" + ns), fx.Path("/quiet?user=bank&ns=" + ns)}
-	userTargets, userWindowID, userWin, before := userWindowBefore(t, g, userURLs...)
-	startRoles(t)
+	g, ctx, ns, user := beginWithUser(t, "mail", "bank")
 
 	// 2. A session and its contacts page, in a window of its own.
-	s := session(ns, "taxes")
-	g.Expect(k8s.Create(ctx, s)).To(Succeed())
-	contactsURL := fx.Path("/contacts?ns=" + ns)
-	contacts := openWindow(ns, "contacts", "taxes", contactsURL)
-	g.Expect(k8s.Create(ctx, contacts)).To(Succeed())
+	s, contacts, contactsURL := contactsSession(g, k8s, ns, "taxes", "")
 	g.Eventually(func(g Gomega) {
 		get(t, contacts)
 		g.Expect(contacts.Status.Phase).To(Equal(twv1.WindowOpen))
@@ -43,15 +34,15 @@ func TestIncidentThroughExtension(t *testing.T) {
 		g.Expect(contacts.Status.OwnsWindow).To(BeTrue())
 		g.Expect(contacts.Status.Title).To(Equal(fixture.TitleContacts))
 	}).Should(Succeed())
-	g.Expect(contacts.Status.WindowID).NotTo(Equal(userWindowID), "placement Window opens a window of the session's own")
+	g.Expect(contacts.Status.WindowID).NotTo(Equal(user.windowID), "placement Window opens a window of the session's own")
 	contactsTarget := pageTarget(g, contactsURL)
 	// Never focused: the session's window does not take focus, the user's active
 	// tab stays the visible one of its window.
 	g.Expect(pageFocus(g, contactsTarget).Focus).To(BeFalse(), "the session's window is opened unfocused")
-	g.Expect(pageFocus(g, userTargets[0]).Visibility).To(Equal("visible"), "the user's active tab stays active")
+	g.Expect(pageFocus(g, user.targets[0]).Visibility).To(Equal("visible"), "the user's active tab stays active")
 	contactsWin, err := windowOfTarget(ctx, contactsTarget)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(contactsWin).NotTo(Equal(userWin))
+	g.Expect(contactsWin).NotTo(Equal(user.win))
 	g.Expect(recordsByOwner(g)).To(HaveKeyWithValue(string(contacts.UID), HaveLen(1)), "the extension recorded the page it opened")
 
 	// 3. A real click on an e-mail address: the page spawns a standalone compose popup.
@@ -73,7 +64,7 @@ func TestIncidentThroughExtension(t *testing.T) {
 		g.Expect(compose.Status.Phase).To(Equal(twv1.WindowOpen))
 		g.Expect(compose.Status.URL).To(Equal(composeURL))
 		g.Expect(compose.Status.OwnsWindow).To(BeTrue(), "a compose popup is a standalone window of its own")
-		g.Expect(compose.Status.WindowID).NotTo(Or(Equal(contacts.Status.WindowID), Equal(userWindowID)))
+		g.Expect(compose.Status.WindowID).NotTo(Or(Equal(contacts.Status.WindowID), Equal(user.windowID)))
 	}).Should(Succeed())
 	composeTarget := pageTarget(g, composeURL)
 	g.Eventually(func(g Gomega) {
@@ -135,18 +126,18 @@ func TestIncidentThroughExtension(t *testing.T) {
 
 	// Nothing of the user's was touched so far.
 	during := chromePages(g)
-	for id, u := range before {
+	for id, u := range user.before {
 		g.Expect(during).To(HaveKeyWithValue(id, u))
 	}
 
 	// 6. Delete the session: its pages close; the user's window and tabs stay.
-	deleteSessionBackTo(t, g, s, before, "cleanup (delete session → pages closed)")
+	deleteSessionBackTo(t, g, s, user.before, "cleanup (delete session → pages closed)")
 	for _, target := range []string{contactsTarget, formTarget, composeTarget} {
 		_, err := windowOfTarget(ctx, target)
 		g.Expect(err).To(HaveOccurred(), "owned page %s is closed", target)
 	}
-	userTabsStay(g, userTargets, userWin)
-	g.Expect(pageFocus(g, userTargets[0]).Visibility).To(Equal("visible"), "the user's active tab is still the active one")
+	userTabsStay(g, user.targets, user.win)
+	g.Expect(pageFocus(g, user.targets[0]).Visibility).To(Equal("visible"), "the user's active tab is still the active one")
 	g.Expect(recordsByOwner(g)).NotTo(Or(HaveKey(string(contacts.UID)), HaveKey(string(form.UID))))
 }
 

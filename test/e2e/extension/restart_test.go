@@ -23,21 +23,11 @@ import (
 // closes exactly the pages it owned: its own window, the compose popups and a
 // background tab it opened in the user's window, whose other tabs stay.
 func TestServiceWorkerRestart(t *testing.T) {
-	g, ctx := begin(t, 100*time.Millisecond)
-	ns := newNamespace(t)
-
-	userURLs := []string{fx.Path("/landing?user=docs&ns=" + ns), fx.Path("/quiet?user=calendar&ns=" + ns)}
-	userTargets, userWindowID, userWin, before := userWindowBefore(t, g, userURLs...)
-	startRoles(t)
+	g, ctx, ns, user := beginWithUser(t, "docs", "calendar")
 
 	// A session with its contacts page in a window of its own, and a notes page as
 	// a background tab in the user's window (placement Tab, pinned there).
-	s := session(ns, "letters")
-	s.Spec.PinnedWindowID = userWindowID
-	g.Expect(k8s.Create(ctx, s)).To(Succeed())
-	contactsURL := fx.Path("/contacts?ns=" + ns)
-	contacts := openWindow(ns, "contacts", "letters", contactsURL)
-	g.Expect(k8s.Create(ctx, contacts)).To(Succeed())
+	s, contacts, contactsURL := contactsSession(g, k8s, ns, "letters", user.windowID)
 	notesURL := fx.Path("/quiet?notes=letters&ns=" + ns)
 	notes := openWindow(ns, "notes", "letters", notesURL)
 	notes.Spec.Placement = twv1.PlacementTab
@@ -51,12 +41,12 @@ func TestServiceWorkerRestart(t *testing.T) {
 	}
 	g.Expect(contacts.Status.OwnsWindow).To(BeTrue())
 	g.Expect(notes.Status.OwnsWindow).To(BeFalse())
-	g.Expect(notes.Status.WindowID).To(Equal(userWindowID), "a Tab-placement page opens in the pinned window")
+	g.Expect(notes.Status.WindowID).To(Equal(user.windowID), "a Tab-placement page opens in the pinned window")
 	contactsTarget := pageTarget(g, contactsURL)
 	notesTarget := pageTarget(g, notesURL)
 	notesWin, err := windowOfTarget(ctx, notesTarget)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(notesWin).To(Equal(userWin))
+	g.Expect(notesWin).To(Equal(user.win))
 
 	// The contacts page spawns a compose popup; it is adopted and acknowledged as
 	// Temporary (it closes with the session).
@@ -137,8 +127,8 @@ func TestServiceWorkerRestart(t *testing.T) {
 	for _, u := range owned {
 		g.Expect(hasPageURL(u)).To(BeTrue(), "%s is open before cleanup", u)
 	}
-	deleteSessionBackTo(t, g, s, before, "cleanup after worker restart")
-	userTabsStay(g, userTargets, userWin)
+	deleteSessionBackTo(t, g, s, user.before, "cleanup after worker restart")
+	userTabsStay(g, user.targets, user.win)
 	recs := recordsByOwner(g)
 	for _, w := range []*twv1.BrowserWindow{contacts, notes, &compose1, &compose2} {
 		g.Expect(recs).NotTo(HaveKey(string(w.UID)), "the record of %s is gone with its page", w.Name)

@@ -23,15 +23,53 @@ func begin(t *testing.T, poll time.Duration) (*WithT, context.Context) {
 	return g, context.Background()
 }
 
-// userWindowBefore opens the user's own window, a tab per url, before any
-// session: its targets, its window id as the driver reports it, Chrome's id of
-// it, and the pages Chrome shows then (what must stay when the session ends).
-func userWindowBefore(t *testing.T, g *WithT, urls ...string) (targets []string, windowID string, win int, before map[string]string) {
+// beginWithUser opens a test (begin, polling every 100 ms) in a new namespace
+// whose user has their own window, with a landing tab of user and a quiet tab
+// of other, open before any session (userWindowBefore); then it starts the
+// roles.
+func beginWithUser(t *testing.T, user, other string) (*WithT, context.Context, string, userWindow) {
 	t.Helper()
-	targets, windowID = openUserWindow(t, urls...)
-	win, err := windowOfTarget(context.Background(), targets[0])
+	g, ctx := begin(t, 100*time.Millisecond)
+	ns := newNamespace(t)
+	uw := userWindowBefore(t, g, fx.Path("/landing?user="+user+"&ns="+ns), fx.Path("/quiet?user="+other+"&ns="+ns))
+	startRoles(t)
+	return g, ctx, ns, uw
+}
+
+// userWindow is the user's own window, opened before any session: its page
+// targets, its window id as the driver reports it, Chrome's id of it, and the
+// pages Chrome showed then (what must stay when the session ends).
+type userWindow struct {
+	targets  []string
+	windowID string
+	win      int
+	before   map[string]string
+}
+
+// userWindowBefore opens the user's own window, a tab per url, before any
+// session.
+func userWindowBefore(t *testing.T, g *WithT, urls ...string) userWindow {
+	t.Helper()
+	var uw userWindow
+	uw.targets, uw.windowID = openUserWindow(t, urls...)
+	win, err := windowOfTarget(context.Background(), uw.targets[0])
 	g.Expect(err).NotTo(HaveOccurred())
-	return targets, windowID, win, chromePages(g)
+	uw.win, uw.before = win, chromePages(g)
+	return uw
+}
+
+// contactsSession creates with c the session name in ns (pinned to the window
+// pinned unless that is empty) and its contacts page in a window of its own:
+// the session, the page's BrowserWindow and the page's url.
+func contactsSession(g *WithT, c client.Client, ns, name, pinned string) (*twv1.BrowserSession, *twv1.BrowserWindow, string) {
+	ctx := context.Background()
+	s := session(ns, name)
+	s.Spec.PinnedWindowID = pinned
+	g.Expect(c.Create(ctx, s)).To(Succeed())
+	contactsURL := fx.Path("/contacts?ns=" + ns)
+	contacts := openWindow(ns, "contacts", name, contactsURL)
+	g.Expect(c.Create(ctx, contacts)).To(Succeed())
+	return s, contacts, contactsURL
 }
 
 // deleteSession deletes s and waits until the API server no longer has it (its

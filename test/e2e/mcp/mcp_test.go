@@ -18,7 +18,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,11 +40,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{Logs: &testenv.Logs{Quiet: zapcore.ErrorLevel, Debug: zapcore.DebugLevel}, Dir: "tabwarden-e2e-mcp-", Binary: true, Site: true, Chromium: &chromium.Options{},
-		Setup: func(e *testenv.Env) error {
-			admin, k8s, site, chrome, stateDir, bin = e.Admin, e.Client, e.Site, e.Chrome, e.Dir, e.Bin
-			return nil
-		}})
+	o := testenv.E2E("tabwarden-e2e-mcp-", func(e *testenv.Env) error {
+		admin, k8s, site, chrome, stateDir, bin = e.Admin, e.Client, e.Site, e.Chrome, e.Dir, e.Bin
+		return nil
+	})
+	o.Binary = true // the MCP client runs `tabwarden mcp`
+	testenv.Main(m, o)
 }
 
 // startAgent runs the CDP agent of profile on Chromium under its own identity.
