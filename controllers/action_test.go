@@ -217,6 +217,11 @@ func TestGuardCoverage(t *testing.T) {
 			twv1.StepPress:    {Type: twv1.StepPress, Key: "Enter"},
 			twv1.StepScroll:   {Type: twv1.StepScroll, DeltaY: ptr.To[int32](40)},
 			twv1.StepWait:     {Type: twv1.StepWait, Text: "Send"},
+			// After the Navigate above (run first, in StepTypes' order) the page
+			// has an entry to go back to, and then one to go forward to.
+			twv1.StepBack:    {Type: twv1.StepBack},
+			twv1.StepForward: {Type: twv1.StepForward},
+			twv1.StepReload:  {Type: twv1.StepReload},
 		}
 	}
 	sendButton := &twv1.ActionTarget{Text: "Search"}

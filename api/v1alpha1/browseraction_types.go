@@ -5,7 +5,7 @@ import (
 )
 
 // StepType is what one step of a BrowserAction does.
-// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait
+// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload
 type StepType string
 
 const (
@@ -24,17 +24,26 @@ const (
 	StepScroll StepType = "Scroll"
 	// StepWait waits for text to appear on the page, or for a duration.
 	StepWait StepType = "Wait"
+	// StepBack goes one entry back in the page's history, as the browser's back
+	// button does; a page with no earlier entry is refused (no_history).
+	StepBack StepType = "Back"
+	// StepForward goes one entry forward in the page's history; a page with no
+	// later entry is refused (no_history).
+	StepForward StepType = "Forward"
+	// StepReload loads the page's current document again (refs and points of the
+	// old document are stale after it).
+	StepReload StepType = "Reload"
 )
 
 // StepTypes lists every step type; the guard coverage test classifies each.
-var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait}
+var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload}
 
 // Mutating reports whether a step changes the page (and so is refused while the
 // session waits for the user or has unacknowledged spawns). Observe, Scroll and
-// Wait only read or move the viewport.
+// Wait only read or move the viewport; Back, Forward and Reload load a document.
 func (t StepType) Mutating() bool {
 	switch t {
-	case StepNavigate, StepClick, StepTypeText, StepPress:
+	case StepNavigate, StepClick, StepTypeText, StepPress, StepBack, StepForward, StepReload:
 		return true
 	}
 	return false
@@ -111,7 +120,8 @@ type ActionTarget struct {
 // +kubebuilder:validation:XValidation:rule="self.type != 'Scroll' || has(self.deltaX) || has(self.deltaY)",message="a Scroll step needs deltaY (or deltaX) in pixels, for example {type: Scroll, deltaY: 600}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Wait' || has(self.text) || has(self.duration)",message="a Wait step needs text to wait for or a duration, for example {type: Wait, text: \"Saved\"} or {type: Wait, duration: 2s}"
 type ActionStep struct {
-	// type is Observe, Navigate, Click, Type, Press, Scroll or Wait.
+	// type is Observe, Navigate, Click, Type, Press, Scroll, Wait, Back, Forward
+	// or Reload.
 	// +required
 	Type StepType `json:"type,omitempty"`
 	// url to load (Navigate): http, https or about:blank.
@@ -368,7 +378,7 @@ func (a *BrowserAction) GetConditions() []metav1.Condition { return a.Status.Con
 func (a *BrowserAction) SetConditions(c []metav1.Condition) { a.Status.Conditions = c }
 
 // BrowserAction is one call of steps (observe, navigate, click, type, press,
-// scroll, wait) against a window of a session, admitted or refused by the guards
+// scroll, wait, back, forward, reload) against a window of a session, admitted or refused by the guards
 // and executed by the session's agent.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -222,6 +222,14 @@ const (
 	StepPress    StepKind = "press"
 	StepScroll   StepKind = "scroll"
 	StepWait     StepKind = "wait"
+	// StepBack and StepForward move one entry through the page's history, as the
+	// browser's buttons do; with no such entry the driver refuses
+	// (ActError ReasonNoHistory) and loads nothing. StepReload loads the current
+	// document again. Each waits for the document it loads, and makes a new
+	// document: earlier refs and points are stale.
+	StepBack    StepKind = "back"
+	StepForward StepKind = "forward"
+	StepReload  StepKind = "reload"
 )
 
 // Step is one curated step.
@@ -299,7 +307,7 @@ type ActResult struct {
 
 // ActError is a step the driver refused because of the page's state: Reason is
 // a guard reason of the API (stale_ref, stale_coordinates, ambiguous_target,
-// target_not_found); Candidates lists the matches of an ambiguous target.
+// target_not_found, no_history); Candidates lists the matches of an ambiguous target.
 type ActError struct {
 	Reason     string
 	Message    string

@@ -101,6 +101,7 @@ func Run(t *testing.T, factory Factory) {
 		{"BindAndRelease", testBindRelease},
 		{"UserSpawnFromBoundTabStaysTheUsers", testUserSpawnFromBound},
 		{"ActRefusesPagesNotOwned", testActNotOwned},
+		{"HistoryBackForwardReload", testHistory},
 		{"EventOrder", testEventOrder},
 		{"ReconnectDeclaresNothingGone", testReconnect},
 	}

@@ -391,7 +391,7 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	defer ps.mu.Unlock()
 
 	switch step.Kind {
-	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress:
+	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress, browser.StepBack, browser.StepForward, browser.StepReload:
 		if req.Key != "" {
 			defer b.attribute(req.Key, req.Page)()
 		}
@@ -442,6 +442,8 @@ func (b *Browser) attribute(key, page string) func() {
 func validStep(s browser.Step) error {
 	switch s.Kind {
 	case browser.StepObserve, browser.StepScroll:
+		return nil
+	case browser.StepBack, browser.StepForward, browser.StepReload:
 		return nil
 	case browser.StepNavigate:
 		return validURL(s.URL)
@@ -525,6 +527,8 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		return browser.ActResult{}, b.run(ctx, ps, "scroll", scriptArgs{DX: s.DeltaX, DY: s.DeltaY}, &out)
 	case browser.StepWait:
 		return browser.ActResult{}, b.wait(ctx, ps, s)
+	case browser.StepBack, browser.StepForward, browser.StepReload:
+		return browser.ActResult{}, b.historyStep(ctx, ps, s.Kind)
 	}
 	return browser.ActResult{}, fmt.Errorf("act: unknown step kind %q", s.Kind)
 }

@@ -105,10 +105,10 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		}
 		return browser.ActResult{Observation: o}, nil
 	case browser.StepNavigate:
-		t.url, t.title = step.URL, title(step.URL)
-		t.doc, t.epoch, t.scrollY = t.doc+1, 0, 0
-		b.emit(browser.PageUpdated, b.page(t))
+		b.loadLocked(t, step.URL)
 		return browser.ActResult{}, nil
+	case browser.StepBack, browser.StepForward, browser.StepReload:
+		return browser.ActResult{}, b.historyLocked(t, step.Kind)
 	case browser.StepScroll:
 		t.scrollY = max(0, t.scrollY+step.DeltaY)
 		t.epoch++
@@ -134,9 +134,7 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		case e.Spawn != "":
 			b.newWindowLocked(e.Spawn, t.id, true)
 		case e.Navigate != "":
-			t.url, t.title = e.Navigate, title(e.Navigate)
-			t.doc, t.epoch, t.scrollY = t.doc+1, 0, 0
-			b.emit(browser.PageUpdated, b.page(t))
+			b.loadLocked(t, e.Navigate)
 		}
 		return browser.ActResult{}, nil
 	case browser.StepPress:
