@@ -1,6 +1,7 @@
 // tabwarden's `act` command: one curated step on a tab the host's owner has recorded.
 //
-// The host sends a step (observe, navigate, click, type, press, scroll, wait), never a method
+// The host sends a step (observe, navigate, click, type, press, scroll, wait, back, forward,
+// reload), never a method
 // name or an expression. The worker runs it with the `debugger` permission, the only way an
 // extension can produce trusted input (chrome.scripting's synthetic events are untrusted and
 // need host permissions, which tabwarden does not ask for):
@@ -13,7 +14,8 @@
 //   Input.dispatchMouseEvent / Input.insertText / Input.dispatchKeyEvent for input
 //   chrome.debugger.detach, always, also after an error
 //
-// navigate uses chrome.tabs.update(tabId, {url}) and nothing else (never `active`). Nothing
+// navigate uses chrome.tabs.update(tabId, {url}) and nothing else (never `active`); back,
+// forward and reload use chrome.tabs.goBack / goForward / reload, without the debugger. Nothing
 // here focuses a window or activates a tab. Acts on one tab run one at a time.
 //
 // Attribution: a tab the acted-on page opened during the act (Page.windowOpen, see claimOpen)
@@ -29,7 +31,7 @@
 // createPageSource (page.js, loaded once), createAttribution (the act markers),
 // createDebuggerWatch (windowOpen announcements and dialogs while an act runs),
 // createDebuggerSessions (attach, bound, detach), createPageWorlds (the tabwarden world and
-// page(op, args)), the verbs (click, typeText, press, waitText, navigate), and createActor,
+// page(op, args)), the verbs (click, typeText, press, waitText, navigate, history), and createActor,
 // which wires them and runs one act per tab at a time. page.js is the page's side only:
 // reading the DOM and resolving targets there, with the guards of its own state (the world
 // nonce, document ids, epochs) and of its input, which the cdp driver relies on too.
@@ -43,7 +45,7 @@ export { ActRefusal, validateStep, parseKey } from "./step.js";
 export const ATTRIBUTION_GRACE_MS = 1000;
 // Steps after which a late tab may still be the act's doing (a noopener link's tab is reported
 // late); after observe, scroll and wait the window closes with the step.
-const MUTATING = new Set(["navigate", "click", "type", "press"]);
+const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward", "reload"]);
 // An act marker without an end older than this died with its worker.
 export const ACT_MARKER_TTL_MS = 5 * 60_000;
 export const NAVIGATE_TIMEOUT_MS = 30_000;
@@ -424,6 +426,38 @@ async function waitText(page, s, { now, sleep }) {
 
 /** navigate: loads url in the tab (never activating it) and waits until it has loaded, bounded. */
 async function navigate(chrome, tabId, url, sleep) {
+  await loading(chrome, tabId, sleep, () => chrome.tabs.update(tabId, { url }));
+}
+
+/**
+ * back, forward, reload: chrome.tabs.goBack / goForward / reload of the tab (never activating
+ * it), waiting until the document it loads has loaded, bounded. No entry that way is the
+ * no_history refusal, and nothing loads.
+ */
+async function history(chrome, tabId, kind, sleep) {
+  const move = { back: () => chrome.tabs.goBack(tabId), forward: () => chrome.tabs.goForward(tabId), reload: () => chrome.tabs.reload(tabId) }[kind];
+  try {
+    await loading(chrome, tabId, sleep, move);
+  } catch (e) {
+    if (kind !== "reload" && /cannot find a next page in history/i.test(String(e?.message ?? e))) {
+      let url = "";
+      try {
+        url = (await chrome.tabs.get(tabId))?.url ?? "";
+      } catch {
+        /* gone meanwhile: the message names no url */
+      }
+      const [dir, what] = kind === "back" ? ["earlier", "back"] : ["later", "forward"];
+      throw new ActRefusal(
+        "no_history",
+        `the page (${clip(url, 1024)}) has no ${dir} entry in its history to go ${what} to; nothing was loaded. Navigate to the url you want instead`,
+      );
+    }
+    throw e;
+  }
+}
+
+/** Runs start (which makes the tab load a document) and waits until the tab has loaded, bounded. */
+async function loading(chrome, tabId, sleep, start) {
   let done;
   const loaded = new Promise((r) => (done = r));
   let sawLoading = false;
@@ -435,7 +469,7 @@ async function navigate(chrome, tabId, url, sleep) {
   chrome.tabs.onUpdated.addListener(listener);
   try {
     try {
-      await chrome.tabs.update(tabId, { url });
+      await start();
     } catch (e) {
       if (/no tab with/i.test(String(e?.message ?? e))) throw new ActRefusal("not_found", `tab ${tabId} not found`);
       throw e;
@@ -487,6 +521,10 @@ export function createActor(deps) {
   async function perform(tabId, s) {
     if (s.kind === "navigate") {
       await navigate(chrome, tabId, s.url, sleep);
+      return {};
+    }
+    if (s.kind === "back" || s.kind === "forward" || s.kind === "reload") {
+      await history(chrome, tabId, s.kind, sleep);
       return {};
     }
     if (s.kind === "wait" && !s.text) {

@@ -10,9 +10,9 @@ export const DEFAULT_WAIT_MS = 10_000;
 const MAX_URL_CHARS = 8192;
 const MAX_NAME_CHARS = 512;
 export const MAX_CANDIDATES = 20;
-export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait"]);
+export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload"]);
 // The reasons a page refusal may carry (browser.ActError); anything else from page.js is a bug.
-export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found"]);
+export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found", "no_history"]);
 
 
 /** A refusal carrying a reason, a message and (for ambiguous targets) the candidates. */
@@ -130,6 +130,10 @@ export function validateStep(step) {
       s.dy = int(step.deltaY, "deltaY", { min: -100_000, max: 100_000 });
       if (s.dx === 0 && s.dy === 0) throw invalid("scroll needs deltaX or deltaY");
       break;
+    case "back":
+    case "forward":
+    case "reload":
+      break; // no fields: the tab's own history
     case "wait":
       s.text = text(step.text, "text", 1024);
       s.timeoutMs = int(step.timeoutMs, "timeoutMs", { min: 0, max: MAX_WAIT_MS }) || (s.text ? DEFAULT_WAIT_MS : 0);

@@ -29,6 +29,7 @@ var guardReasons = map[string]bool{
 	twv1.ReasonStaleCoordinates: true,
 	twv1.ReasonAmbiguousTarget:  true,
 	twv1.ReasonTargetNotFound:   true,
+	twv1.ReasonNoHistory:        true,
 }
 
 // Act implements browser.Browser with the `act` command: the extension checks that
@@ -164,6 +165,8 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			return bad("scroll needs deltaX or deltaY (CSS pixels)")
 		}
 		ws.DeltaX, ws.DeltaY = st.DeltaX, st.DeltaY
+	case browser.StepBack, browser.StepForward, browser.StepReload:
+		// No fields: the tab's own history.
 	case browser.StepWait:
 		if st.Timeout < 0 || st.Timeout > maxWait {
 			return bad("wait timeout %v is out of range; at most %v", st.Timeout, maxWait)
@@ -180,7 +183,7 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			ws.TimeoutMs = 1
 		}
 	default:
-		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll or wait", st.Kind)
+		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward or reload", st.Kind)
 	}
 	return ws, nil
 }
