@@ -14,8 +14,8 @@
 //   Input.dispatchMouseEvent / Input.insertText / Input.dispatchKeyEvent for input
 //   chrome.debugger.detach, always, also after an error
 //
-// navigate uses chrome.tabs.update(tabId, {url}) and nothing else (never `active`); back,
-// forward and reload use chrome.tabs.goBack / goForward / reload, without the debugger. Nothing
+// navigate uses chrome.tabs.update(tabId, {url}) and nothing else (never `active`); reload
+// chrome.tabs.reload; back and forward Page.navigateToHistoryEntry (see history). Nothing
 // here focuses a window or activates a tab. Acts on one tab run one at a time.
 //
 // Attribution: a tab the acted-on page opened during the act (Page.windowOpen, see claimOpen)
@@ -430,30 +430,34 @@ async function navigate(chrome, tabId, url, sleep) {
 }
 
 /**
- * back, forward, reload: chrome.tabs.goBack / goForward / reload of the tab (never activating
- * it), waiting until the document it loads has loaded, bounded. No entry that way is the
+ * back, forward: one entry through the tab's history as the browser holds it
+ * (Page.getNavigationHistory, Page.navigateToHistoryEntry over one short debugger session, as
+ * the cdp driver does: chrome.tabs.goBack skips the entries Chrome's back button skips, which
+ * on a page nobody clicked is all of them); reload: chrome.tabs.reload. Never activating the
+ * tab; each waits until the document it loads has loaded, bounded. No entry that way is the
  * no_history refusal, and nothing loads.
  */
-async function history(chrome, tabId, kind, sleep) {
-  const move = { back: () => chrome.tabs.goBack(tabId), forward: () => chrome.tabs.goForward(tabId), reload: () => chrome.tabs.reload(tabId) }[kind];
-  try {
-    await loading(chrome, tabId, sleep, move);
-  } catch (e) {
-    if (kind !== "reload" && /cannot find a next page in history/i.test(String(e?.message ?? e))) {
-      let url = "";
-      try {
-        url = (await chrome.tabs.get(tabId))?.url ?? "";
-      } catch {
-        /* gone meanwhile: the message names no url */
-      }
-      const [dir, what] = kind === "back" ? ["earlier", "back"] : ["later", "forward"];
-      throw new ActRefusal(
-        "no_history",
-        `the page (${clip(url, 1024)}) has no ${dir} entry in its history to go ${what} to; nothing was loaded. Navigate to the url you want instead`,
-      );
-    }
-    throw e;
+async function history(chrome, tabId, kind, sleep, withDebugger) {
+  if (kind === "reload") {
+    await loading(chrome, tabId, sleep, () => chrome.tabs.reload(tabId));
+    return;
   }
+  await loading(chrome, tabId, sleep, () =>
+    withDebugger(tabId, STEP_BOUND_MS, async (send) => {
+      const h = await send("Page.getNavigationHistory");
+      const entries = Array.isArray(h?.entries) ? h.entries : [];
+      const at = Number.isInteger(h?.currentIndex) ? h.currentIndex : -1;
+      const to = at + (kind === "back" ? -1 : 1);
+      if (to < 0 || to >= entries.length) {
+        const [dir, what] = kind === "back" ? ["earlier", "back"] : ["later", "forward"];
+        throw new ActRefusal(
+          "no_history",
+          `the page (${clip(String(entries[at]?.url ?? ""), 1024)}) has no ${dir} entry in its history to go ${what} to; nothing was loaded. Navigate to the url you want instead`,
+        );
+      }
+      await send("Page.navigateToHistoryEntry", { entryId: entries[to].id });
+    }),
+  );
 }
 
 /** Runs start (which makes the tab load a document) and waits until the tab has loaded, bounded. */
@@ -524,7 +528,7 @@ export function createActor(deps) {
       return {};
     }
     if (s.kind === "back" || s.kind === "forward" || s.kind === "reload") {
-      await history(chrome, tabId, s.kind, sleep);
+      await history(chrome, tabId, s.kind, sleep, sessions.withDebugger);
       return {};
     }
     if (s.kind === "wait" && !s.text) {

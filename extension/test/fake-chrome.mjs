@@ -447,6 +447,18 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
             else d.accept = null; // stay on the page: the remove that raised it stays pending
             return {};
           }
+          // The tab's history, as Chrome answers it (entry ids: index + 1).
+          const t = tabs.get(target.tabId);
+          if (method === "Page.getNavigationHistory") {
+            return clone({ currentIndex: t.at, entries: t.history.map((url, i) => ({ id: i + 1, url, title: "" })) });
+          }
+          if (method === "Page.navigateToHistoryEntry") {
+            const to = params?.entryId - 1;
+            if (!(to >= 0 && to < t.history.length)) throw new Error("No entry with passed id");
+            t.at = to;
+            navigateTab(target.tabId, t.history[to], false);
+            return {};
+          }
           const result = await pageHandler(target.tabId, method, clone(params));
           await tick();
           return clone(result);

@@ -16,9 +16,20 @@ const refused = (frame, reason) => {
   return frame.error;
 };
 
-test("back, forward and reload walk the tab's history without the debugger and never focus", async () => {
+// The page behind the debugger: Page events on, no dialog showing (the history itself is
+// fake-chrome's, as Chrome answers Page.getNavigationHistory).
+function quietPage(browser) {
+  browser.setPage(async (tabId, method) => {
+    if (method === "Page.enable") return {};
+    if (method === "Page.handleJavaScriptDialog") throw new Error("No dialog is showing");
+    throw new Error(`unexpected ${method}`);
+  });
+}
+
+test("back, forward and reload walk the tab's history, wait for the load and never focus", async () => {
   const env = await setup();
   const { browser, user } = env;
+  quietPage(browser);
   const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
   const act = (step) => env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step });
   const focused = browser.focusedWindowId();
@@ -42,18 +53,25 @@ test("back, forward and reload walk the tab's history without the debugger and n
   assert.equal(browser.tab(a.tabId).status, "complete");
   refused(await act({ kind: "forward" }), "no_history");
 
+  // Back and forward: the history read and one entry loaded over the debugger, nothing else
+  // (no tab activated, no input); reload: chrome.tabs.reload alone.
   assert.deepEqual(
-    browser.calls.filter((c) => ["tabs.goBack", "tabs.goForward", "tabs.reload"].includes(c.api)).map((c) => [c.api, c.args]),
+    browser.calls
+      .filter((c) => c.api === "tabs.reload" || (c.api === "debugger.sendCommand" && /^Page\.(getNavigationHistory|navigateToHistoryEntry)$/.test(c.args.method)))
+      .map((c) => (c.api === "tabs.reload" ? ["tabs.reload", c.args] : [c.args.method, c.args.params])),
     [
-      ["tabs.goBack", { tabId: a.tabId }],
-      ["tabs.goForward", { tabId: a.tabId }],
-      ["tabs.goBack", { tabId: a.tabId }],
-      ["tabs.goForward", { tabId: a.tabId }],
+      ["Page.getNavigationHistory", {}], // back, refused
+      ["Page.getNavigationHistory", {}], // forward, refused
+      ["Page.getNavigationHistory", {}],
+      ["Page.navigateToHistoryEntry", { entryId: 1 }],
+      ["Page.getNavigationHistory", {}],
+      ["Page.navigateToHistoryEntry", { entryId: 2 }],
       ["tabs.reload", { tabId: a.tabId }],
-      ["tabs.goForward", { tabId: a.tabId }],
+      ["Page.getNavigationHistory", {}], // forward, refused
     ],
   );
-  assert.equal(browser.calls.filter((c) => c.api.startsWith("debugger.")).length, 0, "no debugger for the history");
+  assert.equal(browser.calls.filter((c) => c.api === "debugger.sendCommand" && c.args.method.startsWith("Input.")).length, 0, "no input");
+  assert.deepEqual(browser.attachedTabs(), [], "the debugger is detached, also after a refusal");
   assert.equal(browser.focusedWindowId(), focused, "focus stays with the user's window");
   assert.equal(browser.tabsIn(user.windowId).find((t) => t.active).id, active, "the user's active tab stays active");
   assert.equal(browser.tab(a.tabId).active, false);
@@ -62,6 +80,7 @@ test("back, forward and reload walk the tab's history without the debugger and n
 test("history steps take no fields and are validated like every step", async () => {
   const env = await setup();
   const { user } = env;
+  quietPage(env.browser);
   const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
   // Unknown fields are dropped, not passed on.
   ok(await env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: { kind: "reload", url: "https://elsewhere.example/" } }));
