@@ -529,6 +529,11 @@ export function createActor(deps) {
     }
     if (s.kind === "back" || s.kind === "forward" || s.kind === "reload") {
       await history(chrome, tabId, s.kind, sleep, sessions.withDebugger);
+      // A document Back or Forward restores from the back/forward cache keeps its tabwarden
+      // world, and so its document id and refs: forgotten here, the world is initialised
+      // afresh on the next step, and refs observed before the move are stale, as after any
+      // load (and as the cdp driver has them).
+      worlds.forgetTab(tabId);
       return {};
     }
     if (s.kind === "wait" && !s.text) {

@@ -29,7 +29,8 @@ func addActionTools(s *mcp.Server, h *handlers) {
 		Name: "act",
 		Description: "Run steps in order on a window's page: Observe, Navigate (url), Click (ref, target_text, or x,y " +
 			"with observation), Type (text, into ref/target_text or the focused element), Press (key), Scroll (delta_y), " +
-			"Wait (text or duration). The first refused or failed step ends the call. Returns the last observation and " +
+			"Wait (text or duration), Back and Forward (one entry through the page's history; refused as no_history " +
+			"when there is none), Reload. The first refused or failed step ends the call. Returns the last observation and " +
 			"the windows the page spawned (acknowledge them before the next mutating step).",
 		InputSchema: inputSchema[ActInput](func(s *jsonschema.Schema) {
 			nonEmpty(s, "session", "window", "thread")
@@ -54,7 +55,7 @@ type ObserveInput struct {
 
 // Step is one step of act.
 type Step struct {
-	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y) or Wait (text or duration)"`
+	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y), Wait (text or duration), Back, Forward or Reload"`
 	URL         string `json:"url,omitempty" jsonschema:"Navigate: the http(s) url to load"`
 	Ref         string `json:"ref,omitempty" jsonschema:"Click or Type: the element's ref from an earlier observation, e.g. o3.e12"`
 	TargetText  string `json:"target_text,omitempty" jsonschema:"Click or Type: the visible text of the one element to target (instead of ref)"`
