@@ -222,6 +222,7 @@ func TestGuardCoverage(t *testing.T) {
 			twv1.StepBack:    {Type: twv1.StepBack},
 			twv1.StepForward: {Type: twv1.StepForward},
 			twv1.StepReload:  {Type: twv1.StepReload},
+			twv1.StepHover:   {Type: twv1.StepHover, Target: target},
 		}
 	}
 	sendButton := &twv1.ActionTarget{Text: "Search"}

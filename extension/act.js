@@ -1,7 +1,7 @@
 // tabwarden's `act` command: one curated step on a tab the host's owner has recorded.
 //
 // The host sends a step (observe, navigate, click, type, press, scroll, wait, back, forward,
-// reload), never a method
+// reload, hover), never a method
 // name or an expression. The worker runs it with the `debugger` permission, the only way an
 // extension can produce trusted input (chrome.scripting's synthetic events are untrusted and
 // need host permissions, which tabwarden does not ask for):
@@ -31,7 +31,7 @@
 // createPageSource (page.js, loaded once), createAttribution (the act markers),
 // createDebuggerWatch (windowOpen announcements and dialogs while an act runs),
 // createDebuggerSessions (attach, bound, detach), createPageWorlds (the tabwarden world and
-// page(op, args)), the verbs (click, typeText, press, waitText, navigate, history), and createActor,
+// page(op, args)), the verbs (click, hover, typeText, press, waitText, navigate, history), and createActor,
 // which wires them and runs one act per tab at a time. page.js is the page's side only:
 // reading the DOM and resolving targets there, with the guards of its own state (the world
 // nonce, document ids, epochs) and of its input, which the cdp driver relies on too.
@@ -396,6 +396,19 @@ async function click(send, page, t) {
   await send("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", buttons: 0, clickCount: 1 });
 }
 
+/**
+ * hover: moves the pointer over the point page.js locates for the target (no button). A
+ * mouseMoved to a hidden tab is acknowledged only after Chrome's input timeout (about 5 s), which
+ * the step waits out: the move itself has reached the page.
+ */
+async function hover(send, page, t) {
+  const at = await page("locate", { target: t });
+  const x = Number(at?.x);
+  const y = Number(at?.y);
+  if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
+  await send("Input.dispatchMouseEvent", { type: "mouseMoved", x, y, button: "none", buttons: 0 });
+}
+
 /** type: focuses the target in the page (none: the focused element), then inserts the text. */
 async function typeText(send, page, s) {
   if (s.target) await page("focus", { target: s.target });
@@ -548,6 +561,9 @@ export function createActor(deps) {
           return { observation: observation(await page("observe", { max: s.maxElements })) };
         case "click":
           await click(send, page, s.target);
+          return {};
+        case "hover":
+          await hover(send, page, s.target);
           return {};
         case "type":
           await typeText(send, page, s);

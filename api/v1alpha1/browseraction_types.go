@@ -5,7 +5,7 @@ import (
 )
 
 // StepType is what one step of a BrowserAction does.
-// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload
+// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover
 type StepType string
 
 const (
@@ -33,10 +33,13 @@ const (
 	// StepReload loads the page's current document again (refs and points of the
 	// old document are stale after it).
 	StepReload StepType = "Reload"
+	// StepHover moves the mouse pointer over a target (a menu that opens on
+	// hover, a tooltip), without clicking.
+	StepHover StepType = "Hover"
 )
 
 // StepTypes lists every step type; the guard coverage test classifies each.
-var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload}
+var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload, StepHover}
 
 // Mutating reports whether a step changes the page (and so is refused while the
 // session waits for the user or has unacknowledged spawns). Observe, Scroll and
@@ -72,7 +75,7 @@ func (p ActionPhase) Finished() bool {
 	return p == ActionSucceeded || p == ActionRefused || p == ActionFailed
 }
 
-// ActionTarget is what a Click or Type step aims at: exactly one of ref, text or
+// ActionTarget is what a Click, Type or Hover step aims at: exactly one of ref, text or
 // a point (x and y with the observation they were read from).
 // +kubebuilder:validation:XValidation:rule="(has(self.ref) ? 1 : 0) + (has(self.text) ? 1 : 0) + (has(self.x) || has(self.y) ? 1 : 0) == 1",message="a target is exactly one of ref (from an Observe step, e.g. {ref: o3.e12}), text (the element's visible text, e.g. {text: \"Send\"}) or a point with its observation (e.g. {x: 120, y: 340, observation: o3})"
 // +kubebuilder:validation:XValidation:rule="has(self.x) == has(self.y)",message="a point target needs both x and y, for example {x: 120, y: 340, observation: o3}"
@@ -115,13 +118,14 @@ type ActionTarget struct {
 // ActionStep is one step of a BrowserAction.
 // +kubebuilder:validation:XValidation:rule="self.type != 'Navigate' || has(self.url)",message="a Navigate step needs url, for example {type: Navigate, url: \"https://example.com/form\"}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Click' || has(self.target)",message="a Click step needs a target, for example {type: Click, target: {ref: o3.e12}} or {type: Click, target: {text: \"Send\"}}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Hover' || has(self.target)",message="a Hover step needs a target, for example {type: Hover, target: {ref: o3.e7}} or {type: Hover, target: {text: \"Menu\"}}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Type' || has(self.text)",message="a Type step needs text, for example {type: Type, target: {ref: o3.e4}, text: \"Ada Lovelace\"}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Press' || has(self.key)",message="a Press step needs key, for example {type: Press, key: Enter}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Scroll' || has(self.deltaX) || has(self.deltaY)",message="a Scroll step needs deltaY (or deltaX) in pixels, for example {type: Scroll, deltaY: 600}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Wait' || has(self.text) || has(self.duration)",message="a Wait step needs text to wait for or a duration, for example {type: Wait, text: \"Saved\"} or {type: Wait, duration: 2s}"
 type ActionStep struct {
-	// type is Observe, Navigate, Click, Type, Press, Scroll, Wait, Back, Forward
-	// or Reload.
+	// type is Observe, Navigate, Click, Type, Press, Scroll, Wait, Back, Forward,
+	// Reload or Hover.
 	// +required
 	Type StepType `json:"type,omitempty"`
 	// url to load (Navigate): http, https or about:blank.
@@ -130,8 +134,8 @@ type ActionStep struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://') || self == 'about:blank'",message="url must be http(s) or about:blank, for example https://example.com/form"
 	URL string `json:"url,omitempty"`
-	// target is what Click and Type aim at (Type without a target types into the
-	// focused element).
+	// target is what Click, Type and Hover aim at (Type without a target types
+	// into the focused element).
 	// +optional
 	Target *ActionTarget `json:"target,omitempty"`
 	// text to type (Type) or to wait for (Wait).
@@ -378,7 +382,7 @@ func (a *BrowserAction) GetConditions() []metav1.Condition { return a.Status.Con
 func (a *BrowserAction) SetConditions(c []metav1.Condition) { a.Status.Conditions = c }
 
 // BrowserAction is one call of steps (observe, navigate, click, type, press,
-// scroll, wait, back, forward, reload) against a window of a session, admitted or refused by the guards
+// scroll, wait, back, forward, reload, hover) against a window of a session, admitted or refused by the guards
 // and executed by the session's agent.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -230,6 +230,8 @@ func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) 
 		bs.Kind = browser.StepForward
 	case twv1.StepReload:
 		bs.Kind = browser.StepReload
+	case twv1.StepHover:
+		bs.Kind = browser.StepHover
 	case twv1.StepWait:
 		bs.Kind = browser.StepWait
 		bs.Timeout = 10 * time.Second

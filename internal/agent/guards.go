@@ -70,6 +70,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepBack:     applies("loads another document, whose scripts may spawn"),
 		twv1.StepForward:  applies("loads another document, whose scripts may spawn"),
 		twv1.StepReload:   applies("loads the document again, whose scripts may spawn"),
+		twv1.StepHover:    na("moves the pointer only; it clicks nothing and cannot spawn"),
 	},
 	twv1.ReasonDirtySession: all(na("not a refusal: a reprimand condition on a session that ended with pages open; actions on an ended session are refused as session_finished")),
 	twv1.ReasonStaleCoordinates: {
@@ -83,6 +84,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepBack:     na("takes no target"),
 		twv1.StepForward:  na("takes no target"),
 		twv1.StepReload:   na("takes no target"),
+		twv1.StepHover:    applies("a point target is checked against its observation's document and render epoch"),
 	},
 	twv1.ReasonAmbiguousTarget: {
 		twv1.StepObserve:  na("takes no target"),
@@ -95,6 +97,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepBack:     na("takes no target"),
 		twv1.StepForward:  na("takes no target"),
 		twv1.StepReload:   na("takes no target"),
+		twv1.StepHover:    applies("a text target must match one visible element"),
 	},
 	twv1.ReasonProfileMismatch:             all(applies("an action naming another profile than the session's is refused before any step runs")),
 	twv1.ReasonNoKeepalive:                 all(applies("a warning on any step of a session driven long on a host that ends idle connections, without keepalive")),
@@ -110,6 +113,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepBack:     applies("would change the page under the user"),
 		twv1.StepForward:  applies("would change the page under the user"),
 		twv1.StepReload:   applies("would reload the page under the user (and lose what they typed)"),
+		twv1.StepHover:    applies("would move the pointer (and open menus) under the user"),
 	},
 	twv1.ReasonFocusViolation: {
 		twv1.StepObserve:  na("the driver reads the page without focusing it"),
@@ -122,6 +126,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepBack:     na("the driver walks the tab's history without activating it"),
 		twv1.StepForward:  na("the driver walks the tab's history without activating it"),
 		twv1.StepReload:   na("the driver reloads the tab without activating it"),
+		twv1.StepHover:    na("the driver moves the pointer over the background tab without activating it"),
 	},
 }
 
@@ -225,7 +230,7 @@ type stepLookups struct {
 // session as it is now (it may have changed since the action began). The
 // caller forgets the session's observations on waiting_for_user.
 func checkStep(act *twv1.BrowserAction, s *twv1.BrowserSession, step twv1.ActionStep, look stepLookups) (*refusal, error) {
-	if s.Spec.State == twv1.SessionWaitingForUser && (step.Type.Mutating() || step.Type == twv1.StepScroll) {
+	if s.Spec.State == twv1.SessionWaitingForUser && (step.Type.Mutating() || step.Type == twv1.StepScroll || step.Type == twv1.StepHover) {
 		return refuse(twv1.ReasonWaitingForUser, hint.Resume(s.Namespace, s.Name),
 			"session %q waits for the user: automated %s steps are refused until the user resumes it, and refs observed before need a fresh observation then. The user resumes with", s.Name, step.Type), nil
 	}

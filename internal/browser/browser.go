@@ -230,6 +230,9 @@ const (
 	StepBack    StepKind = "back"
 	StepForward StepKind = "forward"
 	StepReload  StepKind = "reload"
+	// StepHover moves the pointer over a target (no button): what opens on
+	// hover opens.
+	StepHover StepKind = "hover"
 )
 
 // Step is one curated step.
@@ -237,7 +240,7 @@ type Step struct {
 	Kind StepKind
 	// URL to load (navigate).
 	URL string
-	// Target is what click and type aim at; zero for type means the focused element.
+	// Target is what click, type and hover aim at; zero for type means the focused element.
 	Target Target
 	// Text to type (type) or to wait for (wait).
 	Text string

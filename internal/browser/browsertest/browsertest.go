@@ -102,6 +102,7 @@ func Run(t *testing.T, factory Factory) {
 		{"UserSpawnFromBoundTabStaysTheUsers", testUserSpawnFromBound},
 		{"ActRefusesPagesNotOwned", testActNotOwned},
 		{"HistoryBackForwardReload", testHistory},
+		{"HoverClicksNothing", testHover},
 		{"EventOrder", testEventOrder},
 		{"ReconnectDeclaresNothingGone", testReconnect},
 	}

@@ -445,6 +445,11 @@ func validStep(s browser.Step) error {
 		return nil
 	case browser.StepBack, browser.StepForward, browser.StepReload:
 		return nil
+	case browser.StepHover:
+		if s.Target == (browser.Target{}) {
+			return errors.New(`act: a hover needs a target, for example Target{Ref: "e12", Document: obs.Document} or Target{Text: "Menu"}`)
+		}
+		return nil
 	case browser.StepNavigate:
 		return validURL(s.URL)
 	case browser.StepClick:
@@ -529,6 +534,8 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		return browser.ActResult{}, b.wait(ctx, ps, s)
 	case browser.StepBack, browser.StepForward, browser.StepReload:
 		return browser.ActResult{}, b.historyStep(ctx, ps, s.Kind)
+	case browser.StepHover:
+		return browser.ActResult{}, b.hoverStep(ctx, ps, s.Target)
 	}
 	return browser.ActResult{}, fmt.Errorf("act: unknown step kind %q", s.Kind)
 }

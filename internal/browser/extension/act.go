@@ -123,7 +123,7 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			return bad("navigate needs a url (http(s) or about:blank, at most %d characters)", maxActURL)
 		}
 		ws.URL = st.URL
-	case browser.StepClick, browser.StepType:
+	case browser.StepClick, browser.StepType, browser.StepHover:
 		if st.Kind == browser.StepType {
 			if st.Text == "" || len(st.Text) > maxActText {
 				return bad("type needs text (at most %d characters)", maxActText)
@@ -131,8 +131,8 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			ws.Text = st.Text
 		}
 		if st.Target == (browser.Target{}) {
-			if st.Kind == browser.StepClick {
-				return bad("click needs a target: a ref with its document, a text, a selector, or a point")
+			if st.Kind != browser.StepType {
+				return bad("%s needs a target: a ref with its document, a text, a selector, or a point", st.Kind)
 			}
 			break
 		}
@@ -183,7 +183,7 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			ws.TimeoutMs = 1
 		}
 	default:
-		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward or reload", st.Kind)
+		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload or hover", st.Kind)
 	}
 	return ws, nil
 }

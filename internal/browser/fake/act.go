@@ -109,6 +109,18 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		return browser.ActResult{}, nil
 	case browser.StepBack, browser.StepForward, browser.StepReload:
 		return browser.ActResult{}, b.historyLocked(t, step.Kind)
+	case browser.StepHover:
+		tg := step.Target
+		if tg.Selector != "" {
+			// The fake's elements are named by what the suite selects (as ClickSelector).
+			tg = browser.Target{Text: tg.Selector}
+		}
+		idx, err := b.locateLocked(t, tg)
+		if err != nil {
+			return browser.ActResult{}, err
+		}
+		t.hovered = b.sites[t.url][idx].Name
+		return browser.ActResult{}, nil
 	case browser.StepScroll:
 		t.scrollY = max(0, t.scrollY+step.DeltaY)
 		t.epoch++

@@ -28,6 +28,8 @@ type tab struct {
 	// back and forward are the urls before and after the current one in the
 	// tab's history, the nearest last (history.go).
 	back, forward []string
+	// hovered names the element the pointer was last moved over (Hovered).
+	hovered string
 	// Pages that resist closing (ArmBeforeUnload, OpenDialog, CrashPage): a
 	// beforeunload handler that prompts on close, a JavaScript dialog showing,
 	// a crashed renderer.
