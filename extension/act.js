@@ -1,7 +1,7 @@
 // tabwarden's `act` command: one curated step on a tab the host's owner has recorded.
 //
 // The host sends a step (observe, navigate, click, type, press, scroll, wait, back, forward,
-// reload, hover), never a method
+// reload, hover, select), never a method
 // name or an expression. The worker runs it with the `debugger` permission, the only way an
 // extension can produce trusted input (chrome.scripting's synthetic events are untrusted and
 // need host permissions, which tabwarden does not ask for):
@@ -45,7 +45,7 @@ export { ActRefusal, validateStep, parseKey } from "./step.js";
 export const ATTRIBUTION_GRACE_MS = 1000;
 // Steps after which a late tab may still be the act's doing (a noopener link's tab is reported
 // late); after observe, scroll and wait the window closes with the step.
-const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward", "reload"]);
+const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward", "reload", "select"]);
 // An act marker without an end older than this died with its worker.
 export const ACT_MARKER_TTL_MS = 5 * 60_000;
 export const NAVIGATE_TIMEOUT_MS = 30_000;
@@ -564,6 +564,10 @@ export function createActor(deps) {
           return {};
         case "hover":
           await hover(send, page, s.target);
+          return {};
+        case "select":
+          // page.js sets the drop-down's value and fires input and change, as a choice would.
+          await page("select", { target: s.target, text: s.text });
           return {};
         case "type":
           await typeText(send, page, s);

@@ -10,7 +10,7 @@ export const DEFAULT_WAIT_MS = 10_000;
 const MAX_URL_CHARS = 8192;
 const MAX_NAME_CHARS = 512;
 export const MAX_CANDIDATES = 20;
-export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover"]);
+export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select"]);
 // The reasons a page refusal may carry (browser.ActError); anything else from page.js is a bug.
 export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found", "no_history"]);
 
@@ -117,6 +117,12 @@ export function validateStep(step) {
     case "hover":
       s.target = target(step.target);
       if (!s.target) throw invalid(`${kind} needs a target: a ref (with its document), a text, a selector, or a point`);
+      break;
+    case "select":
+      s.target = target(step.target);
+      if (!s.target) throw invalid("select needs a target (the drop-down): a ref (with its document), a text, a selector, or a point");
+      s.text = text(step.text, "text", 1024);
+      if (s.text === "") throw invalid("select needs text: the option's label or value");
       break;
     case "type":
       s.target = target(step.target); // none: the focused element

@@ -232,6 +232,8 @@ func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) 
 		bs.Kind = browser.StepReload
 	case twv1.StepHover:
 		bs.Kind = browser.StepHover
+	case twv1.StepSelect:
+		bs.Kind = browser.StepSelect
 	case twv1.StepWait:
 		bs.Kind = browser.StepWait
 		bs.Timeout = 10 * time.Second

@@ -71,6 +71,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepForward:  applies("loads another document, whose scripts may spawn"),
 		twv1.StepReload:   applies("loads the document again, whose scripts may spawn"),
 		twv1.StepHover:    na("moves the pointer only; it clicks nothing and cannot spawn"),
+		twv1.StepSelect:   applies("changes the page (the page's change handler may submit or spawn)"),
 	},
 	twv1.ReasonDirtySession: all(na("not a refusal: a reprimand condition on a session that ended with pages open; actions on an ended session are refused as session_finished")),
 	twv1.ReasonStaleCoordinates: {
@@ -85,6 +86,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepForward:  na("takes no target"),
 		twv1.StepReload:   na("takes no target"),
 		twv1.StepHover:    applies("a point target is checked against its observation's document and render epoch"),
+		twv1.StepSelect:   applies("a point target is checked against its observation's document and render epoch"),
 	},
 	twv1.ReasonAmbiguousTarget: {
 		twv1.StepObserve:  na("takes no target"),
@@ -98,6 +100,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepForward:  na("takes no target"),
 		twv1.StepReload:   na("takes no target"),
 		twv1.StepHover:    applies("a text target must match one visible element"),
+		twv1.StepSelect:   applies("a text target must match one visible element"),
 	},
 	twv1.ReasonProfileMismatch:             all(applies("an action naming another profile than the session's is refused before any step runs")),
 	twv1.ReasonNoKeepalive:                 all(applies("a warning on any step of a session driven long on a host that ends idle connections, without keepalive")),
@@ -114,6 +117,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepForward:  applies("would change the page under the user"),
 		twv1.StepReload:   applies("would reload the page under the user (and lose what they typed)"),
 		twv1.StepHover:    applies("would move the pointer (and open menus) under the user"),
+		twv1.StepSelect:   applies("would change the page under the user"),
 	},
 	twv1.ReasonFocusViolation: {
 		twv1.StepObserve:  na("the driver reads the page without focusing it"),
@@ -127,6 +131,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepForward:  na("the driver walks the tab's history without activating it"),
 		twv1.StepReload:   na("the driver reloads the tab without activating it"),
 		twv1.StepHover:    na("the driver moves the pointer over the background tab without activating it"),
+		twv1.StepSelect:   na("the driver sets the drop-down's value in the page without activating the tab"),
 	},
 }
 

@@ -272,6 +272,9 @@ func stepOf(st twv1.StepType) twv1.ActionStep {
 		step.Text = "hello"
 	case twv1.StepHover:
 		step.Target = &twv1.ActionTarget{Text: "Send"}
+	case twv1.StepSelect:
+		step.Target = &twv1.ActionTarget{Text: "Send"}
+		step.Text = "Canada"
 	case twv1.StepPress:
 		step.Key = "Enter"
 	case twv1.StepWait:

@@ -233,6 +233,11 @@ const (
 	// StepHover moves the pointer over a target (no button): what opens on
 	// hover opens.
 	StepHover StepKind = "hover"
+	// StepSelect chooses the option of a drop-down (<select>) target whose
+	// label (else value) is Text: the value set, then input and change events.
+	// A target that is no drop-down, or an option it does not offer, is
+	// ReasonTargetNotFound.
+	StepSelect StepKind = "select"
 )
 
 // Step is one curated step.
@@ -242,7 +247,7 @@ type Step struct {
 	URL string
 	// Target is what click, type and hover aim at; zero for type means the focused element.
 	Target Target
-	// Text to type (type) or to wait for (wait).
+	// Text to type (type), to wait for (wait), or the option to choose (select).
 	Text string
 	// Key to press (press): a key name (Enter, Tab, Escape, Backspace, Delete,
 	// ArrowUp/Down/Left/Right, Home, End, PageUp, PageDown, Space) or one

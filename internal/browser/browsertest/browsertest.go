@@ -103,6 +103,7 @@ func Run(t *testing.T, factory Factory) {
 		{"ActRefusesPagesNotOwned", testActNotOwned},
 		{"HistoryBackForwardReload", testHistory},
 		{"HoverClicksNothing", testHover},
+		{"SelectAndHoverReachThePage", testSelect},
 		{"EventOrder", testEventOrder},
 		{"ReconnectDeclaresNothingGone", testReconnect},
 	}

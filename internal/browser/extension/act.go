@@ -123,10 +123,10 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			return bad("navigate needs a url (http(s) or about:blank, at most %d characters)", maxActURL)
 		}
 		ws.URL = st.URL
-	case browser.StepClick, browser.StepType, browser.StepHover:
-		if st.Kind == browser.StepType {
+	case browser.StepClick, browser.StepType, browser.StepHover, browser.StepSelect:
+		if st.Kind == browser.StepType || st.Kind == browser.StepSelect {
 			if st.Text == "" || len(st.Text) > maxActText {
-				return bad("type needs text (at most %d characters)", maxActText)
+				return bad("%s needs text (at most %d characters)", st.Kind, maxActText)
 			}
 			ws.Text = st.Text
 		}
@@ -183,7 +183,7 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			ws.TimeoutMs = 1
 		}
 	default:
-		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload or hover", st.Kind)
+		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload, hover or select", st.Kind)
 	}
 	return ws, nil
 }

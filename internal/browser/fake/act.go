@@ -25,6 +25,8 @@ type Element struct {
 	Tab bool
 	// Navigate, when set, is the url a click loads in the page itself.
 	Navigate string
+	// Options makes the element a drop-down offering these labels (select).
+	Options []string
 }
 
 // elementHeight is the height of every fake element; element i (0-based) sits
@@ -121,6 +123,8 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		}
 		t.hovered = b.sites[t.url][idx].Name
 		return browser.ActResult{}, nil
+	case browser.StepSelect:
+		return browser.ActResult{}, b.selectLocked(t, step)
 	case browser.StepScroll:
 		t.scrollY = max(0, t.scrollY+step.DeltaY)
 		t.epoch++

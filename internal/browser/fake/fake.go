@@ -30,6 +30,8 @@ type tab struct {
 	back, forward []string
 	// hovered names the element the pointer was last moved over (Hovered).
 	hovered string
+	// selected maps a drop-down's name to the option a select step chose (Selected).
+	selected map[string]string
 	// Pages that resist closing (ArmBeforeUnload, OpenDialog, CrashPage): a
 	// beforeunload handler that prompts on close, a JavaScript dialog showing,
 	// a crashed renderer.
