@@ -1,6 +1,7 @@
-// The `act` command's hover step: the pointer moves over the point page.js locates for the
+// The `act` command's hover and select steps. Hover: the pointer moves over the point page.js locates for the
 // target (one mouseMoved, no button), nothing is pressed, nothing is focused or activated, and a
-// hover needs a target.
+// hover needs a target. Select: page.js's select op, with the target and the option's text, and
+// nothing else (no input event, no focus).
 
 import test from "node:test";
 import assert from "node:assert/strict";
@@ -42,6 +43,10 @@ function hoverPage(browser) {
           return { result: { value: { error: { reason: "target_not_found", message: "no visible interactive element reads \"nothing\"" } } } };
         }
         if (op === "locate") return { result: { value: { x: 70, y: 45, id: "e3" } } };
+        if (op === "select" && args.text === "Narnia") {
+          return { result: { value: { error: { reason: "target_not_found", message: "the drop-down has no option labelled or valued \"Narnia\"" } } } };
+        }
+        if (op === "select") return { result: { value: { x: 70, y: 45, value: "ca" } } };
         return { result: { value: { document: "doc-1", epoch: 0, world: nonce } } };
       }
       case "Input.dispatchMouseEvent":
@@ -73,5 +78,25 @@ test("hover moves the pointer over the target without pressing or focusing anyth
   assert.equal(browser.focusedWindowId(), focused, "focus stays with the user's window");
   assert.equal(browser.tabsIn(user.windowId).find((t) => t.active).id, active, "the user's active tab stays active");
   assert.equal(browser.tab(a.tabId).active, false);
+  assert.deepEqual(browser.attachedTabs(), []);
+});
+
+test("select hands the target and the option to page.js, and needs both", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const { input, evals } = hoverPage(browser);
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const act = (step) => env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step });
+  const active = browser.tabsIn(user.windowId).find((t) => t.active).id;
+
+  ok(await act({ kind: "select", target: { ref: "e5", document: "doc-1" }, text: "Canada" }));
+  const last = evals.at(-1);
+  assert.equal(last.op, "select");
+  assert.deepEqual({ target: last.args.target, text: last.args.text }, { target: { ref: "e5", document: "doc-1" }, text: "Canada" });
+  assert.match(refused(await act({ kind: "select", target: { text: "Country" }, text: "Narnia" }), "target_not_found").message, /Narnia/);
+  assert.match(refused(await act({ kind: "select", text: "Canada" }), "invalid_args").message, /select needs a target/);
+  assert.match(refused(await act({ kind: "select", target: { text: "Country" } }), "invalid_args").message, /select needs text/);
+  assert.deepEqual(input, [], "no input events: page.js sets the value");
+  assert.equal(browser.tabsIn(user.windowId).find((t) => t.active).id, active, "the user's active tab stays active");
   assert.deepEqual(browser.attachedTabs(), []);
 });
