@@ -40,6 +40,7 @@ func contactsSite(b *fake.Browser) {
 		fake.Element{Role: "link", Name: "Open the form", Navigate: formURL},
 		fake.Element{Role: "link", Name: "Print view", Spawn: "https://contacts.example/print", NoOpener: true},
 		fake.Element{Role: "textbox", Name: "Search"},
+		fake.Element{Role: "combobox", Name: "Country", Options: []string{"Canada", "France"}},
 	)
 	b.SetSite(formURL, fake.Element{Role: "textbox", Name: "Name"}, fake.Element{Role: "button", Name: "Submit"})
 }
@@ -208,6 +209,7 @@ func TestGuardCoverage(t *testing.T) {
 
 	startController(t)
 	// steps are one step of each type, valid on the contacts page.
+	var selectTarget func(*twv1.ActionTarget) *twv1.ActionTarget
 	steps := func(target *twv1.ActionTarget) map[twv1.StepType]twv1.ActionStep {
 		return map[twv1.StepType]twv1.ActionStep{
 			twv1.StepObserve:  observe(),
@@ -217,9 +219,24 @@ func TestGuardCoverage(t *testing.T) {
 			twv1.StepPress:    {Type: twv1.StepPress, Key: "Enter"},
 			twv1.StepScroll:   {Type: twv1.StepScroll, DeltaY: ptr.To[int32](40)},
 			twv1.StepWait:     {Type: twv1.StepWait, Text: "Send"},
+			// After the Navigate above (run first, in StepTypes' order) the page
+			// has an entry to go back to, and then one to go forward to.
+			twv1.StepBack:    {Type: twv1.StepBack},
+			twv1.StepForward: {Type: twv1.StepForward},
+			twv1.StepReload:  {Type: twv1.StepReload},
+			twv1.StepHover:   {Type: twv1.StepHover, Target: target},
+			// A drop-down: Search is a text field, so its Select aims at the
+			// Country drop-down (the other guards' targets are used as given).
+			twv1.StepSelect: {Type: twv1.StepSelect, Target: selectTarget(target), Text: "Canada"},
 		}
 	}
 	sendButton := &twv1.ActionTarget{Text: "Search"}
+	selectTarget = func(t *twv1.ActionTarget) *twv1.ActionTarget {
+		if t == sendButton {
+			return &twv1.ActionTarget{Text: "Country"}
+		}
+		return t
+	}
 
 	for _, tc := range []struct {
 		guard string

@@ -1,6 +1,7 @@
 // tabwarden's `act` command: one curated step on a tab the host's owner has recorded.
 //
-// The host sends a step (observe, navigate, click, type, press, scroll, wait), never a method
+// The host sends a step (observe, navigate, click, type, press, scroll, wait, back, forward,
+// reload, hover, select), never a method
 // name or an expression. The worker runs it with the `debugger` permission, the only way an
 // extension can produce trusted input (chrome.scripting's synthetic events are untrusted and
 // need host permissions, which tabwarden does not ask for):
@@ -13,7 +14,8 @@
 //   Input.dispatchMouseEvent / Input.insertText / Input.dispatchKeyEvent for input
 //   chrome.debugger.detach, always, also after an error
 //
-// navigate uses chrome.tabs.update(tabId, {url}) and nothing else (never `active`). Nothing
+// navigate uses chrome.tabs.update(tabId, {url}) and nothing else (never `active`); reload
+// chrome.tabs.reload; back and forward Page.navigateToHistoryEntry (see history). Nothing
 // here focuses a window or activates a tab. Acts on one tab run one at a time.
 //
 // Attribution: a tab the acted-on page opened during the act (Page.windowOpen, see claimOpen)
@@ -29,7 +31,7 @@
 // createPageSource (page.js, loaded once), createAttribution (the act markers),
 // createDebuggerWatch (windowOpen announcements and dialogs while an act runs),
 // createDebuggerSessions (attach, bound, detach), createPageWorlds (the tabwarden world and
-// page(op, args)), the verbs (click, typeText, press, waitText, navigate), and createActor,
+// page(op, args)), the verbs (click, hover, typeText, press, waitText, navigate, history), and createActor,
 // which wires them and runs one act per tab at a time. page.js is the page's side only:
 // reading the DOM and resolving targets there, with the guards of its own state (the world
 // nonce, document ids, epochs) and of its input, which the cdp driver relies on too.
@@ -43,7 +45,7 @@ export { ActRefusal, validateStep, parseKey } from "./step.js";
 export const ATTRIBUTION_GRACE_MS = 1000;
 // Steps after which a late tab may still be the act's doing (a noopener link's tab is reported
 // late); after observe, scroll and wait the window closes with the step.
-const MUTATING = new Set(["navigate", "click", "type", "press"]);
+const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward", "reload", "select"]);
 // An act marker without an end older than this died with its worker.
 export const ACT_MARKER_TTL_MS = 5 * 60_000;
 export const NAVIGATE_TIMEOUT_MS = 30_000;
@@ -394,6 +396,19 @@ async function click(send, page, t) {
   await send("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", buttons: 0, clickCount: 1 });
 }
 
+/**
+ * hover: moves the pointer over the point page.js locates for the target (no button). A
+ * mouseMoved to a hidden tab is acknowledged only after Chrome's input timeout (about 5 s), which
+ * the step waits out: the move itself has reached the page.
+ */
+async function hover(send, page, t) {
+  const at = await page("locate", { target: t });
+  const x = Number(at?.x);
+  const y = Number(at?.y);
+  if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
+  await send("Input.dispatchMouseEvent", { type: "mouseMoved", x, y, button: "none", buttons: 0 });
+}
+
 /** type: focuses the target in the page (none: the focused element), then inserts the text. */
 async function typeText(send, page, s) {
   if (s.target) await page("focus", { target: s.target });
@@ -424,6 +439,42 @@ async function waitText(page, s, { now, sleep }) {
 
 /** navigate: loads url in the tab (never activating it) and waits until it has loaded, bounded. */
 async function navigate(chrome, tabId, url, sleep) {
+  await loading(chrome, tabId, sleep, () => chrome.tabs.update(tabId, { url }));
+}
+
+/**
+ * back, forward: one entry through the tab's history as the browser holds it
+ * (Page.getNavigationHistory, Page.navigateToHistoryEntry over one short debugger session, as
+ * the cdp driver does: chrome.tabs.goBack skips the entries Chrome's back button skips, which
+ * on a page nobody clicked is all of them); reload: chrome.tabs.reload. Never activating the
+ * tab; each waits until the document it loads has loaded, bounded. No entry that way is the
+ * no_history refusal, and nothing loads.
+ */
+async function history(chrome, tabId, kind, sleep, withDebugger) {
+  if (kind === "reload") {
+    await loading(chrome, tabId, sleep, () => chrome.tabs.reload(tabId));
+    return;
+  }
+  await loading(chrome, tabId, sleep, () =>
+    withDebugger(tabId, STEP_BOUND_MS, async (send) => {
+      const h = await send("Page.getNavigationHistory");
+      const entries = Array.isArray(h?.entries) ? h.entries : [];
+      const at = Number.isInteger(h?.currentIndex) ? h.currentIndex : -1;
+      const to = at + (kind === "back" ? -1 : 1);
+      if (to < 0 || to >= entries.length) {
+        const [dir, what] = kind === "back" ? ["earlier", "back"] : ["later", "forward"];
+        throw new ActRefusal(
+          "no_history",
+          `the page (${clip(String(entries[at]?.url ?? ""), 1024)}) has no ${dir} entry in its history to go ${what} to; nothing was loaded. Navigate to the url you want instead`,
+        );
+      }
+      await send("Page.navigateToHistoryEntry", { entryId: entries[to].id });
+    }),
+  );
+}
+
+/** Runs start (which makes the tab load a document) and waits until the tab has loaded, bounded. */
+async function loading(chrome, tabId, sleep, start) {
   let done;
   const loaded = new Promise((r) => (done = r));
   let sawLoading = false;
@@ -435,7 +486,7 @@ async function navigate(chrome, tabId, url, sleep) {
   chrome.tabs.onUpdated.addListener(listener);
   try {
     try {
-      await chrome.tabs.update(tabId, { url });
+      await start();
     } catch (e) {
       if (/no tab with/i.test(String(e?.message ?? e))) throw new ActRefusal("not_found", `tab ${tabId} not found`);
       throw e;
@@ -489,6 +540,15 @@ export function createActor(deps) {
       await navigate(chrome, tabId, s.url, sleep);
       return {};
     }
+    if (s.kind === "back" || s.kind === "forward" || s.kind === "reload") {
+      await history(chrome, tabId, s.kind, sleep, sessions.withDebugger);
+      // A document Back or Forward restores from the back/forward cache keeps its tabwarden
+      // world, and so its document id and refs: forgotten here, the world is initialised
+      // afresh on the next step, and refs observed before the move are stale, as after any
+      // load (and as the cdp driver has them).
+      worlds.forgetTab(tabId);
+      return {};
+    }
     if (s.kind === "wait" && !s.text) {
       await sleep(s.timeoutMs);
       return {};
@@ -501,6 +561,13 @@ export function createActor(deps) {
           return { observation: observation(await page("observe", { max: s.maxElements })) };
         case "click":
           await click(send, page, s.target);
+          return {};
+        case "hover":
+          await hover(send, page, s.target);
+          return {};
+        case "select":
+          // page.js sets the drop-down's value and fires input and change, as a choice would.
+          await page("select", { target: s.target, text: s.text });
           return {};
         case "type":
           await typeText(send, page, s);

@@ -41,6 +41,9 @@
 //                            first (ref, text); target is {ref, document} | {text} |
 //                            {selector} | {point: true, x, y, document, epoch}
 //   focus({target})          focuses the target (for typing), caret at the end: {x, y}
+//   select({target, text})   chooses the option of the target <select> whose label (else
+//                            value) is text, as the user's choice would: the value set, then
+//                            input and change events (bubbling): {x, y, value}
 //   scroll({dx, dy})         scrolls the page (or the scrollable element under the viewport's
 //                            centre when the page itself cannot scroll): {scrollX, scrollY, epoch}
 //   hasText({text})          {found}: whether the page's visible text or title contains text
@@ -415,6 +418,31 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     return loc;
   }
 
+  function choose(target, text) {
+    const loc = locate(target);
+    if (loc.error) return loc;
+    const hit = loc.id ? S.refs.get(loc.id).deref() : document.elementFromPoint(loc.x, loc.y);
+    const el = hit && hit.closest ? hit.closest("select") : null;
+    if (!el) {
+      return fail("target_not_found", `<${hit ? hit.localName : "?"}> is not a drop-down (<select>): target one (role combobox or listbox in an observation)`);
+    }
+    const want = collapse(text);
+    const options = Array.from(el.options);
+    const o = options.find((op) => collapse(op.label) === want) || options.find((op) => op.value === text);
+    if (!o) {
+      const offered = options.slice(0, 20).map((op) => JSON.stringify(collapse(op.label))).join(", ");
+      return fail("target_not_found", `the drop-down has no option labelled or valued ${JSON.stringify(want)}; it offers ${offered || "none"}`);
+    }
+    if (o.disabled || el.disabled) return fail("target_not_found", `the option ${JSON.stringify(collapse(o.label))} is disabled`);
+    if (!o.selected || el.multiple) {
+      if (el.multiple) for (const other of options) other.selected = other === o;
+      el.value = o.value;
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+      el.dispatchEvent(new Event("change", { bubbles: true }));
+    }
+    return { x: loc.x, y: loc.y, value: o.value };
+  }
+
   function scrollableAtCentre() {
     let n = document.elementFromPoint(innerWidth / 2, innerHeight / 2);
     for (; n && n !== document.documentElement && n !== document.body; n = n.parentElement) {
@@ -466,6 +494,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       case "observe": return observe(args.max);
       case "locate": return locate(args.target);
       case "focus": return focus(args.target);
+      case "select": return choose(args.target, args.text);
       case "scroll": return scroll(args.dx, args.dy);
       case "hasText": {
         const want = collapse(args.text);

@@ -10,9 +10,9 @@ export const DEFAULT_WAIT_MS = 10_000;
 const MAX_URL_CHARS = 8192;
 const MAX_NAME_CHARS = 512;
 export const MAX_CANDIDATES = 20;
-export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait"]);
+export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select"]);
 // The reasons a page refusal may carry (browser.ActError); anything else from page.js is a bug.
-export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found"]);
+export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found", "no_history"]);
 
 
 /** A refusal carrying a reason, a message and (for ambiguous targets) the candidates. */
@@ -114,8 +114,15 @@ export function validateStep(step) {
       s.url = navigateUrl(text(step.url, "url", MAX_URL_CHARS));
       break;
     case "click":
+    case "hover":
       s.target = target(step.target);
-      if (!s.target) throw invalid("click needs a target: a ref (with its document), a text, a selector, or a point");
+      if (!s.target) throw invalid(`${kind} needs a target: a ref (with its document), a text, a selector, or a point`);
+      break;
+    case "select":
+      s.target = target(step.target);
+      if (!s.target) throw invalid("select needs a target (the drop-down): a ref (with its document), a text, a selector, or a point");
+      s.text = text(step.text, "text", 1024);
+      if (s.text === "") throw invalid("select needs text: the option's label or value");
       break;
     case "type":
       s.target = target(step.target); // none: the focused element
@@ -130,6 +137,10 @@ export function validateStep(step) {
       s.dy = int(step.deltaY, "deltaY", { min: -100_000, max: 100_000 });
       if (s.dx === 0 && s.dy === 0) throw invalid("scroll needs deltaX or deltaY");
       break;
+    case "back":
+    case "forward":
+    case "reload":
+      break; // no fields: the tab's own history
     case "wait":
       s.text = text(step.text, "text", 1024);
       s.timeoutMs = int(step.timeoutMs, "timeoutMs", { min: 0, max: MAX_WAIT_MS }) || (s.text ? DEFAULT_WAIT_MS : 0);

@@ -5,7 +5,7 @@ import (
 )
 
 // StepType is what one step of a BrowserAction does.
-// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait
+// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover;Select
 type StepType string
 
 const (
@@ -24,17 +24,32 @@ const (
 	StepScroll StepType = "Scroll"
 	// StepWait waits for text to appear on the page, or for a duration.
 	StepWait StepType = "Wait"
+	// StepBack goes one entry back in the page's history, as the browser's back
+	// button does; a page with no earlier entry is refused (no_history).
+	StepBack StepType = "Back"
+	// StepForward goes one entry forward in the page's history; a page with no
+	// later entry is refused (no_history).
+	StepForward StepType = "Forward"
+	// StepReload loads the page's current document again (refs and points of the
+	// old document are stale after it).
+	StepReload StepType = "Reload"
+	// StepHover moves the mouse pointer over a target (a menu that opens on
+	// hover, a tooltip), without clicking.
+	StepHover StepType = "Hover"
+	// StepSelect chooses the option of a drop-down (<select>) target whose
+	// visible label (else value) is text, as the user's choice would.
+	StepSelect StepType = "Select"
 )
 
 // StepTypes lists every step type; the guard coverage test classifies each.
-var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait}
+var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload, StepHover, StepSelect}
 
 // Mutating reports whether a step changes the page (and so is refused while the
 // session waits for the user or has unacknowledged spawns). Observe, Scroll and
-// Wait only read or move the viewport.
+// Wait only read or move the viewport; Back, Forward and Reload load a document.
 func (t StepType) Mutating() bool {
 	switch t {
-	case StepNavigate, StepClick, StepTypeText, StepPress:
+	case StepNavigate, StepClick, StepTypeText, StepPress, StepBack, StepForward, StepReload, StepSelect:
 		return true
 	}
 	return false
@@ -63,7 +78,7 @@ func (p ActionPhase) Finished() bool {
 	return p == ActionSucceeded || p == ActionRefused || p == ActionFailed
 }
 
-// ActionTarget is what a Click or Type step aims at: exactly one of ref, text or
+// ActionTarget is what a Click, Type, Hover or Select step aims at: exactly one of ref, text or
 // a point (x and y with the observation they were read from).
 // +kubebuilder:validation:XValidation:rule="(has(self.ref) ? 1 : 0) + (has(self.text) ? 1 : 0) + (has(self.x) || has(self.y) ? 1 : 0) == 1",message="a target is exactly one of ref (from an Observe step, e.g. {ref: o3.e12}), text (the element's visible text, e.g. {text: \"Send\"}) or a point with its observation (e.g. {x: 120, y: 340, observation: o3})"
 // +kubebuilder:validation:XValidation:rule="has(self.x) == has(self.y)",message="a point target needs both x and y, for example {x: 120, y: 340, observation: o3}"
@@ -106,12 +121,15 @@ type ActionTarget struct {
 // ActionStep is one step of a BrowserAction.
 // +kubebuilder:validation:XValidation:rule="self.type != 'Navigate' || has(self.url)",message="a Navigate step needs url, for example {type: Navigate, url: \"https://example.com/form\"}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Click' || has(self.target)",message="a Click step needs a target, for example {type: Click, target: {ref: o3.e12}} or {type: Click, target: {text: \"Send\"}}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Hover' || has(self.target)",message="a Hover step needs a target, for example {type: Hover, target: {ref: o3.e7}} or {type: Hover, target: {text: \"Menu\"}}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Select' || (has(self.target) && has(self.text))",message="a Select step needs a target (the drop-down) and text (the option's label or value), for example {type: Select, target: {ref: o3.e5}, text: \"Canada\"}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Type' || has(self.text)",message="a Type step needs text, for example {type: Type, target: {ref: o3.e4}, text: \"Ada Lovelace\"}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Press' || has(self.key)",message="a Press step needs key, for example {type: Press, key: Enter}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Scroll' || has(self.deltaX) || has(self.deltaY)",message="a Scroll step needs deltaY (or deltaX) in pixels, for example {type: Scroll, deltaY: 600}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Wait' || has(self.text) || has(self.duration)",message="a Wait step needs text to wait for or a duration, for example {type: Wait, text: \"Saved\"} or {type: Wait, duration: 2s}"
 type ActionStep struct {
-	// type is Observe, Navigate, Click, Type, Press, Scroll or Wait.
+	// type is Observe, Navigate, Click, Type, Press, Scroll, Wait, Back, Forward,
+	// Reload, Hover or Select.
 	// +required
 	Type StepType `json:"type,omitempty"`
 	// url to load (Navigate): http, https or about:blank.
@@ -120,11 +138,12 @@ type ActionStep struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://') || self == 'about:blank'",message="url must be http(s) or about:blank, for example https://example.com/form"
 	URL string `json:"url,omitempty"`
-	// target is what Click and Type aim at (Type without a target types into the
-	// focused element).
+	// target is what Click, Type, Hover and Select aim at (Type without a target types
+	// into the focused element).
 	// +optional
 	Target *ActionTarget `json:"target,omitempty"`
-	// text to type (Type) or to wait for (Wait).
+	// text to type (Type), to wait for (Wait), or the option to choose (Select:
+	// its visible label, else its value).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
@@ -368,7 +387,7 @@ func (a *BrowserAction) GetConditions() []metav1.Condition { return a.Status.Con
 func (a *BrowserAction) SetConditions(c []metav1.Condition) { a.Status.Conditions = c }
 
 // BrowserAction is one call of steps (observe, navigate, click, type, press,
-// scroll, wait) against a window of a session, admitted or refused by the guards
+// scroll, wait, back, forward, reload, hover, select) against a window of a session, admitted or refused by the guards
 // and executed by the session's agent.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

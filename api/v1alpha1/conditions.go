@@ -101,6 +101,9 @@ const (
 	ReasonAmbiguousTarget = "ambiguous_target"
 	// ReasonTargetNotFound: no visible element matches the target.
 	ReasonTargetNotFound = "target_not_found"
+	// ReasonNoHistory: a Back (Forward) step on a page with no earlier (later)
+	// entry in its history; nothing was loaded.
+	ReasonNoHistory = "no_history"
 	// ReasonSessionOwnedByAnotherThread: an action from a thread that is not the session's.
 	ReasonSessionOwnedByAnotherThread = "session_owned_by_another_thread"
 	// ReasonFocusViolation: a step that would focus a window or tab, or switch

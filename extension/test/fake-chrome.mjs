@@ -127,12 +127,27 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     throw new Error(`no page scripted for ${method} on tab ${tabId}`);
   };
 
-  function navigateTab(tabId, url) {
+  // push: a new history entry (a load); false for a move through the history (goBack,
+  // goForward) or a reload.
+  function navigateTab(tabId, url, push = true) {
     const t = tabs.get(tabId);
+    if (push) {
+      t.history = [...t.history.slice(0, t.at + 1), url];
+      t.at = t.history.length - 1;
+    }
     t.pendingUrl = url;
     t.status = "loading";
     events.tabsUpdated.dispatch(tabId, { status: "loading" }, tabView(t));
     scheduleCommit(tabId);
+  }
+
+  function moveInHistory(tabId, by) {
+    const t = tabs.get(tabId);
+    if (!t) throw new Error(`No tab with id: ${tabId}.`);
+    const to = t.at + by;
+    if (to < 0 || to >= t.history.length) throw new Error("Cannot find a next page in history.");
+    t.at = to;
+    navigateTab(tabId, t.history[to], false);
   }
 
   // ---- browser model (synchronous, "browser side") ----
@@ -196,6 +211,9 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
       active: false,
       incognito: w.incognito,
       status: committed ? "complete" : "loading",
+      // The tab's history (urls) and where it is in it.
+      history: [url],
+      at: 0,
     };
     if (!committed) t.pendingUrl = url;
     if (openerTabId !== undefined) t.openerTabId = openerTabId;
@@ -347,6 +365,15 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
           if (props.url !== undefined) navigateTab(tabId, props.url);
           return tabView(t);
         }),
+      // The history moves: Chrome's words when there is no entry that way.
+      goBack: (tabId) => api("tabs.goBack", { tabId }, () => moveInHistory(tabId, -1)),
+      goForward: (tabId) => api("tabs.goForward", { tabId }, () => moveInHistory(tabId, 1)),
+      reload: (tabId, props = {}) =>
+        api("tabs.reload", { tabId, ...props }, () => {
+          const t = tabs.get(tabId);
+          if (!t) throw new Error(`No tab with id: ${tabId}.`);
+          navigateTab(tabId, t.url, false);
+        }),
       remove: (ids) =>
         api("tabs.remove", { ids }, () => {
           const held = [];
@@ -418,6 +445,18 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
             if (!d.accept) throw new Error("No dialog is showing");
             if (params?.accept) d.accept();
             else d.accept = null; // stay on the page: the remove that raised it stays pending
+            return {};
+          }
+          // The tab's history, as Chrome answers it (entry ids: index + 1).
+          const t = tabs.get(target.tabId);
+          if (method === "Page.getNavigationHistory") {
+            return clone({ currentIndex: t.at, entries: t.history.map((url, i) => ({ id: i + 1, url, title: "" })) });
+          }
+          if (method === "Page.navigateToHistoryEntry") {
+            const to = params?.entryId - 1;
+            if (!(to >= 0 && to < t.history.length)) throw new Error("No entry with passed id");
+            t.at = to;
+            navigateTab(target.tabId, t.history[to], false);
             return {};
           }
           const result = await pageHandler(target.tabId, method, clone(params));

@@ -224,6 +224,16 @@ func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) 
 		if step.DeltaY != nil {
 			bs.DeltaY = int(*step.DeltaY)
 		}
+	case twv1.StepBack:
+		bs.Kind = browser.StepBack
+	case twv1.StepForward:
+		bs.Kind = browser.StepForward
+	case twv1.StepReload:
+		bs.Kind = browser.StepReload
+	case twv1.StepHover:
+		bs.Kind = browser.StepHover
+	case twv1.StepSelect:
+		bs.Kind = browser.StepSelect
 	case twv1.StepWait:
 		bs.Kind = browser.StepWait
 		bs.Timeout = 10 * time.Second

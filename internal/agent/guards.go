@@ -28,7 +28,10 @@ import (
 //   - warnings: noKeepalive.
 //
 // url_not_allowed is the url policy's (urlpolicy.go), reached through
-// stepLookups.checkURL.
+// stepLookups.checkURL for the url a Navigate step names. Back and Forward name
+// no url: they return to documents the page itself already loaded (as a Click
+// on a link lands where the page says), so the policy has nothing to check
+// before them.
 
 // Coverage says whether a guard applies to a step type and, when it does not,
 // why not.
@@ -43,7 +46,7 @@ func na(why string) Coverage      { return Coverage{Why: why} }
 // all classifies every step type alike.
 func all(c Coverage) map[twv1.StepType]Coverage {
 	m := map[twv1.StepType]Coverage{}
-	for _, t := range []twv1.StepType{twv1.StepObserve, twv1.StepNavigate, twv1.StepClick, twv1.StepTypeText, twv1.StepPress, twv1.StepScroll, twv1.StepWait} {
+	for _, t := range twv1.StepTypes {
 		m[t] = c
 	}
 	return m
@@ -64,6 +67,11 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepPress:    applies("changes the page"),
 		twv1.StepScroll:   na("moves the viewport only; it cannot spawn"),
 		twv1.StepWait:     na("reads the page only"),
+		twv1.StepBack:     applies("loads another document, whose scripts may spawn"),
+		twv1.StepForward:  applies("loads another document, whose scripts may spawn"),
+		twv1.StepReload:   applies("loads the document again, whose scripts may spawn"),
+		twv1.StepHover:    na("moves the pointer only; it clicks nothing and cannot spawn"),
+		twv1.StepSelect:   applies("changes the page (the page's change handler may submit or spawn)"),
 	},
 	twv1.ReasonDirtySession: all(na("not a refusal: a reprimand condition on a session that ended with pages open; actions on an ended session are refused as session_finished")),
 	twv1.ReasonStaleCoordinates: {
@@ -74,6 +82,11 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepPress:    na("takes no target; it goes to the focused element"),
 		twv1.StepScroll:   na("takes no target"),
 		twv1.StepWait:     na("takes no target"),
+		twv1.StepBack:     na("takes no target"),
+		twv1.StepForward:  na("takes no target"),
+		twv1.StepReload:   na("takes no target"),
+		twv1.StepHover:    applies("a point target is checked against its observation's document and render epoch"),
+		twv1.StepSelect:   applies("a point target is checked against its observation's document and render epoch"),
 	},
 	twv1.ReasonAmbiguousTarget: {
 		twv1.StepObserve:  na("takes no target"),
@@ -83,6 +96,11 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepPress:    na("takes no target"),
 		twv1.StepScroll:   na("takes no target"),
 		twv1.StepWait:     na("waits for text anywhere on the page; any match will do"),
+		twv1.StepBack:     na("takes no target"),
+		twv1.StepForward:  na("takes no target"),
+		twv1.StepReload:   na("takes no target"),
+		twv1.StepHover:    applies("a text target must match one visible element"),
+		twv1.StepSelect:   applies("a text target must match one visible element"),
 	},
 	twv1.ReasonProfileMismatch:             all(applies("an action naming another profile than the session's is refused before any step runs")),
 	twv1.ReasonNoKeepalive:                 all(applies("a warning on any step of a session driven long on a host that ends idle connections, without keepalive")),
@@ -95,6 +113,11 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepPress:    applies("would change the page under the user"),
 		twv1.StepScroll:   applies("would move the page under the user"),
 		twv1.StepWait:     na("reads the page only"),
+		twv1.StepBack:     applies("would change the page under the user"),
+		twv1.StepForward:  applies("would change the page under the user"),
+		twv1.StepReload:   applies("would reload the page under the user (and lose what they typed)"),
+		twv1.StepHover:    applies("would move the pointer (and open menus) under the user"),
+		twv1.StepSelect:   applies("would change the page under the user"),
 	},
 	twv1.ReasonFocusViolation: {
 		twv1.StepObserve:  na("the driver reads the page without focusing it"),
@@ -104,6 +127,11 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepPress:    applies("browser shortcuts (Control+T, Control+Tab, Alt+F4, F6...) would open, switch or focus tabs and windows"),
 		twv1.StepScroll:   na("the driver scrolls without focusing"),
 		twv1.StepWait:     na("reads the page only"),
+		twv1.StepBack:     na("the driver walks the tab's history without activating it"),
+		twv1.StepForward:  na("the driver walks the tab's history without activating it"),
+		twv1.StepReload:   na("the driver reloads the tab without activating it"),
+		twv1.StepHover:    na("the driver moves the pointer over the background tab without activating it"),
+		twv1.StepSelect:   na("the driver sets the drop-down's value in the page without activating the tab"),
 	},
 }
 
@@ -207,7 +235,7 @@ type stepLookups struct {
 // session as it is now (it may have changed since the action began). The
 // caller forgets the session's observations on waiting_for_user.
 func checkStep(act *twv1.BrowserAction, s *twv1.BrowserSession, step twv1.ActionStep, look stepLookups) (*refusal, error) {
-	if s.Spec.State == twv1.SessionWaitingForUser && (step.Type.Mutating() || step.Type == twv1.StepScroll) {
+	if s.Spec.State == twv1.SessionWaitingForUser && (step.Type.Mutating() || step.Type == twv1.StepScroll || step.Type == twv1.StepHover) {
 		return refuse(twv1.ReasonWaitingForUser, hint.Resume(s.Namespace, s.Name),
 			"session %q waits for the user: automated %s steps are refused until the user resumes it, and refs observed before need a fresh observation then. The user resumes with", s.Name, step.Type), nil
 	}

@@ -270,6 +270,11 @@ func stepOf(st twv1.StepType) twv1.ActionStep {
 	case twv1.StepClick, twv1.StepTypeText:
 		step.Target = &twv1.ActionTarget{Text: "Send"}
 		step.Text = "hello"
+	case twv1.StepHover:
+		step.Target = &twv1.ActionTarget{Text: "Send"}
+	case twv1.StepSelect:
+		step.Target = &twv1.ActionTarget{Text: "Send"}
+		step.Text = "Canada"
 	case twv1.StepPress:
 		step.Key = "Enter"
 	case twv1.StepWait:

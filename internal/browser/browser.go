@@ -222,6 +222,22 @@ const (
 	StepPress    StepKind = "press"
 	StepScroll   StepKind = "scroll"
 	StepWait     StepKind = "wait"
+	// StepBack and StepForward move one entry through the page's history, as the
+	// browser's buttons do; with no such entry the driver refuses
+	// (ActError ReasonNoHistory) and loads nothing. StepReload loads the current
+	// document again. Each waits for the document it loads, and makes a new
+	// document: earlier refs and points are stale.
+	StepBack    StepKind = "back"
+	StepForward StepKind = "forward"
+	StepReload  StepKind = "reload"
+	// StepHover moves the pointer over a target (no button): what opens on
+	// hover opens.
+	StepHover StepKind = "hover"
+	// StepSelect chooses the option of a drop-down (<select>) target whose
+	// label (else value) is Text: the value set, then input and change events.
+	// A target that is no drop-down, or an option it does not offer, is
+	// ReasonTargetNotFound.
+	StepSelect StepKind = "select"
 )
 
 // Step is one curated step.
@@ -229,9 +245,9 @@ type Step struct {
 	Kind StepKind
 	// URL to load (navigate).
 	URL string
-	// Target is what click and type aim at; zero for type means the focused element.
+	// Target is what click, type and hover aim at; zero for type means the focused element.
 	Target Target
-	// Text to type (type) or to wait for (wait).
+	// Text to type (type), to wait for (wait), or the option to choose (select).
 	Text string
 	// Key to press (press): a key name (Enter, Tab, Escape, Backspace, Delete,
 	// ArrowUp/Down/Left/Right, Home, End, PageUp, PageDown, Space) or one
@@ -299,7 +315,7 @@ type ActResult struct {
 
 // ActError is a step the driver refused because of the page's state: Reason is
 // a guard reason of the API (stale_ref, stale_coordinates, ambiguous_target,
-// target_not_found); Candidates lists the matches of an ambiguous target.
+// target_not_found, no_history); Candidates lists the matches of an ambiguous target.
 type ActError struct {
 	Reason     string
 	Message    string

@@ -101,6 +101,9 @@ func Run(t *testing.T, factory Factory) {
 		{"BindAndRelease", testBindRelease},
 		{"UserSpawnFromBoundTabStaysTheUsers", testUserSpawnFromBound},
 		{"ActRefusesPagesNotOwned", testActNotOwned},
+		{"HistoryBackForwardReload", testHistory},
+		{"HoverClicksNothing", testHover},
+		{"SelectAndHoverReachThePage", testSelect},
 		{"EventOrder", testEventOrder},
 		{"ReconnectDeclaresNothingGone", testReconnect},
 	}

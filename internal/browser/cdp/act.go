@@ -114,7 +114,7 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	defer ps.mu.Unlock()
 
 	switch step.Kind {
-	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress:
+	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress, browser.StepBack, browser.StepForward, browser.StepReload, browser.StepSelect:
 		if req.Key != "" {
 			defer b.attribute(req.Key, req.Page)()
 		}
@@ -165,6 +165,18 @@ func (b *Browser) attribute(key, page string) func() {
 func validStep(s browser.Step) error {
 	switch s.Kind {
 	case browser.StepObserve, browser.StepScroll:
+		return nil
+	case browser.StepBack, browser.StepForward, browser.StepReload:
+		return nil
+	case browser.StepSelect:
+		if s.Target == (browser.Target{}) || s.Text == "" {
+			return errors.New(`act: a select needs a target and Text, for example Step{Kind: "select", Target: Target{Ref: "e5", Document: obs.Document}, Text: "Canada"}`)
+		}
+		return nil
+	case browser.StepHover:
+		if s.Target == (browser.Target{}) {
+			return errors.New(`act: a hover needs a target, for example Target{Ref: "e12", Document: obs.Document} or Target{Text: "Menu"}`)
+		}
 		return nil
 	case browser.StepNavigate:
 		return validURL(s.URL)
@@ -248,6 +260,12 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		return browser.ActResult{}, b.run(ctx, ps, "scroll", scriptArgs{DX: s.DeltaX, DY: s.DeltaY}, &out)
 	case browser.StepWait:
 		return browser.ActResult{}, b.wait(ctx, ps, s)
+	case browser.StepBack, browser.StepForward, browser.StepReload:
+		return browser.ActResult{}, b.historyStep(ctx, ps, s.Kind)
+	case browser.StepHover:
+		return browser.ActResult{}, b.hoverStep(ctx, ps, s.Target)
+	case browser.StepSelect:
+		return browser.ActResult{}, b.selectStep(ctx, ps, s.Target, s.Text)
 	}
 	return browser.ActResult{}, fmt.Errorf("act: unknown step kind %q", s.Kind)
 }

@@ -160,3 +160,12 @@ func TestConformance(t *testing.T) {
 		return b, &cdpWorld{t: t, b: b, hand: hand, hr: hr, proxy: px}
 	})
 }
+
+// VerbsURL is the fixture's /verbs page (browsertest.Verbs).
+func (w *cdpWorld) VerbsURL() string { return site.Path("/verbs") }
+
+// Title is the page's document.title, read by the world's own hand.
+func (w *cdpWorld) Title(t testing.TB, id string) string {
+	s, _ := evaluate(w.t, w.hand, id, "document.title").(string)
+	return s
+}

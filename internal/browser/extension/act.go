@@ -29,6 +29,7 @@ var guardReasons = map[string]bool{
 	twv1.ReasonStaleCoordinates: true,
 	twv1.ReasonAmbiguousTarget:  true,
 	twv1.ReasonTargetNotFound:   true,
+	twv1.ReasonNoHistory:        true,
 }
 
 // Act implements browser.Browser with the `act` command: the extension checks that
@@ -122,16 +123,16 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			return bad("navigate needs a url (http(s) or about:blank, at most %d characters)", maxActURL)
 		}
 		ws.URL = st.URL
-	case browser.StepClick, browser.StepType:
-		if st.Kind == browser.StepType {
+	case browser.StepClick, browser.StepType, browser.StepHover, browser.StepSelect:
+		if st.Kind == browser.StepType || st.Kind == browser.StepSelect {
 			if st.Text == "" || len(st.Text) > maxActText {
-				return bad("type needs text (at most %d characters)", maxActText)
+				return bad("%s needs text (at most %d characters)", st.Kind, maxActText)
 			}
 			ws.Text = st.Text
 		}
 		if st.Target == (browser.Target{}) {
-			if st.Kind == browser.StepClick {
-				return bad("click needs a target: a ref with its document, a text, a selector, or a point")
+			if st.Kind != browser.StepType {
+				return bad("%s needs a target: a ref with its document, a text, a selector, or a point", st.Kind)
 			}
 			break
 		}
@@ -164,6 +165,8 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			return bad("scroll needs deltaX or deltaY (CSS pixels)")
 		}
 		ws.DeltaX, ws.DeltaY = st.DeltaX, st.DeltaY
+	case browser.StepBack, browser.StepForward, browser.StepReload:
+		// No fields: the tab's own history.
 	case browser.StepWait:
 		if st.Timeout < 0 || st.Timeout > maxWait {
 			return bad("wait timeout %v is out of range; at most %v", st.Timeout, maxWait)
@@ -180,7 +183,7 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			ws.TimeoutMs = 1
 		}
 	default:
-		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll or wait", st.Kind)
+		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload, hover or select", st.Kind)
 	}
 	return ws, nil
 }

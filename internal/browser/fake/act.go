@@ -25,6 +25,8 @@ type Element struct {
 	Tab bool
 	// Navigate, when set, is the url a click loads in the page itself.
 	Navigate string
+	// Options makes the element a drop-down offering these labels (select).
+	Options []string
 }
 
 // elementHeight is the height of every fake element; element i (0-based) sits
@@ -105,10 +107,24 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		}
 		return browser.ActResult{Observation: o}, nil
 	case browser.StepNavigate:
-		t.url, t.title = step.URL, title(step.URL)
-		t.doc, t.epoch, t.scrollY = t.doc+1, 0, 0
-		b.emit(browser.PageUpdated, b.page(t))
+		b.loadLocked(t, step.URL)
 		return browser.ActResult{}, nil
+	case browser.StepBack, browser.StepForward, browser.StepReload:
+		return browser.ActResult{}, b.historyLocked(t, step.Kind)
+	case browser.StepHover:
+		tg := step.Target
+		if tg.Selector != "" {
+			// The fake's elements are named by what the suite selects (as ClickSelector).
+			tg = browser.Target{Text: tg.Selector}
+		}
+		idx, err := b.locateLocked(t, tg)
+		if err != nil {
+			return browser.ActResult{}, err
+		}
+		t.hovered = b.sites[t.url][idx].Name
+		return browser.ActResult{}, nil
+	case browser.StepSelect:
+		return browser.ActResult{}, b.selectLocked(t, step)
 	case browser.StepScroll:
 		t.scrollY = max(0, t.scrollY+step.DeltaY)
 		t.epoch++
@@ -134,9 +150,7 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		case e.Spawn != "":
 			b.newWindowLocked(e.Spawn, t.id, true)
 		case e.Navigate != "":
-			t.url, t.title = e.Navigate, title(e.Navigate)
-			t.doc, t.epoch, t.scrollY = t.doc+1, 0, 0
-			b.emit(browser.PageUpdated, b.page(t))
+			b.loadLocked(t, e.Navigate)
 		}
 		return browser.ActResult{}, nil
 	case browser.StepPress:

@@ -46,6 +46,8 @@ func TestConformance(t *testing.T) {
 		for i := range 4 {
 			b.SetSite(fmt.Sprintf("https://user.example/%d", i), fake.Element{Role: "link", Name: browsertest.ActSpawnSelector, Spawn: "https://site.example/landing", Tab: true})
 		}
+		// So does the suite's own page (URL), as the fixture's /spawner does.
+		b.SetSite(world{b}.URL(), fake.Element{Role: "link", Name: browsertest.ActSpawnSelector, Spawn: "https://site.example/landing", Tab: true})
 		return b, world{b}
 	})
 }

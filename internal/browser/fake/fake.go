@@ -25,6 +25,13 @@ type tab struct {
 	// typed and pressed record the text typed and keys pressed into the page.
 	typed   string
 	pressed []string
+	// back and forward are the urls before and after the current one in the
+	// tab's history, the nearest last (history.go).
+	back, forward []string
+	// hovered names the element the pointer was last moved over (Hovered).
+	hovered string
+	// selected maps a drop-down's name to the option a select step chose (Selected).
+	selected map[string]string
 	// Pages that resist closing (ArmBeforeUnload, OpenDialog, CrashPage): a
 	// beforeunload handler that prompts on close, a JavaScript dialog showing,
 	// a crashed renderer.
@@ -482,9 +489,7 @@ func (b *Browser) Navigate(id, url string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if t, ok := b.tabs[id]; ok {
-		t.url, t.title = url, title(url)
-		t.doc, t.epoch, t.scrollY = t.doc+1, 0, 0
-		b.emit(browser.PageUpdated, b.page(t))
+		b.loadLocked(t, url)
 	}
 }
 

@@ -29,7 +29,9 @@ func addActionTools(s *mcp.Server, h *handlers) {
 		Name: "act",
 		Description: "Run steps in order on a window's page: Observe, Navigate (url), Click (ref, target_text, or x,y " +
 			"with observation), Type (text, into ref/target_text or the focused element), Press (key), Scroll (delta_y), " +
-			"Wait (text or duration). The first refused or failed step ends the call. Returns the last observation and " +
+			"Wait (text or duration), Back and Forward (one entry through the page's history; refused as no_history " +
+			"when there is none), Reload, Hover (ref or target_text: moves the pointer over it, clicks nothing), Select (ref or target_text of a " +
+			"drop-down, and text: the option's label or value). The first refused or failed step ends the call. Returns the last observation and " +
 			"the windows the page spawned (acknowledge them before the next mutating step).",
 		InputSchema: inputSchema[ActInput](func(s *jsonschema.Schema) {
 			nonEmpty(s, "session", "window", "thread")
@@ -54,14 +56,14 @@ type ObserveInput struct {
 
 // Step is one step of act.
 type Step struct {
-	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y) or Wait (text or duration)"`
+	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y), Wait (text or duration), Back, Forward, Reload, Hover (ref or target_text) or Select (ref or target_text, and text)"`
 	URL         string `json:"url,omitempty" jsonschema:"Navigate: the http(s) url to load"`
-	Ref         string `json:"ref,omitempty" jsonschema:"Click or Type: the element's ref from an earlier observation, e.g. o3.e12"`
-	TargetText  string `json:"target_text,omitempty" jsonschema:"Click or Type: the visible text of the one element to target (instead of ref)"`
+	Ref         string `json:"ref,omitempty" jsonschema:"Click, Type, Hover or Select: the element's ref from an earlier observation, e.g. o3.e12"`
+	TargetText  string `json:"target_text,omitempty" jsonschema:"Click, Type, Hover or Select: the visible text of the one element to target (instead of ref)"`
 	X           *int32 `json:"x,omitempty" jsonschema:"Click: viewport x in CSS pixels (with y and observation; refs are safer)"`
 	Y           *int32 `json:"y,omitempty" jsonschema:"Click: viewport y in CSS pixels"`
 	Observation string `json:"observation,omitempty" jsonschema:"Click by point: the observation (e.g. o3) x and y were read from"`
-	Text        string `json:"text,omitempty" jsonschema:"Type: the text to type; Wait: the text to wait for"`
+	Text        string `json:"text,omitempty" jsonschema:"Type: the text to type; Wait: the text to wait for; Select: the option's label or value"`
 	Key         string `json:"key,omitempty" jsonschema:"Press: Enter, Tab, Escape, Backspace, ArrowDown or one character"`
 	DeltaY      *int32 `json:"delta_y,omitempty" jsonschema:"Scroll: pixels down (negative: up)"`
 	DeltaX      *int32 `json:"delta_x,omitempty" jsonschema:"Scroll: pixels right (negative: left)"`

@@ -229,3 +229,32 @@ func TestConformance(t *testing.T) {
 		return host.Driver(), w
 	})
 }
+
+// VerbsURL is the fixture's /verbs page (browsertest.Verbs), at a url of its
+// own (target finds pages by url).
+func (w *extWorld) VerbsURL() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	return fx.Path(fmt.Sprintf("/verbs?conformance=%d-%d", time.Now().UnixNano(), w.n))
+}
+
+// Title is the page's document.title, read over DevTools (not the driver).
+func (w *extWorld) Title(t testing.TB, id string) string {
+	t.Helper()
+	target, ok := w.target(t, id)
+	if !ok {
+		return ""
+	}
+	ctx := context.Background()
+	sess, err := devtools.attach(ctx, target)
+	if err != nil {
+		return ""
+	}
+	defer devtools.detach(ctx, sess)
+	var title string
+	if err := devtools.eval(ctx, sess, "document.title", &title); err != nil {
+		return ""
+	}
+	return title
+}

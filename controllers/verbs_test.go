@@ -1,0 +1,43 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+)
+
+// TestVerbStepsAreValidated: the API server refuses a Hover without a target
+// and a Select without a target or an option, each teaching the corrected
+// step, and admits Back, Forward and Reload with no fields.
+func TestVerbStepsAreValidated(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	create := func(steps ...twv1.ActionStep) error {
+		act := &twv1.BrowserAction{}
+		act.Namespace, act.GenerateName = ns, "verbs-"
+		act.Spec = twv1.BrowserActionSpec{SessionRef: twv1.SessionReference{Name: "s"}, Thread: "t",
+			WindowRef: twv1.ActionWindowReference{Name: "w"}, Steps: steps}
+		return k8s.Create(context.Background(), act)
+	}
+	menu := &twv1.ActionTarget{Text: "Menu"}
+	for _, c := range []struct {
+		step twv1.ActionStep
+		says string
+	}{
+		{twv1.ActionStep{Type: twv1.StepHover}, "a Hover step needs a target"},
+		{twv1.ActionStep{Type: twv1.StepSelect, Text: "Canada"}, "a Select step needs a target (the drop-down) and text"},
+		{twv1.ActionStep{Type: twv1.StepSelect, Target: menu}, "a Select step needs a target (the drop-down) and text"},
+	} {
+		err := create(c.step)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: got %v", c.step, err)
+		g.Expect(err.Error()).To(ContainSubstring(c.says))
+	}
+	g.Expect(create(
+		twv1.ActionStep{Type: twv1.StepBack}, twv1.ActionStep{Type: twv1.StepForward}, twv1.ActionStep{Type: twv1.StepReload},
+		twv1.ActionStep{Type: twv1.StepHover, Target: menu}, twv1.ActionStep{Type: twv1.StepSelect, Target: menu, Text: "Canada"},
+	)).To(Succeed())
+}
