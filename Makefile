@@ -88,12 +88,16 @@ test-node:
 	node --test extension/test/*.test.mjs
 
 ## fuzz: the model-based fuzz of the whole system (envtest + the fake browser):
-## FUZZ_OPS operations from FUZZ_SEED; a failing episode is minimized and printed
-## with the flags that replay it. `make test` runs a short seed run.
+## FUZZ_OPS operations from FUZZ_SEED, the episodes split across FUZZ_SHARDS
+## processes (same episodes and seeds as one process); a failing episode is
+## minimized and printed with the flags that replay it. FUZZ_RESULT names a file
+## for the summary. `make test` runs a short seed run.
 FUZZ_OPS ?= 100000
 FUZZ_SEED ?= 1
+FUZZ_SHARDS ?= 4
+FUZZ_RESULT ?=
 fuzz: envtest
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test -count=1 -timeout 0 -v -run TestModelFuzz ./test/fuzz -args -ops $(FUZZ_OPS) -seed $(FUZZ_SEED) -minimize 20m
+	hack/fuzz.sh $(FUZZ_OPS) $(FUZZ_SEED) $(FUZZ_SHARDS) $(FUZZ_RESULT)
 
 ## chaos: CHAOS_LIFECYCLES session lifecycles on real Chromium with kill -9 of the
 ## controller and agent processes and Chromium crashes (CHAOS_FAULT_RATE per

@@ -60,19 +60,28 @@ func TestModelFuzz(t *testing.T) {
 	if *flagOnly >= 0 {
 		episodes = max(episodes, *flagOnly+1)
 	}
+	if *flagShards < 1 || *flagShard < 0 || *flagShard >= *flagShards {
+		t.Fatalf("-shard %d -shards %d: want 0 ≤ shard < shards, e.g. -shards 4 -shard 0", *flagShard, *flagShards)
+	}
 	start := time.Now()
-	ran := 0
+	ran, done := 0, 0
 	for e := range episodes {
 		if *flagOnly >= 0 && e != *flagOnly {
+			continue
+		}
+		// A shard runs every shards-th episode; an episode's seed and ops do
+		// not depend on the shard, so its replay command is the same.
+		if *flagOnly < 0 && e%*flagShards != *flagShard {
 			continue
 		}
 		seed := *flagSeed + int64(e)
 		ops := generate(seed, per)
 		trace, err := episode(fmt.Sprintf("%d-%d", seed, e), ops)
 		ran += len(ops)
+		done++
 		if err == nil {
-			if e%10 == 9 {
-				t.Logf("%d operations in %d episodes, %v, %.1f ops/s", ran, e+1, time.Since(start).Round(time.Second), float64(ran)/time.Since(start).Seconds())
+			if done%10 == 0 {
+				t.Logf("%d operations in %d episodes, %v, %.1f ops/s", ran, done, time.Since(start).Round(time.Second), float64(ran)/time.Since(start).Seconds())
 			}
 			continue
 		}
@@ -82,7 +91,7 @@ func TestModelFuzz(t *testing.T) {
 			len(min), *flagSeed, e, per, min)
 		return
 	}
-	t.Logf("%d operations in all, %v, %.1f ops/s; done: %v", ran, time.Since(start).Round(time.Second), float64(ran)/time.Since(start).Seconds(), stats)
+	t.Logf("%d operations in all (%d episodes), %v, %.1f ops/s; done: %v", ran, done, time.Since(start).Round(time.Second), float64(ran)/time.Since(start).Seconds(), stats)
 }
 
 // minimize is delta debugging (ddmin) over a failing sequence, within budget.

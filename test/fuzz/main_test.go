@@ -9,7 +9,7 @@
 // and printed with the flags that replay it.
 //
 //	go test ./test/fuzz                          # the short seed run (make test)
-//	go test ./test/fuzz -timeout 0 -args -ops 100000   # make fuzz
+//	hack/fuzz.sh 100000 1 4                      # make fuzz: 4 processes (-shards 4 -shard i)
 //	go test ./test/fuzz -args -seed 7 -episode 3 # replay one episode
 package fuzz
 
@@ -36,6 +36,8 @@ var (
 	flagEpisode  = flag.Int("episode-ops", 60, "operations per episode (each episode starts a fresh browser, namespace and agent)")
 	flagSeed     = flag.Int64("seed", 1, "seed of the first episode; episode i uses seed+i")
 	flagOnly     = flag.Int("episode", -1, "run only this episode (replay)")
+	flagShards   = flag.Int("shards", 1, "split the run's episodes across this many processes (hack/fuzz.sh starts them): episode i runs in shard i mod shards")
+	flagShard    = flag.Int("shard", 0, "which shard this process is, 0 ≤ shard < shards")
 	flagMinimize = flag.Duration("minimize", 0, "time budget to minimize a failing episode (0: the test's default)")
 	flagReplay   = flag.String("replay", "", "run exactly this sequence, as a failing run prints it: \"[session(1,2) open(3,4) ...]\"")
 )
