@@ -293,7 +293,7 @@ type Observation struct {
 // PageOutline is a chunk of a page's content as an accessibility-tree-like
 // outline: one line per visible node, indented two spaces per level, of the form
 //
-//	- role "name" [ref=o3.e12] [level=2] [checked] [disabled]: "text"
+//   - role "name" [ref=o3.e12] [level=2] [checked] [disabled]: "text"
 //
 // where the page's strings (name, text) are always double-quoted and escaped, so
 // that page text can never read as a ref or a line of its own. Interactive nodes
