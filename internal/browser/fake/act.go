@@ -30,6 +30,10 @@ type Element struct {
 	// Hidden leaves the element out of observations and the outline (a
 	// display:none node): it cannot be targeted either.
 	Hidden bool
+	// Text is the element's outline text (a field's value); for page text
+	// (no Role) Node, when its Role is set, is the outline node as is.
+	Text string
+	Node browser.OutlineNode
 }
 
 // An Element with no Role is page text (Name is the text): it is in the outline
@@ -256,10 +260,14 @@ func (b *Browser) outlineLocked(t *tab, o *browser.PageObservation, offset int) 
 	for i, e := range b.sites[t.url] {
 		switch {
 		case e.Hidden:
+		case e.Role == "" && e.Node.Role != "":
+			n := e.Node
+			n.Depth += depth
+			all = append(all, n)
 		case e.Role == "":
 			all = append(all, browser.OutlineNode{Depth: depth, Role: "text", Text: e.Name})
 		default:
-			all = append(all, browser.OutlineNode{Depth: depth, Role: e.Role, Name: e.Name, ID: "e" + strconv.Itoa(i+1)})
+			all = append(all, browser.OutlineNode{Depth: depth, Role: e.Role, Name: e.Name, Text: e.Text, ID: "e" + strconv.Itoa(i+1)})
 		}
 	}
 	offset = max(offset, 0)
