@@ -572,10 +572,12 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       frame.pending = [];
       if (!t) return;
       const line = frame.line;
-      if (line && frame.children === 0 && !line.text && t.length <= OUTLINE_TEXT_MAX) {
-        if (line.role === "heading" && !line.name) line.name = t.slice(0, OUTLINE_NAME_MAX);
-        else line.text = t;
-        frame.attached = true;
+      if (line && frame.children === 0 && !line.text) {
+        // The node's first text is its own (a heading's is its name); the rest goes on
+        // in text nodes.
+        const own = line.role === "heading" && !line.name && t.length <= OUTLINE_NAME_MAX ? "name" : "text";
+        line[own] = t.slice(0, OUTLINE_TEXT_MAX);
+        if (t.length > OUTLINE_TEXT_MAX) textNodes(frame, frame.depth, t.slice(OUTLINE_TEXT_MAX));
         return;
       }
       textNodes(frame, frame.depth, t);
@@ -637,7 +639,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       const at = out.length;
       if (!push(line)) return;
       frame.children++;
-      const child = { line, depth: frame.depth + 1, pending: [], children: 0, attached: false };
+      const child = { line, depth: frame.depth + 1, pending: [], children: 0 };
       for (const c of el.childNodes) visit(c, child, visible);
       flush(child);
       if (!stopped && child.children === 0 && !line.name && !line.text && OUTLINE_DROP_EMPTY.has(role) && out.length === at + 1) {
@@ -645,7 +647,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
         frame.children--;
       }
     };
-    const root = { line: null, depth: 0, pending: [], children: 0, attached: false };
+    const root = { line: null, depth: 0, pending: [], children: 0 };
     if (document.body) {
       for (const c of document.body.childNodes) visit(c, root, getComputedStyle(document.body).visibility === "visible");
       flush(root);
