@@ -41,3 +41,30 @@ func TestVerbStepsAreValidated(t *testing.T) {
 		twv1.ActionStep{Type: twv1.StepHover, Target: menu}, twv1.ActionStep{Type: twv1.StepSelect, Target: menu, Text: "Canada"},
 	)).To(Succeed())
 }
+
+// TestOutlineOffsetIsValidated: the API server takes outlineOffset on an
+// Observe step only, never negative, and admits an Observe that pages on.
+func TestOutlineOffsetIsValidated(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	create := func(steps ...twv1.ActionStep) error {
+		act := &twv1.BrowserAction{}
+		act.Namespace, act.GenerateName = ns, "outline-"
+		act.Spec = twv1.BrowserActionSpec{SessionRef: twv1.SessionReference{Name: "s"}, Thread: "t",
+			WindowRef: twv1.ActionWindowReference{Name: "w"}, Steps: steps}
+		return k8s.Create(context.Background(), act)
+	}
+	off := func(n int32) *int32 { return &n }
+	for _, c := range []struct {
+		step twv1.ActionStep
+		says string
+	}{
+		{twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Send"}, OutlineOffset: off(10)}, "only an Observe step takes it"},
+		{twv1.ActionStep{Type: twv1.StepObserve, OutlineOffset: off(-1)}, "outlineOffset"},
+	} {
+		err := create(c.step)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: got %v", c.step, err)
+		g.Expect(err.Error()).To(ContainSubstring(c.says))
+	}
+	g.Expect(create(twv1.ActionStep{Type: twv1.StepObserve, OutlineOffset: off(400)}, twv1.ActionStep{Type: twv1.StepObserve})).To(Succeed())
+}

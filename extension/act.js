@@ -37,7 +37,7 @@
 // nonce, document ids, epochs) and of its input, which the cdp driver relies on too.
 
 
-import { ActRefusal, invalid, clip, text, target, element, observation, pageRefusal } from "./step.js";
+import { ActRefusal, invalid, clip, text, target, element, observation, pageRefusal, OUTLINE_BYTES } from "./step.js";
 
 // What the worker and the tests import from here, as before the split.
 export { ActRefusal, validateStep, parseKey } from "./step.js";
@@ -558,7 +558,7 @@ export function createActor(deps) {
       const page = worlds.pageOf(tabId, send);
       switch (s.kind) {
         case "observe":
-          return { observation: observation(await page("observe", { max: s.maxElements })) };
+          return { observation: observation(await page("observe", { max: s.maxElements, outlineOffset: s.outlineOffset, outlineBytes: OUTLINE_BYTES })) };
         case "click":
           await click(send, page, s.target);
           return {};

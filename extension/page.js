@@ -33,10 +33,17 @@
 //   init({world})            first call in a new world: a new document id, epoch 0, no refs;
 //                            remember the world nonce
 //   info()                   {document, epoch, url, title, readyState, scrollX, scrollY, mac}
-//   observe({max})           the visible interactive elements (links, buttons, inputs, selects,
+//   observe({max, outlineOffset, outlineBytes})
+//                            the visible interactive elements (links, buttons, inputs, selects,
 //                            textareas, summary, contenteditable, [onclick], ARIA widget roles)
 //                            in document order: {document, epoch, url, title, scrollX, scrollY,
-//                            elements: [{id, role, name, x, y, width, height}], truncated}
+//                            elements: [{id, role, name, x, y, width, height}], truncated,
+//                            outline, outlineOffset, outlineMore}, and the whole document's
+//                            content as an outline (one walk of the DOM, see outline() below):
+//                            outline: [{depth, role, name, text, id, level, checked, disabled}]
+//                            from node outlineOffset on, about outlineBytes (default 32768) of
+//                            it; outlineMore when nodes follow. id is set on interactive nodes
+//                            that can be targeted: the same ids (refs) as elements.
 //   locate({target})         {x, y}: the viewport centre of the target, scrolled into view
 //                            first (ref, text); target is {ref, document} | {text} |
 //                            {selector} | {point: true, x, y, document, epoch}
@@ -478,20 +485,200 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     };
   }
 
-  function observe(max) {
+  // --- outline ---
+
+  // Tags whose content is never page text.
+  const OUTLINE_SKIP = new Set(["script", "style", "noscript", "template", "head", "meta", "link",
+    "title", "iframe", "frame", "object", "embed", "svg", "canvas", "audio", "video", "math", "option", "datalist"]);
+  // Implicit roles of the tags the outline shows as nodes of their own.
+  const OUTLINE_ROLES = {
+    h1: "heading", h2: "heading", h3: "heading", h4: "heading", h5: "heading", h6: "heading",
+    p: "paragraph", ul: "list", ol: "list", menu: "list", li: "listitem", dl: "list", dt: "term",
+    dd: "definition", table: "table", tr: "row", td: "cell", th: "columnheader", caption: "caption",
+    nav: "navigation", main: "main", aside: "complementary", form: "form", article: "article",
+    dialog: "dialog", blockquote: "blockquote", figure: "figure", hr: "separator", img: "img",
+    fieldset: "group", details: "group", pre: "code",
+  };
+  // Roles dropped when they hold nothing (no name, text or child node).
+  const OUTLINE_DROP_EMPTY = new Set(["paragraph", "list", "listitem", "term", "definition", "caption",
+    "navigation", "main", "complementary", "form", "article", "dialog", "blockquote", "figure", "group",
+    "code", "heading", "region", "generic", "img"]);
+  // Longest text of one node; longer text goes on in "text" nodes.
+  const OUTLINE_TEXT_MAX = 1000;
+  const OUTLINE_NAME_MAX = 300;
+  // Nodes walked past the offset at most: the rest is outlineMore.
+  const OUTLINE_MAX_NODES = 5000;
+
+  function utf8Bytes(str) {
+    let n = 0;
+    for (let i = 0; i < str.length; i++) {
+      const c = str.charCodeAt(i);
+      n += c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c < 0xdc00 ? 4 : c >= 0xdc00 && c < 0xe000 ? 0 : 3;
+    }
+    return n;
+  }
+
+  function outlineRoleOf(el) {
+    const explicit = collapse(el.getAttribute("role")).split(" ")[0].toLowerCase();
+    if (explicit && explicit !== "presentation" && explicit !== "none" && explicit !== "generic") return explicit;
+    if (explicit) return "";
+    const tag = el.localName;
+    if (tag === "th" && (el.getAttribute("scope") || "").toLowerCase() === "row") return "rowheader";
+    if (tag === "img") return collapse(el.getAttribute("alt")) ? "img" : "";
+    if (tag === "section" && (el.hasAttribute("aria-label") || el.hasAttribute("aria-labelledby"))) return "region";
+    return OUTLINE_ROLES[tag] || "";
+  }
+
+  // valueOf is a form control's current value as the user sees it (never a password's).
+  function valueOf(el) {
+    const tag = el.localName;
+    if (tag === "textarea") return el.value;
+    if (tag === "select") return Array.from(el.selectedOptions || [], (o) => o.label).join(", ");
+    if (tag === "input") {
+      const t = (el.getAttribute("type") || "text").toLowerCase();
+      if (["password", "checkbox", "radio", "submit", "reset", "button", "image", "file", "hidden"].includes(t)) return "";
+      return el.value;
+    }
+    return "";
+  }
+
+  // outline walks the document once, in document order, and returns its visible content as
+  // nodes: an element with a role (implicit from its tag, or explicit) is a node whose children
+  // are nested one level deeper; an interactive element (the same set as elements) is a leaf with
+  // its accessible name, value and, when it can be targeted, its ref; text is collapsed into runs,
+  // cut at block boundaries and <br>, attached to the node that holds it when it comes first,
+  // else a "text" node. Hidden subtrees are skipped: aria-hidden="true", display:none, a
+  // zero-size box that clips its content, and the text of visibility:hidden elements (a visible
+  // child of one still shows). One computed style and one box per element; none per text node.
+  function outline(offset, budget) {
+    offset = Math.max(0, Math.floor(Number(offset) || 0));
+    budget = Math.max(Number(budget) || 32768, 256);
+    const out = [];
+    const limit = offset + OUTLINE_MAX_NODES;
+    let stopped = false;
+    const push = (n) => {
+      if (out.length >= limit) { stopped = true; return false; }
+      out.push(n);
+      return true;
+    };
+    const textNodes = (frame, depth, t) => {
+      for (let i = 0; i < t.length; i += OUTLINE_TEXT_MAX) {
+        if (!push({ depth, role: "text", name: "", text: t.slice(i, i + OUTLINE_TEXT_MAX), id: "", level: 0, checked: false, disabled: false })) return;
+        frame.children++;
+      }
+    };
+    const flush = (frame) => {
+      const t = collapse(frame.pending.join(""));
+      frame.pending = [];
+      if (!t) return;
+      const line = frame.line;
+      if (line && frame.children === 0 && !line.text) {
+        // The node's first text is its own (a heading's is its name); the rest goes on
+        // in text nodes.
+        const own = line.role === "heading" && !line.name && t.length <= OUTLINE_NAME_MAX ? "name" : "text";
+        line[own] = t.slice(0, OUTLINE_TEXT_MAX);
+        if (t.length > OUTLINE_TEXT_MAX) textNodes(frame, frame.depth, t.slice(OUTLINE_TEXT_MAX));
+        return;
+      }
+      textNodes(frame, frame.depth, t);
+    };
+    const visit = (node, frame, textVisible) => {
+      if (stopped) return;
+      if (node.nodeType === 3) {
+        if (textVisible && node.nodeValue) frame.pending.push(node.nodeValue);
+        return;
+      }
+      if (node.nodeType !== 1) return;
+      const el = node;
+      const tag = el.localName;
+      if (OUTLINE_SKIP.has(tag) || el.getAttribute("aria-hidden") === "true") return;
+      const cs = getComputedStyle(el);
+      if (cs.display === "none") return;
+      const visible = cs.visibility === "visible";
+      if (cs.display !== "contents") {
+        const r = el.getBoundingClientRect();
+        if ((r.width === 0 || r.height === 0) && cs.overflow !== "visible") return;
+      }
+      if (tag === "br") {
+        flush(frame);
+        return;
+      }
+      if (el.matches(INTERACTIVE)) {
+        if (!visible) return;
+        flush(frame);
+        const t = (el.getAttribute("type") || "").toLowerCase();
+        const target = rendered(el);
+        if (push({
+          depth: frame.depth, role: roleOf(el), name: nameOf(el).slice(0, OUTLINE_NAME_MAX),
+          text: collapse(valueOf(el)).slice(0, OUTLINE_TEXT_MAX), id: target ? idOf(el) : "",
+          level: 0, checked: tag === "input" && (t === "checkbox" || t === "radio") && el.checked === true,
+          disabled: el.matches(":disabled"),
+        })) frame.children++;
+        return;
+      }
+      const role = outlineRoleOf(el);
+      const block = cs.display !== "contents" && !cs.display.startsWith("inline");
+      if (!role) {
+        if (block) flush(frame);
+        for (const c of el.childNodes) visit(c, frame, visible);
+        if (block) flush(frame);
+        return;
+      }
+      flush(frame);
+      if (!visible) {
+        // The node itself is hidden; a visible child still shows, at this level.
+        for (const c of el.childNodes) visit(c, frame, false);
+        flush(frame);
+        return;
+      }
+      const line = {
+        depth: frame.depth, role, name: collapse(el.getAttribute("aria-label") || (role === "img" ? el.getAttribute("alt") : "")).slice(0, OUTLINE_NAME_MAX),
+        text: "", id: "", level: role === "heading" ? Number(tag.slice(1)) || Number(el.getAttribute("aria-level")) || 0 : 0,
+        checked: false, disabled: false,
+      };
+      const at = out.length;
+      if (!push(line)) return;
+      frame.children++;
+      const child = { line, depth: frame.depth + 1, pending: [], children: 0 };
+      for (const c of el.childNodes) visit(c, child, visible);
+      flush(child);
+      if (!stopped && child.children === 0 && !line.name && !line.text && OUTLINE_DROP_EMPTY.has(role) && out.length === at + 1) {
+        out.pop();
+        frame.children--;
+      }
+    };
+    const root = { line: null, depth: 0, pending: [], children: 0 };
+    if (document.body) {
+      for (const c of document.body.childNodes) visit(c, root, getComputedStyle(document.body).visibility === "visible");
+      flush(root);
+    }
+    const nodes = [];
+    let used = 0;
+    let i = offset;
+    for (; i < out.length; i++) {
+      const n = out[i];
+      const size = 16 + 2 * n.depth + n.role.length + utf8Bytes(n.name) + utf8Bytes(n.text) + (n.id ? 24 : 0);
+      if (nodes.length > 0 && used + size > budget) break;
+      used += size;
+      nodes.push(n);
+    }
+    return { outline: nodes, outlineOffset: offset, outlineMore: stopped || i < out.length };
+  }
+
+  function observe(max, outlineOffset, outlineBytes) {
     max = Math.min(Math.max(Number(max) || 200, 1), MAX_ELEMENTS);
     const visible = interactive().filter((el) => inViewport(el.getBoundingClientRect()));
     const o = info();
     o.elements = visible.slice(0, max).map(describe);
     o.truncated = visible.length > max;
-    return o;
+    return Object.assign(o, outline(outlineOffset, outlineBytes));
   }
 
   try {
     sync();
     switch (op) {
       case "info": return info();
-      case "observe": return observe(args.max);
+      case "observe": return observe(args.max, args.outlineOffset, args.outlineBytes);
       case "locate": return locate(args.target);
       case "focus": return focus(args.target);
       case "select": return choose(args.target, args.text);

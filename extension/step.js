@@ -10,6 +10,11 @@ export const DEFAULT_WAIT_MS = 10_000;
 const MAX_URL_CHARS = 8192;
 const MAX_NAME_CHARS = 512;
 export const MAX_CANDIDATES = 20;
+// The outline chunk page.js is asked for (bytes of its lines, about) and the bounds of what goes back.
+export const OUTLINE_BYTES = 32768;
+export const MAX_OUTLINE_OFFSET = 1_000_000;
+const MAX_OUTLINE_NODES = 5000;
+const MAX_OUTLINE_TEXT = 4096; // characters; page.js sends at most 1000 per node
 export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select"]);
 // The reasons a page refusal may carry (browser.ActError); anything else from page.js is a bug.
 export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found", "no_history"]);
@@ -109,6 +114,7 @@ export function validateStep(step) {
   switch (kind) {
     case "observe":
       s.maxElements = int(step.maxElements, "maxElements", { min: 0, max: MAX_ELEMENTS }) || DEFAULT_MAX_ELEMENTS;
+      s.outlineOffset = int(step.outlineOffset, "outlineOffset", { min: 0, max: MAX_OUTLINE_OFFSET });
       break;
     case "navigate":
       s.url = navigateUrl(text(step.url, "url", MAX_URL_CHARS));
@@ -247,6 +253,7 @@ export function element(e) {
 export function observation(o) {
   if (!o || typeof o !== "object") throw new Error("page.observe returned nothing");
   const els = Array.isArray(o.elements) ? o.elements : [];
+  const outline = Array.isArray(o.outline) ? o.outline : [];
   const n = (v) => (Number.isFinite(v) ? Math.round(v) : 0);
   return {
     document: clip(String(o.document ?? ""), 128),
@@ -257,6 +264,25 @@ export function observation(o) {
     scrollY: n(o.scrollY),
     elements: els.slice(0, MAX_ELEMENTS).map(element),
     truncated: !!o.truncated || els.length > MAX_ELEMENTS,
+    outline: outline.slice(0, MAX_OUTLINE_NODES).map(outlineNode),
+    outlineOffset: Number.isSafeInteger(o.outlineOffset) && o.outlineOffset >= 0 ? o.outlineOffset : 0,
+    outlineMore: !!o.outlineMore || outline.length > MAX_OUTLINE_NODES,
+  };
+}
+
+/** An outline node (page.js's observe) as sent to the host: known fields only, bounded. */
+export function outlineNode(n) {
+  const depth = Number.isSafeInteger(n?.depth) ? Math.min(Math.max(n.depth, 0), 64) : 0;
+  const level = Number.isSafeInteger(n?.level) ? Math.min(Math.max(n.level, 0), 6) : 0;
+  return {
+    depth,
+    role: clip(String(n?.role ?? ""), 64),
+    name: clip(String(n?.name ?? ""), MAX_NAME_CHARS),
+    text: clip(String(n?.text ?? ""), MAX_OUTLINE_TEXT),
+    id: clip(String(n?.id ?? ""), 32),
+    level,
+    checked: n?.checked === true,
+    disabled: n?.disabled === true,
   };
 }
 

@@ -9,8 +9,10 @@ import (
 type StepType string
 
 const (
-	// StepObserve reads the page: url, title, scroll position and the visible
-	// interactive elements, each with a ref that later steps can target.
+	// StepObserve reads the page: url, title, scroll position, the visible
+	// interactive elements, each with a ref that later steps can target, and the
+	// page's content as an outline (roles, names and text; refs on interactive
+	// nodes), bounded and paged with outlineOffset.
 	StepObserve StepType = "Observe"
 	// StepNavigate loads url in the window's page.
 	StepNavigate StepType = "Navigate"
@@ -127,6 +129,7 @@ type ActionTarget struct {
 // +kubebuilder:validation:XValidation:rule="self.type != 'Press' || has(self.key)",message="a Press step needs key, for example {type: Press, key: Enter}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Scroll' || has(self.deltaX) || has(self.deltaY)",message="a Scroll step needs deltaY (or deltaX) in pixels, for example {type: Scroll, deltaY: 600}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Wait' || has(self.text) || has(self.duration)",message="a Wait step needs text to wait for or a duration, for example {type: Wait, text: \"Saved\"} or {type: Wait, duration: 2s}"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Observe' || !has(self.outlineOffset)",message="outlineOffset pages through an Observe step's outline; only an Observe step takes it, for example {type: Observe, outlineOffset: 400} (an earlier observation's outline.nextOffset)"
 type ActionStep struct {
 	// type is Observe, Navigate, Click, Type, Press, Scroll, Wait, Back, Forward,
 	// Reload, Hover or Select.
@@ -168,6 +171,14 @@ type ActionStep struct {
 	// (default 10s).
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
+	// outlineOffset (Observe) is the first line of the page's outline to return:
+	// 0 (the default) starts at the top; an earlier observation's
+	// outline.nextOffset reads the next chunk. The outline is read again from the
+	// page as it is now, and its refs are the new observation's.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	OutlineOffset *int32 `json:"outlineOffset,omitempty"`
 }
 
 // ActionWindowReference names the BrowserWindow an action drives.
@@ -272,6 +283,44 @@ type Observation struct {
 	// truncated is true when the page had more elements than listed.
 	// +optional
 	Truncated bool `json:"truncated,omitempty"`
+	// outline is the page's content (the whole document, not only the viewport),
+	// one line per node. Only the action's last observation (status.observation)
+	// carries it; the observations in status.steps list elements only.
+	// +optional
+	Outline *PageOutline `json:"outline,omitempty"`
+}
+
+// PageOutline is a chunk of a page's content as an accessibility-tree-like
+// outline: one line per visible node, indented two spaces per level, of the form
+//
+//   - role "name" [ref=o3.e12] [level=2] [checked] [disabled]: "text"
+//
+// where the page's strings (name, text) are always double-quoted and escaped, so
+// that page text can never read as a ref or a line of its own. Interactive nodes
+// that can be targeted carry a ref of the same observation as its elements (also
+// those outside the viewport: a ref target is scrolled into view). Hidden nodes
+// (display:none, visibility:hidden, aria-hidden, zero-size) are left out.
+type PageOutline struct {
+	// text is the outline chunk: at most 32 KiB of whole lines.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Text string `json:"text,omitempty"`
+	// offset is the outline line text starts at (the step's outlineOffset).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Offset int32 `json:"offset"`
+	// lines is how many lines text holds.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Lines int32 `json:"lines"`
+	// truncated is true when the page's outline goes on past text.
+	// +optional
+	Truncated bool `json:"truncated,omitempty"`
+	// nextOffset, set when truncated, is the outlineOffset of an Observe step that
+	// reads on (offset + lines).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	NextOffset *int32 `json:"nextOffset,omitempty"`
 }
 
 // StepResult is what one step did.

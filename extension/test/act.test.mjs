@@ -95,6 +95,9 @@ const observation = {
   scrollY: 0,
   elements: [{ id: "e1", role: "button", name: "Send", x: 10, y: 20, width: 80, height: 30 }],
   truncated: false,
+  outline: [{ depth: 0, role: "button", name: "Send", text: "", id: "e1", level: 0, checked: false, disabled: false }],
+  outlineOffset: 0,
+  outlineMore: false,
 };
 
 test("act refuses a tab not recorded under its owner, before touching the debugger", async () => {
@@ -146,7 +149,7 @@ test("observe: attach 1.3, the tabwarden world, the bundled function with data o
   ]);
   assert.equal(evals[0].op, "init");
   assert.match(evals[0].args.world, /^[0-9a-f]{32}$/, "a fresh world nonce");
-  assert.deepEqual(evals[1], { tabId: t, op: "observe", args: { max: 50, world: evals[0].args.world } });
+  assert.deepEqual(evals[1], { tabId: t, op: "observe", args: { max: 50, outlineOffset: 0, outlineBytes: 32768, world: evals[0].args.world } });
   assert.deepEqual(browser.attachedTabs(), []);
 
   // Host fields that look like code go nowhere: the page sees only the validated step's data.

@@ -183,12 +183,39 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 			}
 			obs.Elements = append(obs.Elements, run.element(id, e))
 		}
-		res.Observation = obs
+		// The step's result lists the elements; only the action's last
+		// observation carries the outline (status stays bounded: one chunk).
+		stepObs := *obs
+		res.Observation = &stepObs
+		obs.Outline = outlineOf(id, o)
 		act.Status.Observation = obs
-		res.Message = fmt.Sprintf("observation %s: %d element(s)", id, len(obs.Elements))
+		res.Message = fmt.Sprintf("observation %s: %d element(s), outline lines %d-%d", id, len(obs.Elements),
+			obs.Outline.Offset, obs.Outline.Offset+obs.Outline.Lines)
+		if obs.Outline.Truncated {
+			res.Message += fmt.Sprintf(" (more: observe with outlineOffset %d)", *obs.Outline.NextOffset)
+		}
 	}
 	return res, nil, nil
 }
+
+// outlineOf is the observation's outline chunk as the API shows it: whole
+// lines, at most maxOutlineBytes, refs qualified by the observation id.
+func outlineOf(obsID string, o *browser.PageObservation) *twv1.PageOutline {
+	text, n := browser.FormatOutline(o.Outline, obsID, maxOutlineBytes)
+	out := &twv1.PageOutline{Text: text, Offset: int32(o.OutlineOffset), Lines: int32(n)}
+	if n < len(o.Outline) || o.OutlineMore {
+		next := int32(o.OutlineOffset + n)
+		if n == 0 {
+			// A node longer than the chunk (not made by any driver) is skipped.
+			next++
+		}
+		out.Truncated, out.NextOffset = true, &next
+	}
+	return out
+}
+
+// maxOutlineBytes bounds an outline chunk in status (the API's MaxLength).
+const maxOutlineBytes = 32 << 10
 
 // element is a driver element as the API shows it, its ref qualified by the
 // observation id.
@@ -208,6 +235,9 @@ func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) 
 	switch step.Type {
 	case twv1.StepObserve:
 		bs.Kind = browser.StepObserve
+		if step.OutlineOffset != nil {
+			bs.OutlineOffset = int(*step.OutlineOffset)
+		}
 	case twv1.StepNavigate:
 		bs.Kind = browser.StepNavigate
 	case twv1.StepClick:

@@ -259,6 +259,10 @@ type Step struct {
 	Timeout time.Duration
 	// MaxElements bounds an observation's element list (default 200).
 	MaxElements int
+	// OutlineOffset is the first outline node an observe returns (0: the top of
+	// the page); the driver returns the nodes from there, about
+	// OutlineChunkBytes of them (see OutlineNode).
+	OutlineOffset int
 }
 
 // Target is an element or a point on the page, as an earlier observation saw it.
@@ -305,6 +309,12 @@ type PageObservation struct {
 	ScrollX, ScrollY int
 	Elements         []Element
 	Truncated        bool
+	// Outline is the page's content from node OutlineOffset on (the step's),
+	// in document order, about OutlineChunkBytes of it; OutlineMore says that
+	// the page has nodes after the last one listed.
+	Outline       []OutlineNode
+	OutlineOffset int
+	OutlineMore   bool
 }
 
 // ActResult is what a step returns.

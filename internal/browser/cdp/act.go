@@ -64,6 +64,9 @@ type scriptArgs struct {
 	DX     int           `json:"dx"`
 	DY     int           `json:"dy"`
 	Text   string        `json:"text"`
+	// OutlineOffset and OutlineBytes: observe's outline chunk.
+	OutlineOffset int `json:"outlineOffset,omitempty"`
+	OutlineBytes  int `json:"outlineBytes,omitempty"`
 }
 
 // scriptTarget is a step's target for locate and focus: a ref (with its
@@ -229,7 +232,7 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		}
 		max = min(max, maxElements)
 		var o browser.PageObservation
-		if err := b.run(ctx, ps, "observe", scriptArgs{Max: max}, &o); err != nil {
+		if err := b.run(ctx, ps, "observe", scriptArgs{Max: max, OutlineOffset: s.OutlineOffset, OutlineBytes: browser.OutlineChunkBytes}, &o); err != nil {
 			return browser.ActResult{}, err
 		}
 		return browser.ActResult{Observation: &o}, nil

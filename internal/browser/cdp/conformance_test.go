@@ -2,6 +2,7 @@ package cdp
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +164,11 @@ func TestConformance(t *testing.T) {
 
 // VerbsURL is the fixture's /verbs page (browsertest.Verbs).
 func (w *cdpWorld) VerbsURL() string { return site.Path("/verbs") }
+
+// ReadingURL is the fixture's /reading page (browsertest.Reading).
+func (w *cdpWorld) ReadingURL(older int) string {
+	return site.Path(fmt.Sprintf("/reading?older=%d", older))
+}
 
 // Title is the page's document.title, read by the world's own hand.
 func (w *cdpWorld) Title(t testing.TB, id string) string {

@@ -20,6 +20,9 @@ const (
 	maxActURL      = 8192
 	maxWait        = 2 * time.Minute
 	maxElementName = 512
+	// maxOutlineNodes and maxOutlineOffset bound an observation's outline.
+	maxOutlineNodes  = 5000
+	maxOutlineOffset = 1_000_000
 )
 
 // guardReasons are the act refusals that are the page's state, returned as
@@ -118,6 +121,10 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			return bad("maxElements %d is out of range; give 1-%d (0 means 200)", st.MaxElements, maxObserved)
 		}
 		ws.MaxElements = st.MaxElements
+		if st.OutlineOffset < 0 || st.OutlineOffset > maxOutlineOffset {
+			return bad("outlineOffset %d is out of range; give 0-%d", st.OutlineOffset, maxOutlineOffset)
+		}
+		ws.OutlineOffset = st.OutlineOffset
 	case browser.StepNavigate:
 		if st.URL == "" || len(st.URL) > maxActURL {
 			return bad("navigate needs a url (http(s) or about:blank, at most %d characters)", maxActURL)
@@ -206,6 +213,16 @@ func (o *wireObservation) seam(epoch int64) *browser.PageObservation {
 			break
 		}
 		out.Elements = append(out.Elements, e.seam())
+	}
+	out.OutlineOffset, out.OutlineMore = max(o.OutlineOffset, 0), o.OutlineMore
+	for i, n := range o.Outline {
+		if i == maxOutlineNodes {
+			out.OutlineMore = true
+			break
+		}
+		out.Outline = append(out.Outline, browser.OutlineNode{Depth: min(max(n.Depth, 0), 64), Role: clip(n.Role, 64),
+			Name: clip(n.Name, maxElementName), Text: clip(n.Text, 8192), ID: clip(n.ID, 32), Level: n.Level,
+			Checked: n.Checked, Disabled: n.Disabled})
 	}
 	return out
 }

@@ -228,3 +228,32 @@ func TestAttributedTabs(t *testing.T) {
 		t.Fatalf("snapshot page %+v %v", p, ok)
 	}
 }
+
+// TestObserveOutlineOverTheWire: an observe step carries its outlineOffset (in
+// range only), and the answer's outline comes back bounded, in the driver's
+// terms.
+func TestObserveOutlineOverTheWire(t *testing.T) {
+	ws, err := wireStepOf(browser.Step{Kind: browser.StepObserve, OutlineOffset: 412}, 1)
+	if err != nil || ws.OutlineOffset != 412 {
+		t.Fatalf("wire step %+v, %v; want outlineOffset 412", ws, err)
+	}
+	for _, off := range []int{-1, maxOutlineOffset + 1} {
+		if _, err := wireStepOf(browser.Step{Kind: browser.StepObserve, OutlineOffset: off}, 1); err == nil {
+			t.Errorf("outlineOffset %d: no error", off)
+		}
+	}
+	o := &wireObservation{Document: "d1", OutlineOffset: 7, Outline: []wireOutlineNode{
+		{Depth: 99, Role: strings.Repeat("r", 100), Name: "Archive", ID: "e4", Text: strings.Repeat("t", 10000), Level: 2, Checked: true},
+	}}
+	for range maxOutlineNodes {
+		o.Outline = append(o.Outline, wireOutlineNode{Role: "text", Text: "x"})
+	}
+	got := o.seam(3)
+	if got.Document != "x3-d1" || got.OutlineOffset != 7 || !got.OutlineMore || len(got.Outline) != maxOutlineNodes {
+		t.Fatalf("seam: document %q, offset %d, more %v, %d nodes", got.Document, got.OutlineOffset, got.OutlineMore, len(got.Outline))
+	}
+	n := got.Outline[0]
+	if n.Depth != 64 || len(n.Role) != 64 || len(n.Text) != 8192 || n.ID != "e4" || n.Name != "Archive" || n.Level != 2 || !n.Checked {
+		t.Errorf("first node %+v", n)
+	}
+}

@@ -189,6 +189,8 @@ type wireStep struct {
 	DeltaY      int         `json:"deltaY,omitempty"`
 	TimeoutMs   int64       `json:"timeoutMs,omitempty"`
 	MaxElements int         `json:"maxElements,omitempty"`
+	// OutlineOffset is observe's first outline node.
+	OutlineOffset int `json:"outlineOffset,omitempty"`
 }
 
 type wireTarget struct {
@@ -221,6 +223,21 @@ type wireObservation struct {
 	ScrollY   int           `json:"scrollY"`
 	Elements  []wireElement `json:"elements"`
 	Truncated bool          `json:"truncated"`
+	// Outline is the page's content from node OutlineOffset on (page.js observe).
+	Outline       []wireOutlineNode `json:"outline"`
+	OutlineOffset int               `json:"outlineOffset"`
+	OutlineMore   bool              `json:"outlineMore"`
+}
+
+type wireOutlineNode struct {
+	Depth    int    `json:"depth"`
+	Role     string `json:"role"`
+	Name     string `json:"name"`
+	Text     string `json:"text"`
+	ID       string `json:"id"`
+	Level    int    `json:"level"`
+	Checked  bool   `json:"checked"`
+	Disabled bool   `json:"disabled"`
 }
 
 type actResult struct {

@@ -27,7 +27,17 @@ type Element struct {
 	Navigate string
 	// Options makes the element a drop-down offering these labels (select).
 	Options []string
+	// Hidden leaves the element out of observations and the outline (a
+	// display:none node): it cannot be targeted either.
+	Hidden bool
+	// Text is the element's outline text (a field's value); for page text
+	// (no Role) Node, when its Role is set, is the outline node as is.
+	Text string
+	Node browser.OutlineNode
 }
+
+// An Element with no Role is page text (Name is the text): it is in the outline
+// only, never an interactive element.
 
 // elementHeight is the height of every fake element; element i (0-based) sits
 // at y = 40*i - scrollY, x = 10, 200 wide, in a 600-pixel viewport.
@@ -67,6 +77,9 @@ func (t *tab) document() string { return t.id + "/d" + strconv.FormatInt(t.doc, 
 func (b *Browser) visibleLocked(t *tab) []browser.Element {
 	var out []browser.Element
 	for i, e := range b.sites[t.url] {
+		if e.Role == "" || e.Hidden {
+			continue
+		}
 		y := elementHeight*i - t.scrollY
 		if y < 0 || y+elementHeight > viewport {
 			continue
@@ -105,6 +118,7 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		if max := step.MaxElements; max > 0 && len(els) > max {
 			o.Elements, o.Truncated = els[:max], true
 		}
+		b.outlineLocked(t, o, step.OutlineOffset)
 		return browser.ActResult{Observation: o}, nil
 	case browser.StepNavigate:
 		b.loadLocked(t, step.URL)
@@ -229,4 +243,39 @@ func (b *Browser) locateLocked(t *tab, tg browser.Target) (int, error) {
 		return 0, &browser.ActError{Reason: "ambiguous_target", Message: fmt.Sprintf("%d visible elements read %q", len(exact), tg.Text), Candidates: exact, Document: t.document(), Epoch: t.epoch}
 	}
 	return 0, &browser.ActError{Reason: "target_not_found", Message: "no target"}
+}
+
+// outlineLocked synthesizes the page's outline from its model: the title as a
+// heading, then every element in order (not only the ones in the viewport), an
+// interactive one with its id (a ref of the observation's document), text as a
+// text node; hidden elements are left out. The chunk from offset is bounded
+// like a real driver's.
+func (b *Browser) outlineLocked(t *tab, o *browser.PageObservation, offset int) {
+	var all []browser.OutlineNode
+	depth := 0
+	if t.title != "" {
+		all = append(all, browser.OutlineNode{Role: "heading", Name: t.title, Level: 1})
+		depth = 1
+	}
+	for i, e := range b.sites[t.url] {
+		switch {
+		case e.Hidden:
+		case e.Role == "" && e.Node.Role != "":
+			n := e.Node
+			n.Depth += depth
+			all = append(all, n)
+		case e.Role == "":
+			all = append(all, browser.OutlineNode{Depth: depth, Role: "text", Text: e.Name})
+		default:
+			all = append(all, browser.OutlineNode{Depth: depth, Role: e.Role, Name: e.Name, Text: e.Text, ID: "e" + strconv.Itoa(i+1)})
+		}
+	}
+	offset = max(offset, 0)
+	o.OutlineOffset = offset
+	if offset >= len(all) {
+		return
+	}
+	_, n := browser.FormatOutline(all[offset:], "o00000000000000", browser.OutlineChunkBytes)
+	o.Outline = all[offset : offset+n]
+	o.OutlineMore = offset+n < len(all)
 }

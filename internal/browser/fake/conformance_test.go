@@ -7,6 +7,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/browsertest"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 // world is the fake's outside: the user and the pages act on the fake directly.
@@ -30,6 +31,35 @@ func (w world) Spawn(t testing.TB, opener string, popup bool) string {
 		t.Fatalf("spawn from %s: %v", opener, err)
 	}
 	return id
+}
+
+// ReadingURL models the fixture's /reading page (browsertest.Reading).
+func (w world) ReadingURL(older int) string {
+	url := fmt.Sprintf("https://site.example/reading?older=%d", older)
+	node := func(role, name, text string, level int) fake.Element {
+		return fake.Element{Node: browser.OutlineNode{Role: role, Name: name, Text: text, Level: level}}
+	}
+	els := []fake.Element{
+		{Role: "link", Name: "Sent"},
+		{Role: "button", Name: "Archive"},
+		{Role: "link", Name: "Reply"},
+		{Role: "textbox", Name: "Search mail", Text: "quarterly"},
+		{Role: "button", Name: fixture.ReadingHidden + "button", Hidden: true},
+		{Name: fixture.ReadingHidden + "display-none", Hidden: true},
+		node("heading", fixture.ReadingSubject, "", 2),
+		node("paragraph", "", "From: Ada Lovelace", 0),
+		node("paragraph", "", fixture.ReadingBody, 0),
+		{Name: "Regards, Ada"},
+		node("table", "", "", 0),
+		node("columnheader", "", "Region", 0),
+		node("cell", "", "North", 0),
+		node("cell", "", "1200", 0),
+	}
+	for i := 1; i <= older; i++ {
+		els = append(els, node("listitem", "", fixture.ReadingItem(i), 0))
+	}
+	w.b.SetSite(url, els...)
+	return url
 }
 
 func (w world) Open(t testing.TB, id string) bool { return w.b.HasPage(id) }

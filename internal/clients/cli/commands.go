@@ -261,6 +261,7 @@ func newProfiles(env *Env) *cobra.Command {
 type actFlags struct {
 	window, thread, profile, file        string
 	observe                              bool
+	outlineOffset                        int32
 	clickRef, clickText, clickPoint, obs string
 	navigate, typeText, press, waitText  string
 	scroll                               int32
@@ -344,7 +345,8 @@ Step flags run in this order: --navigate, --click-*, --type, --press, --scroll, 
 	fl.StringVar(&f.thread, "thread", "", "the calling thread, which must be the session's (default: the session's spec.thread)")
 	fl.StringVar(&f.profile, "profile", "", "when set, must be the session's profile (profile_mismatch otherwise)")
 	fl.StringVarP(&f.file, "filename", "f", "", `a YAML or JSON file of steps ("-" reads standard input)`)
-	fl.BoolVar(&f.observe, "observe", false, "observe the page: url, title and the visible elements with their refs")
+	fl.BoolVar(&f.observe, "observe", false, "observe the page: url, title, the visible elements with their refs and the page's outline (its text)")
+	fl.Int32Var(&f.outlineOffset, "outline-offset", 0, "with --observe: the first line of the page's outline to show (a truncated outline's nextOffset)")
 	fl.StringVar(&f.clickRef, "click-ref", "", "click the element with this ref from an earlier observation, e.g. o3.e12")
 	fl.StringVar(&f.clickText, "click-text", "", "click the one visible element with this text")
 	fl.StringVar(&f.clickPoint, "click-point", "", "click at X,Y (viewport CSS pixels) read from --observation")
@@ -405,7 +407,14 @@ func (f *actFlags) steps(stdin io.Reader) ([]twv1.ActionStep, error) {
 		steps = append(steps, twv1.ActionStep{Type: twv1.StepWait, Text: f.waitText})
 	}
 	if f.observe {
-		steps = append(steps, twv1.ActionStep{Type: twv1.StepObserve})
+		st := twv1.ActionStep{Type: twv1.StepObserve}
+		if f.outlineOffset != 0 {
+			off := f.outlineOffset
+			st.OutlineOffset = &off
+		}
+		steps = append(steps, st)
+	} else if f.outlineOffset != 0 {
+		return nil, fmt.Errorf("--outline-offset pages through an observation's outline: give it with --observe")
 	}
 	if f.file != "" {
 		if len(steps) > 0 {

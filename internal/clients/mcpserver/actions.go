@@ -20,16 +20,22 @@ import (
 func addActionTools(s *mcp.Server, h *handlers) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "observe",
-		Description: "Observe a window's page: url, title and the visible interactive elements, each with a ref " +
-			"(e.g. o3.e12) that act's Click and Type steps target.",
-		InputSchema: inputSchema[ObserveInput](func(s *jsonschema.Schema) { nonEmpty(s, "session", "window", "thread") }),
+		Description: "Observe a window's page: url, title, the visible interactive elements, each with a ref " +
+			"(e.g. o3.e12) that act's Click and Type steps target, and the page's content as an outline (one line per " +
+			"node: role, name, text, and the ref of interactive nodes) to read text: an e-mail, a table, a form's errors. " +
+			"The outline is at most 32 KiB; when it is truncated, observe again with outline_offset set to its nextOffset " +
+			"to read on.",
+		InputSchema: inputSchema[ObserveInput](func(s *jsonschema.Schema) {
+			nonEmpty(s, "session", "window", "thread")
+			s.Properties["outline_offset"].Minimum = jsonschema.Ptr(0.0)
+		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Observe a page", ReadOnlyHint: true, OpenWorldHint: yes()},
 	}, h.observe)
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "act",
 		Description: "Run steps in order on a window's page: Observe, Navigate (url), Click (ref, target_text, or x,y " +
 			"with observation), Type (text, into ref/target_text or the focused element), Press (key), Scroll (delta_y), " +
-			"Wait (text or duration), Back and Forward (one entry through the page's history; refused as no_history " +
+			"Wait (text or duration), Observe (outline_offset: page through the outline), Back and Forward (one entry through the page's history; refused as no_history " +
 			"when there is none), Reload, Hover (ref or target_text: moves the pointer over it, clicks nothing), Select (ref or target_text of a " +
 			"drop-down, and text: the option's label or value). The first refused or failed step ends the call. Returns the last observation and " +
 			"the windows the page spawned (acknowledge them before the next mutating step).",
@@ -38,7 +44,7 @@ func addActionTools(s *mcp.Server, h *handlers) {
 			steps := s.Properties["steps"]
 			steps.MinItems, steps.MaxItems = jsonschema.Ptr(1), jsonschema.Ptr(maxSteps)
 			steps.Items.Properties["type"].Enum = enum(twv1.StepTypes...)
-			for _, p := range []string{"x", "y"} {
+			for _, p := range []string{"x", "y", "outline_offset"} {
 				steps.Items.Properties[p].Minimum = jsonschema.Ptr(0.0)
 			}
 			nonEmpty(steps.Items, "url", "ref", "target_text", "observation", "text", "key", "duration")
@@ -52,6 +58,8 @@ type ObserveInput struct {
 	Session string `json:"session" jsonschema:"the session's name"`
 	Window  string `json:"window" jsonschema:"the window whose page to observe (from open_window or list_owned)"`
 	Thread  string `json:"thread" jsonschema:"your thread: the session's thread"`
+	// OutlineOffset pages through the outline.
+	OutlineOffset *int32 `json:"outline_offset,omitempty" jsonschema:"the first line of the page's outline to return (0, the default: the top); a truncated outline's nextOffset reads on"`
 }
 
 // Step is one step of act.
@@ -68,12 +76,14 @@ type Step struct {
 	DeltaY      *int32 `json:"delta_y,omitempty" jsonschema:"Scroll: pixels down (negative: up)"`
 	DeltaX      *int32 `json:"delta_x,omitempty" jsonschema:"Scroll: pixels right (negative: left)"`
 	Duration    string `json:"duration,omitempty" jsonschema:"Wait: how long, e.g. 2s (at most 30s); with text, how long to wait for it"`
+	// OutlineOffset pages through an Observe step's outline.
+	OutlineOffset *int32 `json:"outline_offset,omitempty" jsonschema:"Observe: the first line of the page's outline to return (a truncated outline's nextOffset)"`
 }
 
 // toAPI is s as a BrowserAction's step (its type matched case-insensitively);
 // stepOf is its inverse.
 func (s Step) toAPI() (twv1.ActionStep, error) {
-	st := twv1.ActionStep{Type: twv1.StepType(s.Type), URL: s.URL, Text: s.Text, Key: s.Key, DeltaX: s.DeltaX, DeltaY: s.DeltaY}
+	st := twv1.ActionStep{Type: twv1.StepType(s.Type), URL: s.URL, Text: s.Text, Key: s.Key, DeltaX: s.DeltaX, DeltaY: s.DeltaY, OutlineOffset: s.OutlineOffset}
 	for _, t := range twv1.StepTypes {
 		if strings.EqualFold(s.Type, string(t)) {
 			st.Type = t
@@ -94,7 +104,7 @@ func (s Step) toAPI() (twv1.ActionStep, error) {
 
 // stepOf is st as act takes it: the inverse of Step.toAPI.
 func stepOf(st twv1.ActionStep) Step {
-	s := Step{Type: string(st.Type), URL: st.URL, Text: st.Text, Key: st.Key, DeltaX: st.DeltaX, DeltaY: st.DeltaY}
+	s := Step{Type: string(st.Type), URL: st.URL, Text: st.Text, Key: st.Key, DeltaX: st.DeltaX, DeltaY: st.DeltaY, OutlineOffset: st.OutlineOffset}
 	if t := st.Target; t != nil {
 		s.Ref, s.TargetText, s.X, s.Y, s.Observation = t.Ref, t.Text, t.X, t.Y, t.Observation
 	}
@@ -116,7 +126,7 @@ type ActInput struct {
 type ActOutput struct {
 	Action      string            `json:"action,omitempty" jsonschema:"the BrowserAction's name"`
 	Phase       string            `json:"phase,omitempty" jsonschema:"Succeeded, Refused or Failed (Pending or Running when it did not finish in time)"`
-	Observation *twv1.Observation `json:"observation,omitempty" jsonschema:"the last observation: url, title and elements with refs"`
+	Observation *twv1.Observation `json:"observation,omitempty" jsonschema:"the last observation: url, title, elements with refs, and the page's outline (outline.text; outline.nextOffset when truncated)"`
 	Spawned     []SpawnedOutput   `json:"spawned,omitempty" jsonschema:"windows the page spawned: acknowledge them before the next mutating step"`
 	Warnings    []string          `json:"warnings,omitempty"`
 	Steps       []twv1.StepResult `json:"steps,omitempty"`
@@ -130,7 +140,7 @@ type SpawnedOutput struct {
 }
 
 func (h *handlers) observe(ctx context.Context, req *mcp.CallToolRequest, in ObserveInput) (*mcp.CallToolResult, ActOutput, error) {
-	return h.act(ctx, req, ActInput{Session: in.Session, Window: in.Window, Thread: in.Thread, Steps: []Step{{Type: string(twv1.StepObserve)}}})
+	return h.act(ctx, req, ActInput{Session: in.Session, Window: in.Window, Thread: in.Thread, Steps: []Step{{Type: string(twv1.StepObserve), OutlineOffset: in.OutlineOffset}}})
 }
 
 func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput) (*mcp.CallToolResult, ActOutput, error) {
@@ -165,6 +175,10 @@ func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput)
 		}
 		instr += fmt.Sprintf("\nWith this tool: acknowledge {\"windows\": [%s], \"disposition\": \"Close\"} (or Keep, Temporary)", strings.Join(names, ", "))
 	}
+	if o := a.Status.Observation; o != nil && o.Outline != nil && o.Outline.Truncated && o.Outline.NextOffset != nil {
+		b, _ := json.Marshal(ObserveInput{Session: in.Session, Window: in.Window, Thread: in.Thread, OutlineOffset: o.Outline.NextOffset})
+		instr += fmt.Sprintf("\nThe page's outline goes on past line %d: observe %s reads on.", *o.Outline.NextOffset, b)
+	}
 	out := ActOutput{Action: a.Name, Phase: string(a.Status.Phase), Observation: a.Status.Observation, Warnings: a.Status.Warnings, Steps: a.Status.Steps}
 	for _, s := range a.Status.Spawned {
 		out.Spawned = append(out.Spawned, SpawnedOutput{Window: s.Name, URL: s.URL})
@@ -184,7 +198,7 @@ func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput)
 func actCall(a *twv1.BrowserAction) string {
 	sp := a.Spec
 	if len(sp.Steps) == 1 && sp.Steps[0].Type == twv1.StepObserve {
-		b, _ := json.Marshal(ObserveInput{Session: sp.SessionRef.Name, Window: sp.WindowRef.Name, Thread: sp.Thread})
+		b, _ := json.Marshal(ObserveInput{Session: sp.SessionRef.Name, Window: sp.WindowRef.Name, Thread: sp.Thread, OutlineOffset: sp.Steps[0].OutlineOffset})
 		return "observe " + string(b)
 	}
 	in := ActInput{Session: sp.SessionRef.Name, Window: sp.WindowRef.Name, Thread: sp.Thread}

@@ -99,6 +99,7 @@ var (
 		"metadata.name", "name",
 		"deltaY", "delta_y",
 		"deltaX", "delta_x",
+		"outlineOffset", "outline_offset",
 		// ActionTarget's rule, where the step's target text is target_text.
 		"text (the element's visible text", "target_text (the element's visible text",
 		"{text: ", "{target_text: ",

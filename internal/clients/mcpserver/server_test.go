@@ -164,6 +164,15 @@ func TestTools(t *testing.T) {
 		refs[m["name"].(string)] = m["ref"].(string)
 	}
 	g.Expect(refs).To(HaveKey("ada@example.com"))
+	// The outline: in the page data block and the structured output, its refs the elements';
+	// outline_offset pages through it.
+	outline := out["observation"].(map[string]any)["outline"].(map[string]any)
+	g.Expect(outline["text"]).To(ContainSubstring(`"ada@example.com" [ref=` + refs["ada@example.com"] + `]`))
+	g.Expect(text).To(ContainSubstring("Outline, lines 0-"))
+	text, out, isErr = call(t, cs, "observe", map[string]any{"session": session, "window": window, "thread": "thread-42", "outline_offset": 1})
+	g.Expect(isErr).To(BeFalse(), text)
+	g.Expect(out["observation"].(map[string]any)["outline"].(map[string]any)["offset"]).To(BeEquivalentTo(1))
+	g.Expect(text).To(ContainSubstring("Outline, lines 1-"))
 	text, out, isErr = call(t, cs, "act", map[string]any{"session": session, "window": window, "thread": "thread-42",
 		"steps": []map[string]any{{"type": "Click", "ref": refs["ada@example.com"]}}})
 	g.Expect(isErr).To(BeFalse(), text)

@@ -266,6 +266,12 @@ func (t Table) WriteAction(out io.Writer, a *twv1.BrowserAction) error {
 		if o.Truncated {
 			fmt.Fprintln(out, "(more elements than listed: scroll and observe again)")
 		}
+		if ol := o.Outline; ol != nil {
+			fmt.Fprintf(out, "\nOutline, lines %d-%d:\n%s", ol.Offset, ol.Offset+ol.Lines, ol.Text)
+			if ol.Truncated && ol.NextOffset != nil {
+				fmt.Fprintf(out, "(the outline goes on: observe with outline offset %d)\n", *ol.NextOffset)
+			}
+		}
 	}
 	if len(st.Spawned) > 0 {
 		names := make([]string, 0, len(st.Spawned))

@@ -230,6 +230,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// ReadingURL is the fixture's /reading page (browsertest.Reading), at a url of
+// its own.
+func (w *extWorld) ReadingURL(older int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	return fx.Path(fmt.Sprintf("/reading?older=%d&conformance=%d-%d", older, time.Now().UnixNano(), w.n))
+}
+
 // VerbsURL is the fixture's /verbs page (browsertest.Verbs), at a url of its
 // own (target finds pages by url).
 func (w *extWorld) VerbsURL() string {
