@@ -104,6 +104,7 @@ func Run(t *testing.T, factory Factory) {
 		{"HistoryBackForwardReload", testHistory},
 		{"HoverClicksNothing", testHover},
 		{"SelectAndHoverReachThePage", testSelect},
+		{"FillIsCheckedThenTyped", testFill},
 		{"EventOrder", testEventOrder},
 		{"ReconnectDeclaresNothingGone", testReconnect},
 	}

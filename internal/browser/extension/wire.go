@@ -189,6 +189,13 @@ type wireStep struct {
 	DeltaY      int         `json:"deltaY,omitempty"`
 	TimeoutMs   int64       `json:"timeoutMs,omitempty"`
 	MaxElements int         `json:"maxElements,omitempty"`
+	Fields      []wireField `json:"fields,omitempty"`
+}
+
+// wireField is one field of a fill step.
+type wireField struct {
+	Target *wireTarget `json:"target"`
+	Text   string      `json:"text"`
 }
 
 type wireTarget struct {
