@@ -228,6 +228,8 @@ func TestGuardCoverage(t *testing.T) {
 			// A drop-down: Search is a text field, so its Select aims at the
 			// Country drop-down (the other guards' targets are used as given).
 			twv1.StepSelect: {Type: twv1.StepSelect, Target: selectTarget(target), Text: "Canada"},
+			// Search is a text field: the guards' targets are filled as given.
+			twv1.StepFill: {Type: twv1.StepFill, Fields: []twv1.FillField{{Target: target, Text: "hello"}}},
 		}
 	}
 	sendButton := &twv1.ActionTarget{Text: "Search"}

@@ -12,7 +12,8 @@ import (
 
 // TestVerbStepsAreValidated: the API server refuses a Hover without a target
 // and a Select without a target or an option, each teaching the corrected
-// step, and admits Back, Forward and Reload with no fields.
+// step, and admits Back, Forward and Reload with no fields; a Fill needs
+// fields, each a target and its text, and fields go on a Fill step only.
 func TestVerbStepsAreValidated(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
@@ -36,6 +37,28 @@ func TestVerbStepsAreValidated(t *testing.T) {
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: got %v", c.step, err)
 		g.Expect(err.Error()).To(ContainSubstring(c.says))
 	}
+	// Fill: fields, each a target and text, and fields on no other step.
+	for _, c := range []struct {
+		step twv1.ActionStep
+		says string
+	}{
+		{twv1.ActionStep{Type: twv1.StepFill}, "a Fill step needs fields"},
+		{twv1.ActionStep{Type: twv1.StepFill, Fields: []twv1.FillField{}}, "a Fill step needs fields"},
+		{twv1.ActionStep{Type: twv1.StepFill, Fields: []twv1.FillField{{Target: &twv1.ActionTarget{Text: "Name"}}}}, "fields[0].text"},
+		{twv1.ActionStep{Type: twv1.StepFill, Fields: []twv1.FillField{{Text: "Ada"}}}, "each field of a Fill names its target"},
+		{twv1.ActionStep{Type: twv1.StepFill, Fields: []twv1.FillField{{Target: &twv1.ActionTarget{Text: "Name", Ref: "o3.e4"}, Text: "Ada"}}}, "a target is exactly one of ref"},
+		{twv1.ActionStep{Type: twv1.StepTypeText, Text: "Ada", Fields: []twv1.FillField{{Target: &twv1.ActionTarget{Text: "Name"}, Text: "Ada"}}}, "fields belong to a Fill step only"},
+	} {
+		err := create(c.step)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: got %v", c.step, err)
+		g.Expect(err.Error()).To(ContainSubstring(c.says))
+	}
+	g.Expect(create(
+		twv1.ActionStep{Type: twv1.StepFill, Fields: []twv1.FillField{
+			{Target: &twv1.ActionTarget{Text: "Name"}, Text: "Ada"},
+			{Target: &twv1.ActionTarget{Ref: "o3.e4"}, Text: "ada@example.com"},
+		}},
+	)).To(Succeed())
 	g.Expect(create(
 		twv1.ActionStep{Type: twv1.StepBack}, twv1.ActionStep{Type: twv1.StepForward}, twv1.ActionStep{Type: twv1.StepReload},
 		twv1.ActionStep{Type: twv1.StepHover, Target: menu}, twv1.ActionStep{Type: twv1.StepSelect, Target: menu, Text: "Canada"},

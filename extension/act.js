@@ -1,7 +1,7 @@
 // tabwarden's `act` command: one curated step on a tab the host's owner has recorded.
 //
 // The host sends a step (observe, navigate, click, type, press, scroll, wait, back, forward,
-// reload, hover, select), never a method
+// reload, hover, select, fill), never a method
 // name or an expression. The worker runs it with the `debugger` permission, the only way an
 // extension can produce trusted input (chrome.scripting's synthetic events are untrusted and
 // need host permissions, which tabwarden does not ask for):
@@ -45,7 +45,7 @@ export { ActRefusal, validateStep, parseKey } from "./step.js";
 export const ATTRIBUTION_GRACE_MS = 1000;
 // Steps after which a late tab may still be the act's doing (a noopener link's tab is reported
 // late); after observe, scroll and wait the window closes with the step.
-const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward", "reload", "select"]);
+const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward", "reload", "select", "fill"]);
 // An act marker without an end older than this died with its worker.
 export const ACT_MARKER_TTL_MS = 5 * 60_000;
 export const NAVIGATE_TIMEOUT_MS = 30_000;
@@ -415,6 +415,32 @@ async function typeText(send, page, s) {
   await send("Input.insertText", { text: s.text });
 }
 
+/** A fill's refusal at field i: the field named, and what was filled before it. */
+function fieldRefusal(e, i, done) {
+  if (!(e instanceof ActRefusal)) throw e;
+  throw new ActRefusal(e.reason, `field ${i}: ${e.message}; ${done}`, e.candidates, e.document, e.epoch);
+}
+
+function filledBefore(i) {
+  if (i === 0) return "no field was filled";
+  if (i === 1) return "field 0 was filled";
+  return `fields 0 to ${i - 1} were filled`;
+}
+
+/**
+ * fill: page.js checks every field first (field: a text field the target names), then each is
+ * focused with its content selected (fillFocus) and its text inserted, replacing it.
+ */
+async function fill(send, page, fields) {
+  for (let i = 0; i < fields.length; i++) {
+    await page("field", { target: fields[i].target }).catch((e) => fieldRefusal(e, i, filledBefore(0)));
+  }
+  for (let i = 0; i < fields.length; i++) {
+    await page("fillFocus", { target: fields[i].target }).catch((e) => fieldRefusal(e, i, filledBefore(i)));
+    await send("Input.insertText", { text: fields[i].text });
+  }
+}
+
 /** press: keyDown (with the text it types, none for a shortcut) and keyUp of a parsed key. */
 async function press(send, k) {
   const base = { key: k.key, code: k.code, windowsVirtualKeyCode: k.keyCode, modifiers: k.modifiers };
@@ -571,6 +597,9 @@ export function createActor(deps) {
           return {};
         case "type":
           await typeText(send, page, s);
+          return {};
+        case "fill":
+          await fill(send, page, s.fields);
           return {};
         case "press":
           await press(send, s.key);

@@ -48,6 +48,12 @@
 //                            first (ref, text); target is {ref, document} | {text} |
 //                            {selector} | {point: true, x, y, document, epoch}
 //   focus({target})          focuses the target (for typing), caret at the end: {x, y}
+//   field({target})          checks that the target is a text field a fill can type into (an
+//                            enabled, writable text <input>, a <textarea> or a contenteditable
+//                            element; the target or the field at its point), focusing nothing:
+//                            {x, y}; anything else is target_not_found
+//   fillFocus({target})      focuses that field and selects its whole content, so that the
+//                            text inserted next replaces it: {x, y}
 //   select({target, text})   chooses the option of the target <select> whose label (else
 //                            value) is text, as the user's choice would: the value set, then
 //                            input and change events (bubbling): {x, y, value}
@@ -425,6 +431,38 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     return loc;
   }
 
+  const TEXT_INPUTS = new Set(["text", "email", "search", "tel", "url", "password", "number"]);
+
+  function textField(target) {
+    const loc = locate(target);
+    if (loc.error) return { loc };
+    const hit = loc.id ? S.refs.get(loc.id).deref() : document.elementFromPoint(loc.x, loc.y);
+    const el = hit && hit.closest ? hit.closest("input, textarea, [contenteditable]") : null;
+    const text = el && (el.isContentEditable || el.localName === "textarea" || (el.localName === "input" && TEXT_INPUTS.has(el.type)));
+    if (!text) {
+      const what = el || hit;
+      return { loc: fail("target_not_found", `<${what ? what.localName : "?"}${what && what.type ? ` type=${what.type}` : ""}> is not a text field: a fill types into text inputs, textareas and editable elements (target a Select step at a drop-down, a Click at a checkbox)`) };
+    }
+    if (el.disabled || el.readOnly) return { loc: fail("target_not_found", `the text field is ${el.disabled ? "disabled" : "read-only"}`) };
+    return { loc, el };
+  }
+
+  function fillFocus(target) {
+    const f = textField(target);
+    if (f.loc.error) return f.loc;
+    const el = f.el;
+    el.focus({ preventScroll: true });
+    if (document.activeElement !== el && !el.contains(document.activeElement)) {
+      return fail("target_not_found", `<${el.localName}> cannot take the keyboard focus`);
+    }
+    if (typeof el.select === "function") {
+      el.select();
+    } else {
+      getSelection().selectAllChildren(el);
+    }
+    return { x: f.loc.x, y: f.loc.y };
+  }
+
   function choose(target, text) {
     const loc = locate(target);
     if (loc.error) return loc;
@@ -682,6 +720,11 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       case "locate": return locate(args.target);
       case "focus": return focus(args.target);
       case "select": return choose(args.target, args.text);
+      case "field": {
+        const f = textField(args.target);
+        return f.loc.error ? f.loc : { x: f.loc.x, y: f.loc.y };
+      }
+      case "fillFocus": return fillFocus(args.target);
       case "scroll": return scroll(args.dx, args.dy);
       case "hasText": {
         const want = collapse(args.text);

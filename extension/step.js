@@ -15,7 +15,8 @@ export const OUTLINE_BYTES = 32768;
 export const MAX_OUTLINE_OFFSET = 1_000_000;
 const MAX_OUTLINE_NODES = 5000;
 const MAX_OUTLINE_TEXT = 4096; // characters; page.js sends at most 1000 per node
-export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select"]);
+export const MAX_FILL_FIELDS = 20;
+export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select", "fill"]);
 // The reasons a page refusal may carry (browser.ActError); anything else from page.js is a bug.
 export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found", "no_history"]);
 
@@ -130,6 +131,19 @@ export function validateStep(step) {
       s.text = text(step.text, "text", 1024);
       if (s.text === "") throw invalid("select needs text: the option's label or value");
       break;
+    case "fill": {
+      if (!Array.isArray(step.fields) || step.fields.length === 0) throw invalid("fill needs fields: a list of {target, text}");
+      if (step.fields.length > MAX_FILL_FIELDS) throw invalid(`fill takes at most ${MAX_FILL_FIELDS} fields`);
+      s.fields = step.fields.map((f, i) => {
+        if (!f || typeof f !== "object" || Array.isArray(f)) throw invalid(`fields[${i}] must be an object {target, text}`);
+        const t = target(f.target);
+        if (!t) throw invalid(`fields[${i}] needs a target: a ref (with its document), a text, a selector, or a point`);
+        const x = text(f.text, `fields[${i}].text`);
+        if (x === "") throw invalid(`fields[${i}] needs text`);
+        return { target: t, text: x };
+      });
+      break;
+    }
     case "type":
       s.target = target(step.target); // none: the focused element
       s.text = text(step.text, "text");

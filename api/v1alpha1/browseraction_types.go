@@ -5,7 +5,7 @@ import (
 )
 
 // StepType is what one step of a BrowserAction does.
-// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover;Select
+// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover;Select;Fill
 type StepType string
 
 const (
@@ -41,17 +41,21 @@ const (
 	// StepSelect chooses the option of a drop-down (<select>) target whose
 	// visible label (else value) is text, as the user's choice would.
 	StepSelect StepType = "Select"
+	// StepFill fills several fields in one step: each of fields is a target
+	// (the same rules as Type's) and the text that replaces the field's
+	// content. Every target is checked before any field is typed into.
+	StepFill StepType = "Fill"
 )
 
 // StepTypes lists every step type; the guard coverage test classifies each.
-var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload, StepHover, StepSelect}
+var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload, StepHover, StepSelect, StepFill}
 
 // Mutating reports whether a step changes the page (and so is refused while the
 // session waits for the user or has unacknowledged spawns). Observe, Scroll and
 // Wait only read or move the viewport; Back, Forward and Reload load a document.
 func (t StepType) Mutating() bool {
 	switch t {
-	case StepNavigate, StepClick, StepTypeText, StepPress, StepBack, StepForward, StepReload, StepSelect:
+	case StepNavigate, StepClick, StepTypeText, StepPress, StepBack, StepForward, StepReload, StepSelect, StepFill:
 		return true
 	}
 	return false
@@ -80,7 +84,7 @@ func (p ActionPhase) Finished() bool {
 	return p == ActionSucceeded || p == ActionRefused || p == ActionFailed
 }
 
-// ActionTarget is what a Click, Type, Hover or Select step aims at: exactly one of ref, text or
+// ActionTarget is what a Click, Type, Hover or Select step (or a Fill step's field) aims at: exactly one of ref, text or
 // a point (x and y with the observation they were read from).
 // +kubebuilder:validation:XValidation:rule="(has(self.ref) ? 1 : 0) + (has(self.text) ? 1 : 0) + (has(self.x) || has(self.y) ? 1 : 0) == 1",message="a target is exactly one of ref (from an Observe step, e.g. {ref: o3.e12}), text (the element's visible text, e.g. {text: \"Send\"}) or a point with its observation (e.g. {x: 120, y: 340, observation: o3})"
 // +kubebuilder:validation:XValidation:rule="has(self.x) == has(self.y)",message="a point target needs both x and y, for example {x: 120, y: 340, observation: o3}"
@@ -125,6 +129,8 @@ type ActionTarget struct {
 // +kubebuilder:validation:XValidation:rule="self.type != 'Click' || has(self.target)",message="a Click step needs a target, for example {type: Click, target: {ref: o3.e12}} or {type: Click, target: {text: \"Send\"}}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Hover' || has(self.target)",message="a Hover step needs a target, for example {type: Hover, target: {ref: o3.e7}} or {type: Hover, target: {text: \"Menu\"}}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Select' || (has(self.target) && has(self.text))",message="a Select step needs a target (the drop-down) and text (the option's label or value), for example {type: Select, target: {ref: o3.e5}, text: \"Canada\"}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Fill' || has(self.fields)",message="a Fill step needs fields, each a target and its text, for example {type: Fill, fields: [{target: {ref: o3.e4}, text: \"Ada\"}, {target: {text: \"Email\"}, text: \"ada@example.com\"}]}"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Fill' || !has(self.fields)",message="fields belong to a Fill step only; for one field use {type: Type, target: {ref: o3.e4}, text: \"Ada\"} or {type: Fill, fields: [{target: {ref: o3.e4}, text: \"Ada\"}]}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Type' || has(self.text)",message="a Type step needs text, for example {type: Type, target: {ref: o3.e4}, text: \"Ada Lovelace\"}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Press' || has(self.key)",message="a Press step needs key, for example {type: Press, key: Enter}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Scroll' || has(self.deltaX) || has(self.deltaY)",message="a Scroll step needs deltaY (or deltaX) in pixels, for example {type: Scroll, deltaY: 600}"
@@ -132,7 +138,7 @@ type ActionTarget struct {
 // +kubebuilder:validation:XValidation:rule="self.type == 'Observe' || !has(self.outlineOffset)",message="outlineOffset pages through an Observe step's outline; only an Observe step takes it, for example {type: Observe, outlineOffset: 400} (an earlier observation's outline.nextOffset)"
 type ActionStep struct {
 	// type is Observe, Navigate, Click, Type, Press, Scroll, Wait, Back, Forward,
-	// Reload, Hover or Select.
+	// Reload, Hover, Select or Fill.
 	// +required
 	Type StepType `json:"type,omitempty"`
 	// url to load (Navigate): http, https or about:blank.
@@ -179,6 +185,29 @@ type ActionStep struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000000
 	OutlineOffset *int32 `json:"outlineOffset,omitempty"`
+	// fields to fill (Fill), in order: each a target and the text that replaces
+	// its content. Every target is checked (stale_ref, stale_coordinates,
+	// ambiguous_target, target_not_found, not a text field) before any field is
+	// typed into.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	Fields []FillField `json:"fields,omitempty"`
+}
+
+// FillField is one field of a Fill step: the field and the text it gets.
+// +kubebuilder:validation:XValidation:rule="has(self.target)",message="each field of a Fill names its target, for example {target: {ref: o3.e4}, text: \"Ada\"} or {target: {text: \"Email\"}, text: \"ada@example.com\"}"
+type FillField struct {
+	// target is the field: a ref, a text (its label or name) or a point, as for
+	// a Type step. Every field needs one.
+	// +optional
+	Target *ActionTarget `json:"target,omitempty"`
+	// text replaces the field's content.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Text string `json:"text,omitempty"`
 }
 
 // ActionWindowReference names the BrowserWindow an action drives.
@@ -436,7 +465,7 @@ func (a *BrowserAction) GetConditions() []metav1.Condition { return a.Status.Con
 func (a *BrowserAction) SetConditions(c []metav1.Condition) { a.Status.Conditions = c }
 
 // BrowserAction is one call of steps (observe, navigate, click, type, press,
-// scroll, wait, back, forward, reload, hover, select) against a window of a session, admitted or refused by the guards
+// scroll, wait, back, forward, reload, hover, select, fill) against a window of a session, admitted or refused by the guards
 // and executed by the session's agent.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -274,13 +274,36 @@ func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) 
 			bs.Timeout = 30 * time.Second
 		}
 	}
-	t := step.Target
-	if t == nil {
+	if step.Type == twv1.StepFill {
+		bs.Kind = browser.StepFill
+		for i := range step.Fields {
+			f := &step.Fields[i]
+			if f.Target == nil {
+				return bs, fieldWithoutTarget(run.act, i)
+			}
+			tg, rf := run.target(f.Target, s)
+			if rf != nil {
+				rf.message = fmt.Sprintf("field %d of the Fill: %s", i, rf.message)
+				return bs, rf
+			}
+			bs.Fields = append(bs.Fields, browser.FillField{Target: tg, Text: f.Text})
+		}
 		return bs, nil
 	}
+	if step.Target == nil {
+		return bs, nil
+	}
+	tg, rf := run.target(step.Target, s)
+	bs.Target = tg
+	return bs, rf
+}
+
+// target turns an API target into the driver's, resolving a ref or a point
+// against the observation it came from.
+func (run *actionRun) target(t *twv1.ActionTarget, s *twv1.BrowserSession) (browser.Target, *refusal) {
 	switch {
 	case t.Text != "":
-		bs.Target = browser.Target{Text: t.Text}
+		return browser.Target{Text: t.Text}, nil
 	case t.Ref != "" || t.X != nil:
 		point := t.X != nil
 		var x, y float64
@@ -289,9 +312,9 @@ func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) 
 		}
 		tg, reason, msg := run.agent.observations.resolve(t.Ref, t.Observation, point, x, y, s.UID, s.Generation, run.page.Page)
 		if reason != "" {
-			return bs, staleTarget(run.act, reason, msg)
+			return browser.Target{}, staleTarget(run.act, reason, msg)
 		}
-		bs.Target = tg
+		return tg, nil
 	}
-	return bs, nil
+	return browser.Target{}, nil
 }

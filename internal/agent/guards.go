@@ -72,6 +72,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepReload:   applies("loads the document again, whose scripts may spawn"),
 		twv1.StepHover:    na("moves the pointer only; it clicks nothing and cannot spawn"),
 		twv1.StepSelect:   applies("changes the page (the page's change handler may submit or spawn)"),
+		twv1.StepFill:     applies("changes the page (typing may trigger the page's handlers, which may spawn)"),
 	},
 	twv1.ReasonDirtySession: all(na("not a refusal: a reprimand condition on a session that ended with pages open; actions on an ended session are refused as session_finished")),
 	twv1.ReasonStaleCoordinates: {
@@ -87,6 +88,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepReload:   na("takes no target"),
 		twv1.StepHover:    applies("a point target is checked against its observation's document and render epoch"),
 		twv1.StepSelect:   applies("a point target is checked against its observation's document and render epoch"),
+		twv1.StepFill:     applies("each field's point target is checked against its observation's document and render epoch, before any field is typed into"),
 	},
 	twv1.ReasonAmbiguousTarget: {
 		twv1.StepObserve:  na("takes no target"),
@@ -101,6 +103,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepReload:   na("takes no target"),
 		twv1.StepHover:    applies("a text target must match one visible element"),
 		twv1.StepSelect:   applies("a text target must match one visible element"),
+		twv1.StepFill:     applies("each field's text target must match one visible element, before any field is typed into"),
 	},
 	twv1.ReasonProfileMismatch:             all(applies("an action naming another profile than the session's is refused before any step runs")),
 	twv1.ReasonNoKeepalive:                 all(applies("a warning on any step of a session driven long on a host that ends idle connections, without keepalive")),
@@ -118,6 +121,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepReload:   applies("would reload the page under the user (and lose what they typed)"),
 		twv1.StepHover:    applies("would move the pointer (and open menus) under the user"),
 		twv1.StepSelect:   applies("would change the page under the user"),
+		twv1.StepFill:     applies("would type into the page under the user"),
 	},
 	twv1.ReasonFocusViolation: {
 		twv1.StepObserve:  na("the driver reads the page without focusing it"),
@@ -132,6 +136,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepReload:   na("the driver reloads the tab without activating it"),
 		twv1.StepHover:    na("the driver moves the pointer over the background tab without activating it"),
 		twv1.StepSelect:   na("the driver sets the drop-down's value in the page without activating the tab"),
+		twv1.StepFill:     na("the driver inserts text without activating the tab, as Type does"),
 	},
 }
 
@@ -270,6 +275,12 @@ func checkStep(act *twv1.BrowserAction, s *twv1.BrowserSession, step twv1.Action
 // observations.resolve): never retargeted.
 func staleTarget(act *twv1.BrowserAction, reason, msg string) *refusal {
 	return refuse(reason, hint.Observe(act), "%s; never retargeted: observe again and use a ref of the new observation", msg)
+}
+
+// fieldWithoutTarget refuses a Fill whose field i names no target (the API
+// server's validation refuses it first).
+func fieldWithoutTarget(act *twv1.BrowserAction, i int) *refusal {
+	return refuse(twv1.ReasonTargetNotFound, hint.Observe(act), "field %d of the Fill names no target: observe and name each field by ref or text", i)
 }
 
 // driverRefusal is the refusal of a step the driver refused from the page's

@@ -275,6 +275,8 @@ func stepOf(st twv1.StepType) twv1.ActionStep {
 	case twv1.StepSelect:
 		step.Target = &twv1.ActionTarget{Text: "Send"}
 		step.Text = "Canada"
+	case twv1.StepFill:
+		step.Fields = []twv1.FillField{{Target: &twv1.ActionTarget{Text: "Name"}, Text: "Ada"}, {Target: &twv1.ActionTarget{Text: "Email"}, Text: "ada@example.com"}}
 	case twv1.StepPress:
 		step.Key = "Enter"
 	case twv1.StepWait:

@@ -22,6 +22,7 @@ package browser
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -238,7 +239,18 @@ const (
 	// A target that is no drop-down, or an option it does not offer, is
 	// ReasonTargetNotFound.
 	StepSelect StepKind = "select"
+	// StepFill fills Fields in order: each field's target is focused, its
+	// content selected and replaced by its text (real text input). Every target
+	// is checked first (stale, ambiguous, missing, not a text field) and a
+	// refusal names the field (its index) and types into none.
+	StepFill StepKind = "fill"
 )
+
+// FillField is one field of a fill step.
+type FillField struct {
+	Target Target
+	Text   string
+}
 
 // Step is one curated step.
 type Step struct {
@@ -263,6 +275,8 @@ type Step struct {
 	// the page); the driver returns the nodes from there, about
 	// OutlineChunkBytes of them (see OutlineNode).
 	OutlineOffset int
+	// Fields are the fields a fill step fills, in order.
+	Fields []FillField
 }
 
 // Target is an element or a point on the page, as an earlier observation saw it.
@@ -337,6 +351,29 @@ type ActError struct {
 }
 
 func (e *ActError) Error() string { return e.Reason + ": " + e.Message }
+
+// FieldError is err about field i of a fill step: an ActError keeps its reason
+// and says which field, and what was filled (done); other errors are wrapped.
+func FieldError(i int, err error, done string) error {
+	var ae *ActError
+	if errors.As(err, &ae) {
+		c := *ae
+		c.Message = fmt.Sprintf("field %d: %s; %s", i, ae.Message, done)
+		return &c
+	}
+	return fmt.Errorf("field %d: %w; %s", i, err, done)
+}
+
+// FilledBefore says what a fill that stopped at field i had filled.
+func FilledBefore(i int) string {
+	switch i {
+	case 0:
+		return "no field was filled"
+	case 1:
+		return "field 0 was filled"
+	}
+	return fmt.Sprintf("fields 0 to %d were filled", i-1)
+}
 
 // Browser is one browser profile as the agent sees it.
 // RecordLookup is implemented by a driver that can return the record of one

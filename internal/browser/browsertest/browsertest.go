@@ -105,6 +105,7 @@ func Run(t *testing.T, factory Factory) {
 		{"HoverClicksNothing", testHover},
 		{"SelectAndHoverReachThePage", testSelect},
 		{"ObserveReadsTheOutline", testOutline},
+		{"FillIsCheckedThenTyped", testFill},
 		{"EventOrder", testEventOrder},
 		{"ReconnectDeclaresNothingGone", testReconnect},
 	}

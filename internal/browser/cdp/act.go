@@ -23,7 +23,7 @@ import (
 //   - the bundled page script (extension/page.js), evaluated in an isolated world
 //     of the page's main frame (Page.createIsolatedWorld, worldName "tabwarden")
 //     and only as (Source)(op, args) with JSON data: observe, locate, focus,
-//     scroll, hasText, info. Never the page's world, never caller-supplied code.
+//     select, field, fillFocus, scroll, hasText, info. Never the page's world, never caller-supplied code.
 //     The world is created once per document (keyed by the frame's loaderId) and
 //     again when the browser says it is gone; its state (document id, render
 //     epoch, element ids) dies with it, so a navigation, reload or reconnection
@@ -117,7 +117,7 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	defer ps.mu.Unlock()
 
 	switch step.Kind {
-	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress, browser.StepBack, browser.StepForward, browser.StepReload, browser.StepSelect:
+	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress, browser.StepBack, browser.StepForward, browser.StepReload, browser.StepSelect, browser.StepFill:
 		if req.Key != "" {
 			defer b.attribute(req.Key, req.Page)()
 		}
@@ -174,6 +174,16 @@ func validStep(s browser.Step) error {
 	case browser.StepSelect:
 		if s.Target == (browser.Target{}) || s.Text == "" {
 			return errors.New(`act: a select needs a target and Text, for example Step{Kind: "select", Target: Target{Ref: "e5", Document: obs.Document}, Text: "Canada"}`)
+		}
+		return nil
+	case browser.StepFill:
+		if len(s.Fields) == 0 {
+			return errors.New(`act: a fill needs Fields, for example Step{Kind: "fill", Fields: []FillField{{Target: Target{Text: "Name"}, Text: "Ada"}}}`)
+		}
+		for i, f := range s.Fields {
+			if f.Target == (browser.Target{}) || f.Text == "" {
+				return fmt.Errorf("act: field %d of a fill needs a target and Text", i)
+			}
 		}
 		return nil
 	case browser.StepHover:
@@ -269,6 +279,8 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		return browser.ActResult{}, b.hoverStep(ctx, ps, s.Target)
 	case browser.StepSelect:
 		return browser.ActResult{}, b.selectStep(ctx, ps, s.Target, s.Text)
+	case browser.StepFill:
+		return browser.ActResult{}, b.fillStep(ctx, ps, s.Fields)
 	}
 	return browser.ActResult{}, fmt.Errorf("act: unknown step kind %q", s.Kind)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
 
 // selectStep chooses the option of a drop-down target whose label (else
@@ -15,4 +16,27 @@ func (b *Browser) selectStep(ctx context.Context, ps *pageSession, t browser.Tar
 		Value string `json:"value"`
 	}
 	return b.run(ctx, ps, "select", scriptArgs{Target: targetArgs(t), Text: text}, &out)
+}
+
+// fillStep fills fields: the page script's field op checks every target first
+// (a refusal names the field and nothing is typed); then each field is
+// focused with its content selected (fillFocus) and its text inserted
+// (Input.insertText), which replaces the selection as the user's typing would.
+func (b *Browser) fillStep(ctx context.Context, ps *pageSession, fields []browser.FillField) error {
+	for i, f := range fields {
+		var p point
+		if err := b.run(ctx, ps, "field", scriptArgs{Target: targetArgs(f.Target)}, &p); err != nil {
+			return browser.FieldError(i, err, browser.FilledBefore(0))
+		}
+	}
+	for i, f := range fields {
+		var p point
+		if err := b.run(ctx, ps, "fillFocus", scriptArgs{Target: targetArgs(f.Target)}, &p); err != nil {
+			return browser.FieldError(i, err, browser.FilledBefore(i))
+		}
+		if _, err := call(ctx, ps.c, ps.id, wire.InsertText{Text: f.Text}); err != nil {
+			return browser.FieldError(i, err, browser.FilledBefore(i))
+		}
+	}
+	return nil
 }

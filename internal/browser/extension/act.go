@@ -143,25 +143,25 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			}
 			break
 		}
-		t := &wireTarget{Ref: st.Target.Ref, Text: st.Target.Text, Selector: st.Target.Selector}
-		if st.Target.Ref != "" || st.Target.Point {
-			doc, ok := pageDocument(st.Target.Document, epoch)
-			if !ok {
-				if st.Target.Ref != "" {
-					return wireStep{}, &browser.ActError{Reason: twv1.ReasonStaleRef, Message: fmt.Sprintf(
-						"ref %s is from document %q, which this extension connection (%s…) did not observe (the extension reconnected since): observe again",
-						st.Target.Ref, st.Target.Document, docPrefix(epoch))}
-				}
-				return wireStep{}, &browser.ActError{Reason: twv1.ReasonStaleCoordinates, Message: fmt.Sprintf(
-					"the point (%v, %v) is from document %q, which this extension connection (%s…) did not observe (the extension reconnected since): observe again",
-					st.Target.X, st.Target.Y, st.Target.Document, docPrefix(epoch))}
-			}
-			t.Document = doc
-		}
-		if st.Target.Point {
-			t.Point, t.X, t.Y, t.Epoch = true, st.Target.X, st.Target.Y, st.Target.Epoch
+		t, err := wireTargetOf(st.Target, epoch)
+		if err != nil {
+			return wireStep{}, err
 		}
 		ws.Target = t
+	case browser.StepFill:
+		if len(st.Fields) == 0 || len(st.Fields) > maxFillFields {
+			return bad("fill needs 1-%d fields, each a target and its text", maxFillFields)
+		}
+		for i, f := range st.Fields {
+			if f.Target == (browser.Target{}) || f.Text == "" || len(f.Text) > maxActText {
+				return bad("field %d of a fill needs a target and text (at most %d characters)", i, maxActText)
+			}
+			t, err := wireTargetOf(f.Target, epoch)
+			if err != nil {
+				return wireStep{}, browser.FieldError(i, err, browser.FilledBefore(0))
+			}
+			ws.Fields = append(ws.Fields, wireField{Target: t, Text: f.Text})
+		}
 	case browser.StepPress:
 		if st.Key == "" || len(st.Key) > 64 {
 			return bad(`press needs a key: a name (Enter, Tab, Escape, ...) or one character, with modifiers like "Shift+Tab"`)
@@ -190,9 +190,36 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			ws.TimeoutMs = 1
 		}
 	default:
-		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload, hover or select", st.Kind)
+		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload, hover, select or fill", st.Kind)
 	}
 	return ws, nil
+}
+
+// maxFillFields bounds a fill step (the API lists at most 20 fields).
+const maxFillFields = 20
+
+// wireTargetOf is a target as the command carries it. A ref or point of an
+// earlier connection is refused here as the guard the page would name.
+func wireTargetOf(tg browser.Target, epoch int64) (*wireTarget, error) {
+	t := &wireTarget{Ref: tg.Ref, Text: tg.Text, Selector: tg.Selector}
+	if tg.Ref != "" || tg.Point {
+		doc, ok := pageDocument(tg.Document, epoch)
+		if !ok {
+			if tg.Ref != "" {
+				return nil, &browser.ActError{Reason: twv1.ReasonStaleRef, Message: fmt.Sprintf(
+					"ref %s is from document %q, which this extension connection (%s…) did not observe (the extension reconnected since): observe again",
+					tg.Ref, tg.Document, docPrefix(epoch))}
+			}
+			return nil, &browser.ActError{Reason: twv1.ReasonStaleCoordinates, Message: fmt.Sprintf(
+				"the point (%v, %v) is from document %q, which this extension connection (%s…) did not observe (the extension reconnected since): observe again",
+				tg.X, tg.Y, tg.Document, docPrefix(epoch))}
+		}
+		t.Document = doc
+	}
+	if tg.Point {
+		t.Point, t.X, t.Y, t.Epoch = true, tg.X, tg.Y, tg.Epoch
+	}
+	return t, nil
 }
 
 func (e wireElement) seam() browser.Element {

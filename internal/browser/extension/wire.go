@@ -191,6 +191,13 @@ type wireStep struct {
 	MaxElements int         `json:"maxElements,omitempty"`
 	// OutlineOffset is observe's first outline node.
 	OutlineOffset int `json:"outlineOffset,omitempty"`
+	Fields      []wireField `json:"fields,omitempty"`
+}
+
+// wireField is one field of a fill step.
+type wireField struct {
+	Target *wireTarget `json:"target"`
+	Text   string      `json:"text"`
 }
 
 type wireTarget struct {

@@ -139,6 +139,8 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		return browser.ActResult{}, nil
 	case browser.StepSelect:
 		return browser.ActResult{}, b.selectLocked(t, step)
+	case browser.StepFill:
+		return browser.ActResult{}, b.fillLocked(t, step)
 	case browser.StepScroll:
 		t.scrollY = max(0, t.scrollY+step.DeltaY)
 		t.epoch++

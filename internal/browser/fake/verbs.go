@@ -56,3 +56,49 @@ func (b *Browser) selectLocked(t *tab, step browser.Step) error {
 	t.selected[e.Name] = step.Text
 	return nil
 }
+
+// Filled returns the text a fill step left in the text field named name on a
+// page ("" for none).
+func (b *Browser) Filled(page, name string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.tabs[page]; ok {
+		return t.filled[name]
+	}
+	return ""
+}
+
+// fillLocked fills step.Fields: every target is located and checked to be a
+// text field first, and a refusal names the field and fills none, as the real
+// drivers do.
+func (b *Browser) fillLocked(t *tab, step browser.Step) error {
+	if len(step.Fields) == 0 {
+		return fmt.Errorf("act: a fill needs Fields, each a target and its text")
+	}
+	names := make([]string, len(step.Fields))
+	for i, f := range step.Fields {
+		tg := f.Target
+		if tg.Selector != "" {
+			tg = browser.Target{Text: tg.Selector}
+		}
+		if tg == (browser.Target{}) || f.Text == "" {
+			return fmt.Errorf("act: field %d of a fill needs a target and Text", i)
+		}
+		idx, err := b.locateLocked(t, tg)
+		if err != nil {
+			return browser.FieldError(i, err, browser.FilledBefore(0))
+		}
+		e := b.sites[t.url][idx]
+		if e.Role != "textbox" && e.Role != "searchbox" {
+			return &browser.ActError{Reason: "target_not_found", Message: fmt.Sprintf("field %d: %s %q is not a text field; no field was filled", i, e.Role, e.Name)}
+		}
+		names[i] = e.Name
+	}
+	if t.filled == nil {
+		t.filled = map[string]string{}
+	}
+	for i, f := range step.Fields {
+		t.filled[names[i]] = f.Text
+	}
+	return nil
+}

@@ -37,7 +37,8 @@ func addActionTools(s *mcp.Server, h *handlers) {
 			"with observation), Type (text, into ref/target_text or the focused element), Press (key), Scroll (delta_y), " +
 			"Wait (text or duration), Observe (outline_offset: page through the outline), Back and Forward (one entry through the page's history; refused as no_history " +
 			"when there is none), Reload, Hover (ref or target_text: moves the pointer over it, clicks nothing), Select (ref or target_text of a " +
-			"drop-down, and text: the option's label or value). The first refused or failed step ends the call. Returns the last observation and " +
+			"drop-down, and text: the option's label or value), Fill (ref or target_text, and text, which replaces the field's content; " +
+			"consecutive Fill steps are one step that checks every field before typing into any). The first refused or failed step ends the call. Returns the last observation and " +
 			"the windows the page spawned (acknowledge them before the next mutating step).",
 		InputSchema: inputSchema[ActInput](func(s *jsonschema.Schema) {
 			nonEmpty(s, "session", "window", "thread")
@@ -64,7 +65,7 @@ type ObserveInput struct {
 
 // Step is one step of act.
 type Step struct {
-	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y), Wait (text or duration), Back, Forward, Reload, Hover (ref or target_text) or Select (ref or target_text, and text)"`
+	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y), Wait (text or duration), Back, Forward, Reload, Hover (ref or target_text), Select (ref or target_text, and text) or Fill (ref or target_text, and text; consecutive Fill steps fill their fields as one step)"`
 	URL         string `json:"url,omitempty" jsonschema:"Navigate: the http(s) url to load"`
 	Ref         string `json:"ref,omitempty" jsonschema:"Click, Type, Hover or Select: the element's ref from an earlier observation, e.g. o3.e12"`
 	TargetText  string `json:"target_text,omitempty" jsonschema:"Click, Type, Hover or Select: the visible text of the one element to target (instead of ref)"`
@@ -92,6 +93,11 @@ func (s Step) toAPI() (twv1.ActionStep, error) {
 	if s.Ref != "" || s.TargetText != "" || s.X != nil || s.Y != nil {
 		st.Target = &twv1.ActionTarget{Ref: s.Ref, Text: s.TargetText, X: s.X, Y: s.Y, Observation: s.Observation}
 	}
+	if st.Type == twv1.StepFill {
+		// One field; act joins consecutive Fill steps into one.
+		f := twv1.FillField{Target: st.Target, Text: st.Text}
+		st.Fields, st.Target, st.Text = []twv1.FillField{f}, nil, ""
+	}
 	if s.Duration != "" {
 		d, err := time.ParseDuration(s.Duration)
 		if err != nil {
@@ -102,7 +108,41 @@ func (s Step) toAPI() (twv1.ActionStep, error) {
 	return st, nil
 }
 
-// stepOf is st as act takes it: the inverse of Step.toAPI.
+// apiSteps is act's steps as a BrowserAction's: consecutive Fill steps are
+// one Fill step whose fields are all checked before any is typed into.
+func apiSteps(in []Step) ([]twv1.ActionStep, error) {
+	steps := make([]twv1.ActionStep, 0, len(in))
+	for _, s := range in {
+		st, err := s.toAPI()
+		if err != nil {
+			return nil, err
+		}
+		if n := len(steps); n > 0 && st.Type == twv1.StepFill && steps[n-1].Type == twv1.StepFill {
+			steps[n-1].Fields = append(steps[n-1].Fields, st.Fields...)
+			continue
+		}
+		steps = append(steps, st)
+	}
+	return steps, nil
+}
+
+// stepsOf is st as act takes it: a Fill step is one Fill step per field.
+func stepsOf(st twv1.ActionStep) []Step {
+	if st.Type != twv1.StepFill {
+		return []Step{stepOf(st)}
+	}
+	var out []Step
+	for _, f := range st.Fields {
+		t := f.Target
+		if t == nil {
+			t = &twv1.ActionTarget{}
+		}
+		out = append(out, Step{Type: string(st.Type), Ref: t.Ref, TargetText: t.Text, X: t.X, Y: t.Y, Observation: t.Observation, Text: f.Text})
+	}
+	return out
+}
+
+// stepOf is st as act takes it: the inverse of Step.toAPI (stepsOf for Fill).
 func stepOf(st twv1.ActionStep) Step {
 	s := Step{Type: string(st.Type), URL: st.URL, Text: st.Text, Key: st.Key, DeltaX: st.DeltaX, DeltaY: st.DeltaY, OutlineOffset: st.OutlineOffset}
 	if t := st.Target; t != nil {
@@ -144,13 +184,9 @@ func (h *handlers) observe(ctx context.Context, req *mcp.CallToolRequest, in Obs
 }
 
 func (h *handlers) act(ctx context.Context, _ *mcp.CallToolRequest, in ActInput) (*mcp.CallToolResult, ActOutput, error) {
-	steps := make([]twv1.ActionStep, 0, len(in.Steps))
-	for _, s := range in.Steps {
-		st, err := s.toAPI()
-		if err != nil {
-			return failWith(h, err, in.Session, ActOutput{})
-		}
-		steps = append(steps, st)
+	steps, err := apiSteps(in.Steps)
+	if err != nil {
+		return failWith(h, err, in.Session, ActOutput{})
 	}
 	h.hold(in.Session) // a session this server is given is held like one it started
 	a, err := h.ops.Act(ctx, ops.ActRequest{Session: in.Session, Window: in.Window, Thread: in.Thread, Steps: steps}, h.timeout)
@@ -203,7 +239,7 @@ func actCall(a *twv1.BrowserAction) string {
 	}
 	in := ActInput{Session: sp.SessionRef.Name, Window: sp.WindowRef.Name, Thread: sp.Thread}
 	for _, st := range sp.Steps {
-		in.Steps = append(in.Steps, stepOf(st))
+		in.Steps = append(in.Steps, stepsOf(st)...)
 	}
 	b, _ := json.Marshal(in)
 	return "act " + string(b)

@@ -103,11 +103,18 @@ var (
 		// ActionTarget's rule, where the step's target text is target_text.
 		"text (the element's visible text", "target_text (the element's visible text",
 		"{text: ", "{target_text: ",
+		// A Fill's fields are consecutive Fill steps in act.
+		`{type: Fill, fields: [{ref: o3.e4, text: "Ada"}, {target_text: "Email", text: "ada@example.com"}]}`, `{type: Fill, ref: o3.e4, text: "Ada"}, {type: Fill, target_text: "Email", text: "ada@example.com"}`,
+		`{type: Fill, fields: [{ref: o3.e4, text: "Ada"}]}`, `{type: Fill, ref: o3.e4, text: "Ada"}`,
 	)
 	// spec.steps[0].target.text is steps[0].target_text; spec.steps[0].target.ref steps[0].ref.
 	stepTargetField = regexp.MustCompile(`spec\.steps\[(\d+)\]\.target\.(\w+)`)
 	stepTarget      = regexp.MustCompile(`spec\.steps\[(\d+)\]\.target\b`)
-	stepsPath       = regexp.MustCompile(`spec\.steps\b`)
+	// A Fill's fields flatten their targets the same way: spec.steps[0].fields[1].target.text
+	// is steps[0].fields[1].target_text.
+	fieldTargetField = regexp.MustCompile(`spec\.steps\[(\d+)\]\.fields\[(\d+)\]\.target\.(\w+)`)
+	fieldTarget      = regexp.MustCompile(`spec\.steps\[(\d+)\]\.fields\[(\d+)\]\.target\b`)
+	stepsPath        = regexp.MustCompile(`spec\.steps\b`)
 	// The CRD's examples nest a target ({type: Click, target: {ref: o3.e12}}); act's steps do not.
 	targetExample = regexp.MustCompile(`target: \{([^{}]*)\}`)
 )
@@ -115,6 +122,15 @@ var (
 // paramNames rewrites msg's API field paths (spec.profileName) as the tool
 // parameters that set them (profile).
 func paramNames(msg string) string {
+	msg = fieldTargetField.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := fieldTargetField.FindStringSubmatch(m)
+		field := sub[3]
+		if field == "text" {
+			field = "target_text"
+		}
+		return "steps[" + sub[1] + "].fields[" + sub[2] + "]." + field
+	})
+	msg = fieldTarget.ReplaceAllString(msg, "steps[$1].fields[$2]")
 	msg = stepTargetField.ReplaceAllStringFunc(msg, func(m string) string {
 		sub := stepTargetField.FindStringSubmatch(m)
 		field := sub[2]
