@@ -225,4 +225,7 @@ type wireObservation struct {
 
 type actResult struct {
 	Observation *wireObservation `json:"observation,omitempty"`
+	// Spawns counts the Page.windowOpen events the tab fired while the step
+	// ran on its debugger session; absent for a step run without one (navigate).
+	Spawns *int `json:"spawns,omitempty"`
 }
