@@ -14,8 +14,11 @@ import (
 
 // spawnKindSteps are the steps of /spawn-kinds that spawn /landing?k=<kind>,
 // one way each: links with and without an opener, window.open in a click
-// handler, a form with target=_blank, and the focused link activated with
-// Control+Enter (a new background tab, as a middle or Ctrl click opens).
+// handler, a form with target=_blank. (The API has no middle or Ctrl click;
+// its keyboard form, Press Control+Enter on a focused link, opens a background
+// tab that Chromium reports with no opener and no Page.windowOpen: no driver
+// attributes it to the step, before or after the settle change, so it is not
+// the session's and is not listed. docs/design.md "Settle".)
 var spawnKindSteps = []struct {
 	kind string
 	step twv1.ActionStep
@@ -24,7 +27,6 @@ var spawnKindSteps = []struct {
 	{"noopener", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "No opener"}}},
 	{"popup", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Popup"}}},
 	{"form", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Submit"}}},
-	{"key", twv1.ActionStep{Type: twv1.StepPress, Key: "Control+Enter"}},
 }
 
 // TestClickSettlesOnlyWhenItSpawnsOnChromium: a click that spawns nothing
@@ -50,11 +52,10 @@ func TestClickSettlesOnlyWhenItSpawnsOnChromium(t *testing.T) {
 
 	// A click that spawns nothing: no settle at all.
 	before := testenv.SpawnSettles(t, profile)
-	for i := range 3 {
+	for range 3 {
 		act := sa.Act("quiet", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Nothing"}})
 		g.Expect(act.Status.Phase).To(Equal(twv1.ActionSucceeded), "status %+v", act.Status)
 		g.Expect(act.Status.Spawned).To(BeEmpty())
-		t.Logf("non-spawning click %d: claimed → completed %v", i, act.Status.CompletionTime.Sub(act.Status.StartTime.Time))
 	}
 	after := testenv.SpawnSettles(t, profile)
 	g.Expect(after["none"]-before["none"]).To(Equal(3.0), "each click needed no settle: %v → %v", before, after)
@@ -71,12 +72,14 @@ func TestClickSettlesOnlyWhenItSpawnsOnChromium(t *testing.T) {
 		act := sa.Act(name, tc.step)
 		g.Expect(act.Status.Phase).To(Equal(twv1.ActionSucceeded), "%s: status %+v", tc.kind, act.Status)
 		g.Expect(act.Status.Spawned).To(HaveLen(1), "%s: the spawn is listed on the action that made it", tc.kind)
-		g.Expect(act.Status.Spawned[0].URL).To(HavePrefix(site.Path("/landing?k="+tc.kind)), "%s", tc.kind)
 		after := testenv.SpawnSettles(t, profile)
 		g.Expect(after["announced"]-before["announced"]).To(Equal(1.0), "%s: the driver saw the page announce it: %v → %v", tc.kind, before, after)
 		g.Expect(after["blind"]-before["blind"]).To(BeZero(), "%s", tc.kind)
 		sw := get(t, &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: act.Status.Spawned[0].Name}})
 		g.Expect(sw.Spec.Spawn.SpawnedBy).To(Equal(name), "%s", tc.kind)
+		// The listing's url is the page's at adoption (empty for a page not
+		// committed yet); the window's status follows the page.
+		g.Eventually(func() string { return get(t, sw).Status.URL }).Should(HavePrefix(site.Path("/landing?k="+tc.kind)), "%s", tc.kind)
 		ack(t, sw, twv1.DispositionClose)
 	}
 
