@@ -46,6 +46,12 @@ export const ATTRIBUTION_GRACE_MS = 1000;
 // Steps after which a late tab may still be the act's doing (a noopener link's tab is reported
 // late); after observe, scroll and wait the window closes with the step.
 const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward", "reload", "select", "fill"]);
+// Mutating steps run whole on one debugger session, whose Page.windowOpen announcements the
+// act's result counts (`spawns`); navigate and the history moves (whose loads run outside
+// one) have no `spawns` (the agent cannot tell), nor do the steps that change nothing, nor
+// fill (its fields may be typed
+// through more than one call).
+const WATCHED = new Set(["click", "select", "type", "press"]);
 // An act marker without an end older than this died with its worker.
 export const ACT_MARKER_TTL_MS = 5 * 60_000;
 export const NAVIGATE_TIMEOUT_MS = 30_000;
@@ -149,12 +155,14 @@ function createAttribution({ session, now }) {
 /**
  * The acts running on this worker's debugger sessions, the tabs their pages announced, and
  * the dialogs answered while they ran. deps: chrome (debugger), now, log. Returns
- * onDebuggerEvent, claimOpen, and for the actor: startAct, stopAct, noteDialog, dialogsSeen.
+ * onDebuggerEvent, claimOpen, and for the actor: startAct, stopAct, noteDialog, dialogsSeen,
+ * announcedSeen.
  */
 function createDebuggerWatch({ chrome, now, log }) {
   const acting = new Map(); // tabId -> key of the act running on it (this worker's debugger sessions)
   const opens = []; // {key, sourceTabId, noopener, at}: announced, not yet claimed
   const dialogs = new Map(); // tabId -> dialogs dismissed while its act ran
+  const announced = new Map(); // tabId -> Page.windowOpen events while its act ran (the act's `spawns`)
 
   /** Records a dialog answered on tabId while its act ran; the step fails naming it. */
   function noteDialog(tabId, what) {
@@ -188,6 +196,7 @@ function createDebuggerWatch({ chrome, now, log }) {
     } catch {
       /* keep as given */
     }
+    announced.set(tabId, (announced.get(tabId) ?? 0) + 1);
     opens.push({ key: acting.get(tabId), sourceTabId: tabId, url, noopener: features.includes("noopener") || features.includes("noreferrer"), at: now() });
     if (opens.length > 32) opens.shift();
   }
@@ -212,13 +221,17 @@ function createDebuggerWatch({ chrome, now, log }) {
     startAct(tabId, key) {
       acting.set(tabId, key);
       dialogs.delete(tabId);
+      announced.delete(tabId);
     },
+    /** How many new pages tabId announced (Page.windowOpen) since its act started. */
+    announcedSeen: (tabId) => announced.get(tabId) ?? 0,
     /** The dialogs answered on tabId since its act started. */
     dialogsSeen: (tabId) => dialogs.get(tabId),
     /** tabId's act ended: its events are no longer watched. */
     stopAct(tabId) {
       acting.delete(tabId);
       dialogs.delete(tabId);
+      announced.delete(tabId);
     },
   };
 }
@@ -633,6 +646,10 @@ export function createActor(deps) {
             `the page opened a dialog, which tabwarden answered (beforeunload: leave; others: cancel) so that it would not block the page: ${seen.join(", ")}; observe to see the page now`,
           );
         }
+        // The new pages the tab announced while the step ran, for the agent's settle: counted
+        // only for a step run whole on one debugger session (its detach answered after every
+        // event before it), not for navigate and the history moves, whose loads run outside.
+        if (WATCHED.has(step.kind)) return { ...result, spawns: watch.announcedSeen(tabId) };
         return result;
       } finally {
         watch.stopAct(tabId);

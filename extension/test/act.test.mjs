@@ -595,3 +595,26 @@ test("the manifest asks for debugger (actions) and tabGroups (the Session Monito
   assert.equal(m.optional_permissions, undefined);
   assert.equal(m.content_scripts, undefined);
 });
+
+test("a mutating step's result counts the new pages its tab announced (spawns); navigate's has none", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  let opens = 0;
+  scriptPage(
+    browser,
+    () => ({ x: 5, y: 5 }),
+    (tabId, method, params) => {
+      if (params.type !== "mouseReleased") return;
+      for (let i = 0; i < opens; i++) browser.events.debuggerEvent.dispatch({ tabId }, "Page.windowOpen", { url: "https://a.example/landing", windowFeatures: [], userGesture: true });
+    },
+  );
+  const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
+  const click = { kind: "click", target: { text: "Open" } };
+  assert.deepEqual(ok(await env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: click })), { spawns: 0 }, "a click that opens nothing");
+  opens = 2;
+  assert.deepEqual(ok(await env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: click })), { spawns: 2 });
+  opens = 0;
+  assert.deepEqual(ok(await env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: { kind: "press", key: "Enter" } })), { spawns: 0 }, "counted per act");
+  assert.deepEqual(ok(await env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step: { kind: "navigate", url: "https://a.example/next" } })), {}, "navigate runs without a debugger session: unknown");
+  await env.settle();
+});

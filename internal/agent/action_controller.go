@@ -212,6 +212,9 @@ type actionRun struct {
 	claimedAt time.Time
 	// spawned collects the windows adopted for the session meanwhile.
 	spawned *[]twv1.SpawnedWindow
+	// stepSettle is what the step that ran last left to settle, set by step
+	// once the driver ran it (a step refused before leaves nothing).
+	stepSettle spawnSettle
 	// claimErr is the error of a claim that was not written.
 	claimErr error
 }
@@ -245,18 +248,23 @@ func (run *actionRun) execute(ctx context.Context) {
 	stepCtx, end := a.fence.begin(ctx, s.UID)
 	defer end()
 
-	mayHaveSpawned := false
+	// pending is what the last mutating step left to settle (spawnwatch.go).
+	var pending spawnSettle
 	for i, step := range act.Spec.Steps {
 		if sessionEnded(stepCtx) {
-			run.collectSpawns(ctx, mayHaveSpawned)
+			run.collectSpawns(ctx, pending)
 			run.finish(ctx, twv1.ActionRefused, sessionEndedDuring(s, i))
 			return
 		}
-		if step.Type.Mutating() && mayHaveSpawned {
-			a.settle(ctx)
-			mayHaveSpawned = false
+		if step.Type.Mutating() && pending.needed() {
+			a.settle(ctx, run.spawned, pending)
+			pending = spawnSettle{}
 		}
+		run.stepSettle = spawnSettle{}
 		res, rf, err := run.step(stepCtx, i, step)
+		if step.Type.Mutating() {
+			pending = run.stepSettle
+		}
 		if err != nil && sessionEnded(stepCtx) {
 			// The step in flight was cut short by the session's end.
 			rf, err = sessionEndedDuring(s, i+1), nil
@@ -265,30 +273,32 @@ func (run *actionRun) execute(ctx context.Context) {
 		act.Status.Steps = append(act.Status.Steps, res)
 		switch {
 		case rf != nil:
-			run.collectSpawns(ctx, mayHaveSpawned || rf.reason == twv1.ReasonSessionFinished)
+			if rf.reason == twv1.ReasonSessionFinished {
+				// Whatever the steps spawned is adopted before the pages close.
+				pending.blind = true
+			}
+			run.collectSpawns(ctx, pending)
 			run.finish(ctx, twv1.ActionRefused, rf)
 			return
 		case err != nil:
-			run.collectSpawns(ctx, true)
+			pending.blind = true
+			run.collectSpawns(ctx, pending)
 			run.finish(ctx, twv1.ActionFailed, failure(act, err))
 			return
 		}
-		if step.Type.Mutating() {
-			mayHaveSpawned = true
-		}
 	}
-	run.collectSpawns(ctx, mayHaveSpawned)
+	run.collectSpawns(ctx, pending)
 	run.finish(ctx, twv1.ActionSucceeded, nil)
 }
 
 // collectSpawns copies the windows adopted meanwhile into the status, after
-// letting the browser report what the last steps spawned.
-func (run *actionRun) collectSpawns(ctx context.Context, settle bool) {
+// settling what the last mutating step left (spawnSettle).
+func (run *actionRun) collectSpawns(ctx context.Context, pending spawnSettle) {
 	if run.spawned == nil {
 		return
 	}
-	if settle {
-		run.agent.settle(ctx)
+	if pending.needed() {
+		run.agent.settle(ctx, run.spawned, pending)
 	}
 	run.act.Status.Spawned = run.agent.spawnWatch.snapshot(run.spawned)
 }

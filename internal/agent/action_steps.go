@@ -146,6 +146,10 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 	if rf != nil {
 		return refused(rf)
 	}
+	var base int
+	if run.spawned != nil {
+		base, _ = a.spawnWatch.count(run.spawned)
+	}
 	out, err := a.opts.Browser.Act(ctx, browser.ActRequest{
 		Key:   ActionKey(act.Namespace, s.Name, run.window.Name),
 		Owner: run.page.Key,
@@ -153,6 +157,10 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 		Step:  bstep,
 	})
 	var ae *browser.ActError
+	if step.Type.Mutating() && !errors.As(err, &ae) {
+		run.stepSettle = a.spawnSettleOf(out, err, base)
+		a.metrics().SpawnSettle(run.stepSettle.kind())
+	}
 	switch {
 	case errors.As(err, &ae):
 		obsID := ""
@@ -317,4 +325,16 @@ func (run *actionRun) target(t *twv1.ActionTarget, s *twv1.BrowserSession) (brow
 		return tg, nil
 	}
 	return browser.Target{}, nil
+}
+
+// spawnSettleOf is what a mutating step the driver ran leaves to settle: the
+// spawns its page announced when the driver reports them
+// (browser.SpawnReporter), else a blind settle; a failed step always settles
+// blind (its input may have run before the failure).
+func (a *Agent) spawnSettleOf(out browser.ActResult, err error, base int) spawnSettle {
+	r, ok := a.opts.Browser.(browser.SpawnReporter)
+	if err != nil || !ok || !r.ReportsSpawns() || out.SpawnsUnknown {
+		return spawnSettle{blind: true, base: base}
+	}
+	return spawnSettle{announced: out.Spawns, base: base}
 }

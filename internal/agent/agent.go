@@ -46,9 +46,18 @@ type Options struct {
 	LeaseNamespace string
 	// Heartbeat is how often the Lease is renewed and the profile looked at (default 10s).
 	Heartbeat time.Duration
-	// SpawnSettle is how long an action waits after a step that may spawn a page
-	// (click, type, press, navigate) for the browser to report it, before the
-	// next mutating step's guards or the action's result (default 150ms).
+	// SpawnWait bounds how long an action waits, after a mutating step whose
+	// page announced new pages (browser.SpawnReporter, ActResult.Spawns), for
+	// those pages to be adopted, before the next mutating step's guards or the
+	// action's result (default 2s). A step that announced nothing is not waited
+	// for at all.
+	SpawnWait time.Duration
+	// SpawnSettle is the blind settle kept for what cannot tell: a driver that
+	// does not implement browser.SpawnReporter (or a step it could not watch,
+	// ActResult.SpawnsUnknown), a step that failed or was cut short by the
+	// session's end. The action then waits this long after the step for the
+	// browser to report a spawn, then for the adopter to handle every event
+	// reported so far (default 150ms).
 	SpawnSettle time.Duration
 	// OpenSettle is how long the first status write of an Open window may wait
 	// for its page's title, so that the open, the url and the title are one
@@ -154,6 +163,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Agent, error) 
 	}
 	if opts.SpawnSettle == 0 {
 		opts.SpawnSettle = 150 * time.Millisecond
+	}
+	if opts.SpawnWait == 0 {
+		opts.SpawnWait = 2 * time.Second
 	}
 	if opts.SpawnStatusSettle == 0 {
 		opts.SpawnStatusSettle = time.Second

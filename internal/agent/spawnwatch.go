@@ -15,6 +15,8 @@ import (
 type spawnWatch struct {
 	mu sync.Mutex
 	m  map[string]*[]twv1.SpawnedWindow
+	// changed is closed (and dropped) when a window is noted: settle waits on it.
+	changed chan struct{}
 }
 
 func (sw *spawnWatch) start(ns, session string) *[]twv1.SpawnedWindow {
@@ -39,6 +41,10 @@ func (sw *spawnWatch) note(ns, session string, w twv1.SpawnedWindow) {
 	defer sw.mu.Unlock()
 	if l := sw.m[ns+"/"+session]; l != nil && !slices.ContainsFunc(*l, func(x twv1.SpawnedWindow) bool { return x.Name == w.Name }) && len(*l) < 64 {
 		*l = append(*l, w)
+		if sw.changed != nil {
+			close(sw.changed)
+			sw.changed = nil
+		}
 	}
 }
 
@@ -48,20 +54,99 @@ func (sw *spawnWatch) snapshot(l *[]twv1.SpawnedWindow) []twv1.SpawnedWindow {
 	return slices.Clone(*l)
 }
 
-// settle lets the browser report what a step spawned (SpawnSettle), then waits
-// until the adopter has handled every event received so far, so that the
-// spawn's window exists before the next guard looks.
-func (a *Agent) settle(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(a.opts.SpawnSettle):
+// count is how many windows l holds now, and a channel closed at the next note.
+func (sw *spawnWatch) count(l *[]twv1.SpawnedWindow) (int, <-chan struct{}) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.changed == nil {
+		sw.changed = make(chan struct{})
 	}
-	// A busy adopter (a snapshot) is not waited for long: the guards read the
-	// API anyway.
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_ = a.eventsHandled(ctx)
+	return len(*l), sw.changed
+}
+
+// spawnSettle is what a mutating step leaves for the next mutating step's
+// guards and the action's result to wait for: nothing (the driver saw the
+// page announce no new page), the spawns it announced (announced, counted
+// from base, the session's adopted windows when the step began), or a blind
+// settle (the driver cannot tell, the step failed or was cut short).
+type spawnSettle struct {
+	blind     bool
+	announced int
+	base      int
+}
+
+func (p spawnSettle) needed() bool { return p.blind || p.announced > 0 }
+
+// The kinds of settle a mutating step needed (metric label "settle").
+const (
+	// settleNone: the driver saw the page announce no new page: no wait.
+	settleNone = "none"
+	// settleAnnounced: the page announced new pages: wait until adopted (bounded).
+	settleAnnounced = "announced"
+	// settleBlind: the driver cannot tell: wait SpawnSettle, then a barrier.
+	settleBlind = "blind"
+)
+
+func (p spawnSettle) kind() string {
+	switch {
+	case p.blind:
+		return settleBlind
+	case p.announced > 0:
+		return settleAnnounced
+	}
+	return settleNone
+}
+
+// settle waits for what a mutating step may have spawned to be adopted, so
+// that the spawn's window exists before the next guard looks and is listed in
+// the action's result:
+//
+//   - a step whose driver saw the page announce nothing (browser.SpawnReporter)
+//     is not waited for: nothing is left to adopt;
+//   - a step that announced n new pages waits until n windows more than when
+//     it began were adopted into the session, at most Options.SpawnWait (a
+//     popup the blocker stopped is announced and never created), handing the
+//     adopter every event the driver has meanwhile;
+//   - otherwise (a driver that cannot tell, a failed step) it lets the browser
+//     report a spawn for Options.SpawnSettle, then waits until the adopter has
+//     handled every event received so far.
+//
+// A busy adopter (a snapshot) is not waited for long: the guards read the API
+// anyway.
+func (a *Agent) settle(ctx context.Context, l *[]twv1.SpawnedWindow, p spawnSettle) {
+	switch {
+	case p.blind:
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.opts.SpawnSettle):
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = a.eventsHandled(ctx)
+	case p.announced > 0 && l != nil:
+		ctx, cancel := context.WithTimeout(ctx, a.opts.SpawnWait)
+		defer cancel()
+		for {
+			n, changed := a.spawnWatch.count(l)
+			if n >= p.base+p.announced {
+				return
+			}
+			// The driver may hold the spawn's event already: hand it over.
+			if err := a.eventsHandled(ctx); err != nil {
+				return
+			}
+			if n, _ := a.spawnWatch.count(l); n >= p.base+p.announced {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			case <-time.After(settlePoll):
+			}
+		}
+	}
 }
 
 // eventsHandled returns once the adopter has handled every event the driver

@@ -335,6 +335,35 @@ type PageObservation struct {
 type ActResult struct {
 	// Observation is set by observe.
 	Observation *PageObservation
+	// Spawns counts the new pages (windows, tabs, popups) the acted-on page
+	// asked the browser for while the step ran, as the browser announced them
+	// (CDP Page.windowOpen on the page's session; the extension's debugger
+	// session on the tab): a window.open in a click handler, a target=_blank
+	// link or form, a keyboard activation that opens a new tab. Only a driver
+	// that implements SpawnReporter sets it, and it is meaningful even with an
+	// error (a step that failed after its input ran). The announcement reaches
+	// the driver before the step's last reply (an ordering barrier: the
+	// browser answers an input event after the renderer handled it, and events
+	// come before the reply that follows them); the page itself, and so its
+	// adoption, may come later.
+	Spawns int
+	// SpawnsUnknown is set by a SpawnReporter when it could not watch this
+	// step (the extension's navigate runs without a debugger session): the
+	// caller settles as for a driver that cannot tell.
+	SpawnsUnknown bool
+}
+
+// SpawnReporter is implemented by drivers whose Act reports in
+// ActResult.Spawns every new page the acted-on page announced while the step
+// ran. The agent then waits after a mutating step only when it spawned (for
+// the spawns to be adopted, bounded), instead of a fixed settle after every
+// one. A page spawned later, from a timer, is still adopted through its opener
+// (or the act's attribution linger) and holds the session's next step as
+// unacknowledged once adopted; the action's result may then not list it.
+// The agent checks for it with a type assertion.
+type SpawnReporter interface {
+	// ReportsSpawns reports whether ActResult.Spawns is set by this driver.
+	ReportsSpawns() bool
 }
 
 // ActError is a step the driver refused because of the page's state: Reason is

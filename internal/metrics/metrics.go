@@ -28,6 +28,7 @@ const (
 	PagesReleasedName        = "tabwarden_pages_released_total"
 	ActionResultsName        = "tabwarden_action_results_total"
 	ActionDurationName       = "tabwarden_action_duration_seconds"
+	SpawnSettlesName         = "tabwarden_action_spawn_settles_total"
 	PoolContextsDisposedName = "tabwarden_pool_contexts_disposed_total"
 	DriverConnectedName      = "tabwarden_driver_connected"
 	DriverPairedName         = "tabwarden_driver_paired"
@@ -93,6 +94,10 @@ var (
 		Help:    "Seconds from the agent claiming a BrowserAction (status.startTime) to its completion, by final phase; actions refused before the claim are not observed (agent).",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 	}, withAgentLabels("phase"))
+	spawnSettles = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: SpawnSettlesName,
+		Help: "Mutating action steps the driver ran, by what the agent waited for after them: none (the driver saw the page announce no new page), announced (it did: the agent waited for the spawns to be adopted) or blind (the driver cannot tell, or the step failed: a fixed settle) (agent).",
+	}, withAgentLabels("settle"))
 	poolContextsDisposed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: PoolContextsDisposedName,
 		Help: "Browser contexts of ended pool sessions disposed, by when: cleanup (the disposal closed the session's temporary pages at once) or after_cleanup (nothing of the session lived in it any more) (agent).",
@@ -115,7 +120,7 @@ var (
 // registered is every collector tabwarden registers (docs/metrics.md lists
 // their metrics; TestMetricsDocumented checks it).
 var registered = []prometheus.Collector{spawnsAdopted, adoptionLatency, pagesOpened, openLatency, pagesClosed, pagesReleased,
-	actionResults, actionDuration, poolContextsDisposed, driverConnected, driverPaired, cleanupDuration, sessions}
+	actionResults, actionDuration, spawnSettles, poolContextsDisposed, driverConnected, driverPaired, cleanupDuration, sessions}
 
 func init() { crmetrics.Registry.MustRegister(registered...) }
 
@@ -159,6 +164,12 @@ func (a Agent) ActionFinished(phase, reason string, claimed time.Time) {
 	if !claimed.IsZero() {
 		actionDuration.WithLabelValues(a.Profile, a.Driver, phase).Observe(max(0, time.Since(claimed).Seconds()))
 	}
+}
+
+// SpawnSettle counts a mutating step the driver ran by the settle it needed
+// (none, announced or blind).
+func (a Agent) SpawnSettle(settle string) {
+	spawnSettles.WithLabelValues(a.Profile, a.Driver, settle).Inc()
 }
 
 // PoolContextDisposed counts a pool session's browser context disposed (when:

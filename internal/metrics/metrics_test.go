@@ -216,6 +216,7 @@ func TestMetricsDocumented(t *testing.T) {
 	a.PageClosed()
 	a.PageReleased()
 	a.ActionFinished("Succeeded", "", time.Now())
+	a.SpawnSettle("none")
 	a.PoolContextDisposed(DisposedInCleanup)
 	a.DriverConnected(true, true)
 	SessionCleaned(time.Now())

@@ -45,7 +45,7 @@ func actionSection(ctx context.Context, l *lab, rep *report) error {
 	name := "action round trip: one Click step"
 	logf("%s: %d repetitions", name, l.cfg.openReps)
 	var tw, raw sample
-	lg := newLegs(name, "create → agent sends the claim (watch, queue, guards)", "claim: status Running", "→ agent sends the result (driver step, spawn settle)", "result: status Succeeded", "result reply → watch MODIFIED at a client")
+	lg := newLegs(name, "create → agent sends the claim (watch, queue, guards)", "claim: status Running", "→ agent sends the result (driver step, spawn settle if the step announced a spawn)", "result: status Succeeded", "result reply → watch MODIFIED at a client")
 	for i := 0; i < l.cfg.openReps+l.cfg.warmReps; i++ {
 		// The agent writes the action's status twice: the claim, then the result.
 		var claim reqEvent
@@ -83,7 +83,7 @@ func actionSection(ctx context.Context, l *lab, rep *report) error {
 		}
 	}
 	rep.legs = append(rep.legs, lg)
-	rep.latency(name, tw, "raw CDP press and release of the same element", raw, "create BrowserAction → watch shows Succeeded (the agent lets a mutating step's spawns be reported for SpawnSettle, 150 ms, before the result); the raw click by a second DevTools client, located once")
+	rep.latency(name, tw, "raw CDP press and release of the same element", raw, "create BrowserAction → watch shows Succeeded (the click spawns nothing: the driver saw no Page.windowOpen, so the agent writes the result without a spawn settle; before issue 23 it waited a fixed SpawnSettle, 150 ms); the raw click by a second DevTools client, located once")
 
 	name = "5 steps in one BrowserAction"
 	logf("%s: %d repetitions", name, l.cfg.openReps)

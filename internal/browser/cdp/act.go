@@ -116,14 +116,26 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	}
 	defer ps.mu.Unlock()
 
+	// A mutating step registers its page's evidence: the Page.windowOpen events
+	// the page fires while the step runs, counted for ActResult.Spawns and, with
+	// a key, given to the new pages they announce (attributionLocked).
+	entry := int64(0)
 	switch step.Kind {
 	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress, browser.StepBack, browser.StepForward, browser.StepReload, browser.StepSelect, browser.StepFill:
-		if req.Key != "" {
-			defer b.attribute(req.Key, req.Page)()
-		}
+		var done func()
+		entry, done = b.attribute(req.Key, req.Page)
+		defer done()
 	}
 	b.beginStep(ps)
 	res, err := b.step(ctx, ps, step)
+	if entry != 0 {
+		// The step's last command has been answered: every event the browser
+		// sent before that reply has been handled (the reader hands events over
+		// in order, before the replies that follow them), and an input event is
+		// answered once the renderer handled it, so a window.open in a click
+		// handler, a target=_blank link or form has announced its page by now.
+		res.Spawns = b.announced(entry)
+	}
 	if dismissed := b.endStep(ps); len(dismissed) > 0 && err == nil {
 		err = fmt.Errorf("the page opened a dialog, which tabwarden dismissed (cancel) so that it would not block the page: %s; observe to see the page now", strings.Join(dismissed, ", "))
 	}
@@ -137,9 +149,10 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 }
 
 // attribute registers a step keyed key on page as the evidence attribution
-// looks for (attributionLocked); the returned func unregisters it after
+// looks for (attributionLocked; an empty key attributes nothing, and only
+// counts the page's announcements); the returned func unregisters it after
 // attributionLinger.
-func (b *Browser) attribute(key, page string) func() {
+func (b *Browser) attribute(key, page string) (int64, func()) {
 	b.mu.Lock()
 	b.actSeq++
 	entry := actEntry{key: key, id: b.actSeq, page: page, running: true}
@@ -148,7 +161,7 @@ func (b *Browser) attribute(key, page string) func() {
 	}
 	b.acts = append(b.acts, entry)
 	b.mu.Unlock()
-	return func() {
+	return entry.id, func() {
 		b.mu.Lock()
 		for i := range b.acts {
 			if b.acts[i].id == entry.id {
@@ -163,6 +176,23 @@ func (b *Browser) attribute(key, page string) func() {
 		})
 	}
 }
+
+// announced is how many Page.windowOpen events the page of the step
+// registered as id fired so far.
+func (b *Browser) announced(id int64) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.acts {
+		if e.id == id {
+			return e.announced
+		}
+	}
+	return 0
+}
+
+// ReportsSpawns implements browser.SpawnReporter: Act counts the
+// Page.windowOpen events of the acted-on page in ActResult.Spawns.
+func (b *Browser) ReportsSpawns() bool { return true }
 
 // validStep checks a step's fields before anything touches the page.
 func validStep(s browser.Step) error {

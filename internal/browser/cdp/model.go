@@ -40,6 +40,9 @@ type actEntry struct {
 	ctx     string
 	opens   int
 	running bool
+	// announced counts every Page.windowOpen the page fired while the step
+	// ran (ActResult.Spawns); opens is what attribution has not given yet.
+	announced int
 }
 
 func visibleURL(u string) bool {
@@ -160,6 +163,7 @@ func (b *Browser) onWindowOpen(c *wire.Conn, session string) {
 		for i := range b.acts {
 			if b.acts[i].page == page && b.acts[i].running {
 				b.acts[i].opens++
+				b.acts[i].announced++
 			}
 		}
 	}
@@ -177,7 +181,7 @@ func (b *Browser) onWindowOpen(c *wire.Conn, session string) {
 func (b *Browser) attributionLocked(ti wire.TargetInfo) string {
 	for i := len(b.acts) - 1; i >= 0; i-- {
 		e := &b.acts[i]
-		if ti.BrowserContextID != e.ctx || (ti.OpenerID != "" && ti.OpenerID != e.page) || e.opens == 0 {
+		if e.key == "" || ti.BrowserContextID != e.ctx || (ti.OpenerID != "" && ti.OpenerID != e.page) || e.opens == 0 {
 			continue
 		}
 		e.opens--

@@ -89,14 +89,27 @@ func (d *Driver) Act(ctx context.Context, req browser.ActRequest) (browser.ActRe
 		}
 		return browser.ActResult{}, err
 	}
+	res := browser.ActResult{SpawnsUnknown: r.Spawns == nil}
+	if r.Spawns != nil {
+		if *r.Spawns < 0 || *r.Spawns > 1000 {
+			return browser.ActResult{}, fmt.Errorf("extension act: spawns %d is out of range", *r.Spawns)
+		}
+		res.Spawns = *r.Spawns
+	}
 	if r.Observation == nil {
 		if step.Kind == browser.StepObserve {
 			return browser.ActResult{}, errors.New("extension act: observe answered without an observation")
 		}
-		return browser.ActResult{}, nil
+		return res, nil
 	}
-	return browser.ActResult{Observation: r.Observation.seam(sent.epoch)}, nil
+	res.Observation = r.Observation.seam(sent.epoch)
+	return res, nil
 }
+
+// ReportsSpawns implements browser.SpawnReporter: the extension counts the
+// Page.windowOpen events of the acted-on tab on the step's debugger session
+// (ActResult.Spawns; SpawnsUnknown for a step run without one).
+func (d *Driver) ReportsSpawns() bool { return true }
 
 // docPrefix scopes a page document id to the connection that observed it.
 func docPrefix(epoch int64) string { return "x" + strconv.FormatInt(epoch, 10) + "-" }

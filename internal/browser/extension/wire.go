@@ -249,4 +249,7 @@ type wireOutlineNode struct {
 
 type actResult struct {
 	Observation *wireObservation `json:"observation,omitempty"`
+	// Spawns counts the Page.windowOpen events the tab fired while the step
+	// ran on its debugger session; absent for a step run without one (navigate).
+	Spawns *int `json:"spawns,omitempty"`
 }

@@ -92,7 +92,7 @@ func (b *Browser) visibleLocked(t *tab) []browser.Element {
 // Act implements browser.Browser over the fake sites' elements: observe lists the
 // visible ones, clicks spawn or navigate as the element says, and refs, points
 // and text targets are checked as the real drivers check them.
-func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActResult, error) {
+func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (res browser.ActResult, err error) {
 	step := req.Step
 	if req.ClickSelector != "" {
 		step = browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: req.ClickSelector}}
@@ -109,8 +109,11 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	if err := b.ledger.MayAct(req.Owner, req.Page); err != nil {
 		return browser.ActResult{}, err
 	}
-	b.actKey, b.actPage = req.Key, req.Page
-	defer func() { b.actKey, b.actPage = "", "" }()
+	b.actKey, b.actPage, b.actSpawns = req.Key, req.Page, 0
+	defer func() {
+		res.Spawns = b.actSpawns
+		b.actKey, b.actPage, b.actSpawns = "", "", 0
+	}()
 	switch step.Kind {
 	case browser.StepObserve:
 		els := b.visibleLocked(t)
@@ -198,6 +201,10 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	}
 	return browser.ActResult{}, fmt.Errorf("fake: unknown step kind %q", step.Kind)
 }
+
+// ReportsSpawns implements browser.SpawnReporter: a click's spawn is created,
+// and its event sent, before Act returns.
+func (b *Browser) ReportsSpawns() bool { return true }
 
 // locateLocked finds a target's element index on t's page, refusing as the real
 // drivers do.

@@ -64,6 +64,9 @@ type Browser struct {
 	// for attribution: a page the act's input makes appear without an opener in
 	// actPage's window, or from actPage when it is a bound tab, is the act's.
 	actKey, actPage string
+	// actSpawns counts the pages created while an Act runs (ActResult.Spawns):
+	// the fake creates a click's spawn synchronously, so it tells exactly.
+	actSpawns int
 	// attributed remembers the act key each such page was attributed to.
 	attributed map[string]string
 	// ledger lives in the browser, like the extension's records in
@@ -131,6 +134,9 @@ func (b *Browser) newWindowLocked(url, opener string, popup bool) *tab {
 func (b *Browser) newTabLocked(windowID, url, opener string) *tab {
 	t := &tab{id: b.id("tab"), window: windowID, opener: opener, url: url, title: title(url)}
 	b.tabs[t.id] = t
+	if b.actPage != "" {
+		b.actSpawns++
+	}
 	w := b.windows[windowID]
 	w.tabs = append(w.tabs, t.id)
 	b.attributeLocked(t)
