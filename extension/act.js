@@ -49,8 +49,7 @@ const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward
 // Mutating steps run whole on one debugger session, whose Page.windowOpen announcements the
 // act's result counts (`spawns`); navigate and the history moves (whose loads run outside
 // one) have no `spawns` (the agent cannot tell), nor do the steps that change nothing, nor
-// fill (its fields may be typed
-// through more than one call).
+// fill (its fields may be typed through more than one call).
 const WATCHED = new Set(["click", "select", "type", "press"]);
 // An act marker without an end older than this died with its worker.
 export const ACT_MARKER_TTL_MS = 5 * 60_000;
