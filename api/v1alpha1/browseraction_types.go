@@ -345,8 +345,8 @@ type PageOutline struct {
 	// truncated is true when the page's outline goes on past text.
 	// +optional
 	Truncated bool `json:"truncated,omitempty"`
-	// nextOffset, set when truncated, is the outlineOffset of an Observe step that
-	// reads on (offset + lines).
+	// nextOffset is the outlineOffset of an Observe step that reads on (offset +
+	// lines); it is set only when truncated.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	NextOffset *int32 `json:"nextOffset,omitempty"`

@@ -190,8 +190,8 @@ type wireStep struct {
 	TimeoutMs   int64       `json:"timeoutMs,omitempty"`
 	MaxElements int         `json:"maxElements,omitempty"`
 	// OutlineOffset is observe's first outline node.
-	OutlineOffset int `json:"outlineOffset,omitempty"`
-	Fields      []wireField `json:"fields,omitempty"`
+	OutlineOffset int         `json:"outlineOffset,omitempty"`
+	Fields        []wireField `json:"fields,omitempty"`
 }
 
 // wireField is one field of a fill step.

@@ -60,7 +60,7 @@ func TestClickSettlesOnlyWhenItSpawnsOnChromium(t *testing.T) {
 	after := testenv.SpawnSettles(t, profile)
 	g.Expect(after["none"]-before["none"]).To(Equal(3.0), "each click needed no settle: %v → %v", before, after)
 	g.Expect(after["blind"]-before["blind"]).To(BeZero(), "no blind settle on the cdp driver")
-	g.Expect(after["announced"]-before["announced"]).To(BeZero())
+	g.Expect(after["announced"] - before["announced"]).To(BeZero())
 
 	// Every kind of spawn is listed in the result of the action that made it.
 	for _, tc := range spawnKindSteps {

@@ -48,7 +48,7 @@ func TestClickSettlesOnlyWhenItSpawnsThroughExtension(t *testing.T) {
 	after := testenv.SpawnSettles(t, profile)
 	g.Expect(after["none"]-before["none"]).To(Equal(3.0), "each click needed no settle: %v → %v", before, after)
 	g.Expect(after["blind"]-before["blind"]).To(BeZero(), "no blind settle after a click through the extension")
-	g.Expect(after["announced"]-before["announced"]).To(BeZero())
+	g.Expect(after["announced"] - before["announced"]).To(BeZero())
 
 	for _, tc := range []struct{ kind, text string }{
 		{"blank", "Blank"}, {"noopener", "No opener"}, {"popup", "Popup"}, {"form", "Submit"},
@@ -74,7 +74,10 @@ func TestClickSettlesOnlyWhenItSpawnsThroughExtension(t *testing.T) {
 	act := sa.Act("later", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Later"}})
 	g.Expect(act.Status.Phase).To(Equal(twv1.ActionSucceeded), "status %+v", act.Status)
 	var late []twv1.BrowserWindow
-	g.Eventually(func() []twv1.BrowserWindow { late = spawnedOf(ns, "kinds", get(t, &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"}}).Status.TabID); return late }).Should(HaveLen(1), "the timer's spawn is adopted")
+	g.Eventually(func() []twv1.BrowserWindow {
+		late = spawnedOf(ns, "kinds", get(t, &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"}}).Status.TabID)
+		return late
+	}).Should(HaveLen(1), "the timer's spawn is adopted")
 	g.Expect(late[0].Spec.Spawn.SpawnedBy).To(Equal("later"))
 	next := sa.Act("later", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Nothing"}})
 	g.Expect(next.Status.Phase).To(Equal(twv1.ActionRefused), "status %+v", next.Status)
