@@ -42,9 +42,9 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
 		// A session that finished before its deletion was observed then.
 		if at, finishing := r.endedAt.LoadAndDelete(s.UID); finishing {
-			metrics.SessionCleaned(at.(time.Time))
+			metrics.SessionCleaned(s.Status.ProfileName, at.(time.Time))
 		} else if !wasFinished {
-			metrics.SessionCleaned(s.DeletionTimestamp.Time)
+			metrics.SessionCleaned(s.Status.ProfileName, s.DeletionTimestamp.Time)
 		}
 	}
 	return ctrl.Result{}, nil

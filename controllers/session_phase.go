@@ -35,7 +35,7 @@ func (r *SessionReconciler) reconcileLifecycle(ctx context.Context, s *twv1.Brow
 		if s.Status.Phase != twv1.SessionPhaseFinished {
 			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
 			if at, ok := r.endedAt.LoadAndDelete(s.UID); ok {
-				metrics.SessionCleaned(at.(time.Time))
+				metrics.SessionCleaned(s.Status.ProfileName, at.(time.Time))
 			}
 		}
 		s.Status.Phase = twv1.SessionPhaseFinished

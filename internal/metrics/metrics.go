@@ -110,11 +110,11 @@ var (
 		Name: DriverPairedName,
 		Help: "1 when the profile's driver has a browser to reach: an extension paired with the host (extension driver), always for cdp and fake; 0 while no extension is paired (agent).",
 	}, agentLabels)
-	cleanupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	cleanupDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    CleanupDurationName,
-		Help:    "Seconds from a session ending (finished, idle timeout or deleted) to every page it owned being closed, released or detached (controller).",
+		Help:    "Seconds from a session ending (finished, idle timeout or deleted) to every page it owned being closed, released or detached, by the profile the session was placed on (controller).",
 		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
-	})
+	}, []string{"profile"})
 )
 
 // registered is every collector tabwarden registers (docs/metrics.md lists
@@ -193,10 +193,12 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// SessionCleaned observes how long a session's cleanup took, from ended.
-func SessionCleaned(ended time.Time) {
+// SessionCleaned observes how long the cleanup of a session placed on profile
+// took, from ended. The profile is the session's status.profileName, written
+// only by the controller from a profile that existed ("" when never placed).
+func SessionCleaned(profile string, ended time.Time) {
 	if !ended.IsZero() {
-		cleanupDuration.Observe(time.Since(ended).Seconds())
+		cleanupDuration.WithLabelValues(profile).Observe(time.Since(ended).Seconds())
 	}
 }
 

@@ -219,7 +219,7 @@ func TestMetricsDocumented(t *testing.T) {
 	a.SpawnSettle("none")
 	a.PoolContextDisposed(DisposedInCleanup)
 	a.DriverConnected(true, true)
-	SessionCleaned(time.Now())
+	SessionCleaned("doc", time.Now())
 	withdraw := SetSessionReader(fakeCache(t,
 		sessionIn("doc", "s", "Active", "doc", 0),
 		windowIn("doc", "w", twv1.SourceOpen, twv1.WindowOpen, "doc", "doc")))

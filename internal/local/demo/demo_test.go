@@ -83,7 +83,7 @@ func TestDemo(t *testing.T) {
 		// (Prometheus lists families by name.)
 		`(?m)^tabwarden_action_results_total\{driver="cdp",phase="Refused",profile="[^"]+",reason="unacknowledged_spawns"\} 1$`,
 		`(?m)^tabwarden_action_results_total\{driver="cdp",phase="Succeeded",profile="[^"]+",reason=""\} 1$`,
-		`(?m)^tabwarden_session_cleanup_duration_seconds_count 1$`,
+		`(?m)^tabwarden_session_cleanup_duration_seconds_count\{profile="[^"]+"\} 1$`,
 		`(?m)^tabwarden_spawns_adopted_total\{driver="cdp",profile="[^"]+",reason="opener"\} 1$`,
 		`(?m)^tabwarden_unacknowledged_spawns\{namespace="default"\} 0$`,
 		`(?m)^Done\. Nothing the session owned is left open`,
