@@ -119,6 +119,32 @@ func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
 
 func get[T client.Object](t *testing.T, obj T) T { t.Helper(); return testenv.Get(t, k8s, obj) }
 
+// onPage is a test's session driving one page: the namespace, the page's tab
+// and a scripted agent of the session, acting as the namespace's user ada.
+type onPage struct {
+	ns, tab string
+	agent   *testenv.ScriptedAgent
+}
+
+// sessionOnPage opens the world of a test that drives one fixture page: a new
+// namespace whose user ada has the shipped edit role, the roles of profile, a
+// session named after profile, and its window (window, at the fixture's path)
+// Open with a page titled title loaded in Chromium.
+func sessionOnPage(t *testing.T, g *WithT, h *cdp.Browser, profile, window, path, title string) onPage {
+	t.Helper()
+	ctx := context.Background()
+	ns := newNamespace(t)
+	u := testenv.UserClient(t, cfg, ns, "ada")
+	startRoles(t, profile)
+	s := session(ns, profile, profile)
+	g.Expect(u.Create(ctx, s)).To(Succeed())
+	w := openWindow(ns, window, profile, site.Path(path))
+	g.Expect(u.Create(ctx, w)).To(Succeed())
+	tab := waitOpen(t, g, w)
+	g.Eventually(func() string { return pages(t, h)[tab].Title }).Should(Equal(title))
+	return onPage{ns: ns, tab: tab, agent: &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: profile, Thread: s.Spec.Thread, Timeout: time.Minute}}
+}
+
 func spawned(ns, sess string) []twv1.BrowserWindow {
 	var list twv1.BrowserWindowList
 	_ = k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{twv1.SessionLabel: sess, twv1.SourceLabel: "spawned"})
