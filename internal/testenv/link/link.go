@@ -28,16 +28,16 @@ type Link struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	up    *sync.Cond // broadcast when the link heals or closes
-	conns map[net.Conn]struct{}
+	mu     sync.Mutex
+	up     *sync.Cond // broadcast when the link heals or closes
+	conns  map[net.Conn]struct{}
 	down   bool // partitioned: bytes and new connections wait for Heal
 	refuse bool // dropped: new connections are refused until Heal
-	loss  float64
-	stall time.Duration
-	rnd   *rand.Rand
-	done  bool
-	stats Stats
+	loss   float64
+	stall  time.Duration
+	rnd    *rand.Rand
+	done   bool
+	stats  Stats
 }
 
 // Stats counts what the link did.
