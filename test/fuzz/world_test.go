@@ -54,8 +54,8 @@ type world struct {
 	api        *link.Link
 	apiDropped bool // api refuses connections
 	lossy      bool // api loses segments
-	n       int  // names
-	trace   []string
+	n          int  // names
+	trace      []string
 
 	sessions  []*msession
 	windows   []*mwindow // Open and Bind windows the user created
