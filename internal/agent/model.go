@@ -24,6 +24,9 @@ type model struct {
 	// spawns indexes pages by their opener (opener id → page ids), so that
 	// finding a page's spawns costs its spawns, not every page of the browser.
 	spawns map[string]map[string]bool
+	// attributed indexes the pages a driver attributed to an action (action
+	// key → page ids): what an action caused without an opener.
+	attributed map[string]map[string]bool
 	// records mirrors the driver's ledger (page → record): the only source of
 	// authority over a page. keys maps a record's key to its page.
 	records map[string]browser.Record
@@ -52,7 +55,7 @@ type recordOp struct {
 }
 
 func newModel() *model {
-	return &model{pages: map[string]browser.Page{}, spawns: map[string]map[string]bool{}, records: map[string]browser.Record{}, keys: map[string]string{}, owners: map[string]owner{}}
+	return &model{pages: map[string]browser.Page{}, spawns: map[string]map[string]bool{}, attributed: map[string]map[string]bool{}, records: map[string]browser.Record{}, keys: map[string]string{}, owners: map[string]owner{}}
 }
 
 // beginSnapshot is called before asking the driver for a snapshot: record
@@ -82,7 +85,7 @@ func (m *model) replace(s browser.Snapshot, mark int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pages = make(map[string]browser.Page, len(s.Pages))
-	m.spawns = map[string]map[string]bool{}
+	m.spawns, m.attributed = map[string]map[string]bool{}, map[string]map[string]bool{}
 	for _, p := range s.Pages {
 		m.pages[p.ID] = p
 		m.linkLocked(p)
@@ -123,6 +126,9 @@ func (m *model) put(p browser.Page) {
 		if p.OpenerID == "" {
 			p.OpenerID = old.OpenerID
 		}
+		if p.Attributed == "" {
+			p.Attributed = old.Attributed
+		}
 		p.Popup = p.Popup || old.Popup
 		m.unlinkLocked(old)
 	}
@@ -139,33 +145,53 @@ func (m *model) remove(id string) {
 	delete(m.pages, id)
 }
 
-// linkLocked and unlinkLocked keep the opener index in step with pages.
+// linkLocked and unlinkLocked keep the opener and attribution indexes in step
+// with pages.
 func (m *model) linkLocked(p browser.Page) {
-	if p.OpenerID == "" {
-		return
-	}
-	set := m.spawns[p.OpenerID]
-	if set == nil {
-		set = map[string]bool{}
-		m.spawns[p.OpenerID] = set
-	}
-	set[p.ID] = true
+	indexPage(m.spawns, p.OpenerID, p.ID)
+	indexPage(m.attributed, p.Attributed, p.ID)
 }
 
 func (m *model) unlinkLocked(p browser.Page) {
-	if set := m.spawns[p.OpenerID]; set != nil {
-		delete(set, p.ID)
+	unindexPage(m.spawns, p.OpenerID, p.ID)
+	unindexPage(m.attributed, p.Attributed, p.ID)
+}
+
+func indexPage(idx map[string]map[string]bool, by, id string) {
+	if by == "" {
+		return
+	}
+	set := idx[by]
+	if set == nil {
+		set = map[string]bool{}
+		idx[by] = set
+	}
+	set[id] = true
+}
+
+func unindexPage(idx map[string]map[string]bool, by, id string) {
+	if set := idx[by]; set != nil {
+		delete(set, id)
 		if len(set) == 0 {
-			delete(m.spawns, p.OpenerID)
+			delete(idx, by)
 		}
 	}
 }
 
 // spawnsOf returns the pages whose opener is page opener.
 func (m *model) spawnsOf(opener string) []browser.Page {
+	return m.indexed(m.spawns, opener)
+}
+
+// attributedTo returns the pages the driver attributed to the action key.
+func (m *model) attributedTo(key string) []browser.Page {
+	return m.indexed(m.attributed, key)
+}
+
+func (m *model) indexed(idx map[string]map[string]bool, by string) []browser.Page {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	set := m.spawns[opener]
+	set := idx[by]
 	if len(set) == 0 {
 		return nil
 	}

@@ -127,8 +127,8 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 	return ctrl.Result{}, nil
 }
 
-// adoptSpawnsOf adopts the pages the window's page spawned that are not adopted
-// yet, before its record is dropped: after that the driver can no longer see
+// adoptSpawnsOf adopts the pages the window's page spawned, and those an action
+// in the window caused, that are not adopted yet, before its record is dropped: after that the driver can no longer see
 // them as spawned from the session (a popup opened while the browser link was
 // down, reported on the reconnect that also runs this cleanup). A page about
 // to be released (a Keep page, a bound tab) waits first until the adopter has
@@ -160,6 +160,18 @@ func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWin
 		}
 		if err := a.adopt(ctx, p, o, rec.Key, ReasonOpener, time.Now()); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Adopting a spawn of a page before letting it go failed", "page", p.ID, "opener", rec.Page)
+		}
+	}
+	// And what an action in this window caused without an opener (or from a
+	// bound tab) whose adoption failed so far (the API server unreachable):
+	// once the window and its session are gone, nothing could adopt it.
+	key := ActionKey(w.Namespace, w.Spec.SessionRef.Name, w.Name)
+	for _, p := range a.model.attributedTo(key) {
+		if _, recorded := a.model.record(p.ID); recorded {
+			continue
+		}
+		if err := a.adopt(ctx, p, o, key, ReasonDuringAction, time.Now()); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Adopting a page an action of the window caused before letting it go failed", "page", p.ID, "action", key)
 		}
 	}
 	return true
@@ -286,10 +298,17 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 	if ready, _ := a.model.state(); !ready || !a.model.knowsRecords() {
 		return nil
 	}
-	windows, err := r.sessionWindows(ctx, s)
-	if err != nil {
+	// Read from the API server, not the cache: each window's disposition
+	// decides whether its page closes, and the cache may show the session's
+	// end before a Keep the user set earlier on another window (the informers
+	// of sessions and windows are separate streams). A read after the session
+	// ended sees every write before its end.
+	var list twv1.BrowserWindowList
+	if err := a.reader.List(ctx, &list, client.InNamespace(s.Namespace),
+		client.MatchingLabels{twv1.SessionLabel: s.Name, twv1.ProfileLabel: a.opts.Profile}); err != nil {
 		return err
 	}
+	windows := list.Items
 	log := ctrl.LoggerFrom(ctx)
 	var (
 		wg     sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser"
 )
 
@@ -130,11 +131,18 @@ func (w *world) converged() error {
 	windows := w.apiWindows()
 	uids := map[string]twv1.BrowserWindow{}
 	spawned := map[string]string{} // page → session of its Spawned window
+	adopted := map[string]string{} // page → the agent's Spawned window of it
 	for _, x := range windows {
 		uids[string(x.UID)] = x
 		if x.Spec.Spawn != nil && !x.Refused() {
-			if other, twice := spawned[x.Spec.Spawn.TabID]; twice {
-				return fmt.Errorf("page %s is adopted twice: by window %s and by one of session %s", x.Spec.Spawn.TabID, x.Name, other)
+			// A window the agent made for an adoption (its name is the
+			// session's and the page's; a forged claim is not) names a page
+			// no other adoption names.
+			if made := agent.SpawnedWindowName(x.Spec.SessionRef.Name, w.profile, x.Spec.Spawn.TabID) == x.Name; made {
+				if other, twice := adopted[x.Spec.Spawn.TabID]; twice {
+					return fmt.Errorf("page %s is adopted twice: by window %s and by %s", x.Spec.Spawn.TabID, x.Name, other)
+				}
+				adopted[x.Spec.Spawn.TabID] = x.Name
 			}
 			spawned[x.Spec.Spawn.TabID] = x.Spec.SessionRef.Name
 		}
