@@ -128,30 +128,34 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 }
 
 // adoptSpawnsOf adopts the pages the window's page spawned, and those an action
-// in the window caused, that are not adopted yet, before its record is dropped: after that the driver can no longer see
-// them as spawned from the session (a popup opened while the browser link was
-// down, reported on the reconnect that also runs this cleanup). A page about
-// to be released (a Keep page, a bound tab) waits first until the adopter has
+// in the window caused, that are not adopted yet, before its record is
+// dropped: after that the driver can no longer see them as spawned from the
+// session (a popup opened while the browser link was down, reported on the
+// reconnect that also runs this cleanup). It waits first until the adopter has
 // handled every event the driver reported so far, so a spawn reported but not
-// handled yet is adopted while the page is still the session's; a page about
-// to close drains after its close instead (closeRecorded).
+// handled yet is adopted while the page is still the session's (a page about
+// to close drains again after its close: closeRecorded).
 //
-// It reports false when the model cannot tell yet (not connected and synced
-// since the last reconnect): the caller must not let go of the record then.
+// It reports false when the model cannot tell yet (the events not handled
+// within spawnDrainTimeout, or not connected and synced since the last
+// reconnect): the caller must not let go of the record then.
 // Adoption itself is best effort: the adopter retries on its own, and a
 // failure here must not hold the cleanup.
 func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) bool {
 	a := r.agent
-	if ready, _ := a.model.state(); !ready {
+	// The model is trusted only once the adopter has handled what the driver
+	// reported so far: a disconnect and reconnect it has not handled yet
+	// leave the model of the old connection looking ready, without the pages
+	// spawned while the link was down (the fuzz, seed 1 episode 203).
+	wait, cancel := context.WithTimeout(ctx, spawnDrainTimeout)
+	err := a.eventsHandled(wait)
+	cancel()
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Waiting for the browser's events before letting go of a page", "page", rec.Page)
 		return false
 	}
-	if !rec.Owned() || w.Spec.Disposition == twv1.DispositionKeep {
-		wait, cancel := context.WithTimeout(ctx, spawnDrainTimeout)
-		err := a.eventsHandled(wait)
-		cancel()
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Waiting for the spawns of a page about to be released to be adopted", "page", rec.Page)
-		}
+	if ready, _ := a.model.state(); !ready {
+		return false
 	}
 	o := owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}
 	for _, p := range a.model.spawnsOf(rec.Page) {
@@ -331,7 +335,11 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 		if st.TabID != rec.Page {
 			continue
 		}
-		r.adoptSpawnsOf(ctx, w, rec)
+		if !r.adoptSpawnsOf(ctx, w, rec) {
+			// The model cannot tell what this page spawned yet: its window's
+			// own cleanup closes it once it can.
+			continue
+		}
 		owns := st.OwnsWindow
 		wg.Add(1)
 		sem <- struct{}{}
