@@ -5,6 +5,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -186,7 +187,7 @@ func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) erro
 	if err := addProbes(mgr); err != nil {
 		return err
 	}
-	return mgr.Start(ctx)
+	return start(ctx, mgr)
 }
 
 // AgentOptions configure the agent role.
@@ -211,5 +212,44 @@ func Agent(ctx context.Context, cfg *rest.Config, o AgentOptions) error {
 	if err := addProbes(mgr); err != nil {
 		return err
 	}
-	return mgr.Start(ctx)
+	return start(ctx, mgr)
+}
+
+// unsyncedStopGrace is how long a role stopped before its caches synced waits
+// for its manager to return (start).
+const unsyncedStopGrace = 2 * time.Second
+
+// start runs the manager until ctx ends. controller-runtime's manager cannot
+// stop while it waits for its caches' first sync: canceled then, its start
+// loop spins until the caches sync, which they cannot while the API server is
+// unreachable (kubernetes-sigs/controller-runtime#3440, not in v0.25.3). A
+// role stopped then returns after unsyncedStopGrace with an error saying so,
+// instead of hanging; the manager's start returns by itself once the API
+// server answers. A role stopped after its caches synced stops as the manager
+// does (its graceful shutdown).
+func start(ctx context.Context, mgr ctrl.Manager) error {
+	synced := make(chan struct{})
+	go func() {
+		if mgr.GetCache().WaitForCacheSync(ctx) {
+			close(synced)
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	select {
+	case <-synced:
+		return <-done
+	default:
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(unsyncedStopGrace):
+		return errors.New("stopped before its caches synced (the API server unreachable): the manager is abandoned, not stopped")
+	}
 }

@@ -67,7 +67,16 @@ func (w *world) quiesce() error {
 	for time.Now().Before(deadline) {
 		w.collectGarbage()
 		if err := w.agt.dead(); err != nil {
-			return fmt.Errorf("the agent %w", err)
+			if !strings.Contains(w.agt.err.Error(), "creating the agent manager") {
+				return fmt.Errorf("the agent %w", err)
+			}
+			// Started while its link to the API server was down (or as it
+			// healed, on a connection attempt made before), the agent could
+			// not discover the API and exited, as a pod's would; the kubelet
+			// restarts it. Any other exit is a failure.
+			stats["agent-restarts-after-failed-start"]++
+			w.agt = nil
+			w.agentUp(true)
 		}
 		if err := controllerUp(true); err != nil {
 			return err
