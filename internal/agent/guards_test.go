@@ -281,6 +281,8 @@ func stepOf(st twv1.StepType) twv1.ActionStep {
 		step.Key = "Enter"
 	case twv1.StepWait:
 		step.Text = "Send"
+	case twv1.StepDialog:
+		step.Answer = twv1.DialogDismiss
 	}
 	return step
 }
