@@ -227,7 +227,7 @@ const (
 type OpenDialog struct {
 	// type is alert, confirm or prompt.
 	// +required
-	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:Enum=alert;confirm;prompt
 	Type string `json:"type,omitempty"`
 	// message is the dialog's text, truncated.
 	// +optional

@@ -47,7 +47,7 @@ func TestDialogStepsOnChromium(t *testing.T) {
 		twv1.ActionStep{Type: twv1.StepObserve})
 	g.Expect(act.Status.Steps[0].Dialog).To(Equal(&twv1.OpenDialog{Type: "prompt", Message: "New name?", DefaultPrompt: "draft"}))
 	g.Eventually(title).Should(Equal("Renamed Ada"))
-	act = agent.Do("dialog",
+	agent.Do("dialog",
 		twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Rename"}},
 		twv1.ActionStep{Type: twv1.StepDialog, Answer: twv1.DialogDismiss})
 	g.Eventually(title).Should(Equal("Not renamed"))
