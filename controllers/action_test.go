@@ -230,6 +230,9 @@ func TestGuardCoverage(t *testing.T) {
 			twv1.StepSelect: {Type: twv1.StepSelect, Target: selectTarget(target), Text: "Canada"},
 			// Search is a text field: the guards' targets are filled as given.
 			twv1.StepFill: {Type: twv1.StepFill, Fields: []twv1.FillField{{Target: target, Text: "hello"}}},
+			// The page shows a dialog when it runs (opened below): last in
+			// StepTypes' order, it blocks no other step.
+			twv1.StepDialog: {Type: twv1.StepDialog, Answer: twv1.DialogDismiss},
 		}
 	}
 	sendButton := &twv1.ActionTarget{Text: "Search"}
@@ -310,6 +313,14 @@ func TestGuardCoverage(t *testing.T) {
 					WindowRef: twv1.ActionWindowReference{Name: "contacts"}, Steps: []twv1.ActionStep{step}}
 				if reset != nil {
 					reset(act)
+				}
+				if st == twv1.StepDialog {
+					// A Dialog step answers the dialog the page shows (an ended
+					// session's window may be gone).
+					bw := &twv1.BrowserWindow{}
+					if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(w.contacts), bw); err == nil {
+						w.b.OpenDialog(bw.Status.TabID, "confirm")
+					}
 				}
 				g.Expect(w.user.Create(context.Background(), act)).To(Succeed())
 				act = w.agent.Wait(act)

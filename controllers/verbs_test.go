@@ -91,3 +91,39 @@ func TestOutlineOffsetIsValidated(t *testing.T) {
 	}
 	g.Expect(create(twv1.ActionStep{Type: twv1.StepObserve, OutlineOffset: off(400)}, twv1.ActionStep{Type: twv1.StepObserve})).To(Succeed())
 }
+
+// TestDialogStepIsValidated: the API server refuses a Dialog step without an
+// answer, or with one it does not know, answer on any other step, and text
+// with Dismiss (text answers a prompt, so it goes with Accept), each teaching
+// the corrected step; it admits Accept (with or without text) and Dismiss.
+func TestDialogStepIsValidated(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	create := func(steps ...twv1.ActionStep) error {
+		act := &twv1.BrowserAction{}
+		act.Namespace, act.GenerateName = ns, "dialog-"
+		act.Spec = twv1.BrowserActionSpec{SessionRef: twv1.SessionReference{Name: "s"}, Thread: "t",
+			WindowRef: twv1.ActionWindowReference{Name: "w"}, Steps: steps}
+		return k8s.Create(context.Background(), act)
+	}
+	for _, c := range []struct {
+		step twv1.ActionStep
+		says string
+	}{
+		{twv1.ActionStep{Type: twv1.StepDialog}, "a Dialog step needs answer, Accept or Dismiss"},
+		{twv1.ActionStep{Type: twv1.StepDialog, Text: "Ada"}, "a Dialog step needs answer"},
+		{twv1.ActionStep{Type: twv1.StepDialog, Answer: "OK"}, `Unsupported value: "OK"`},
+		{twv1.ActionStep{Type: twv1.StepDialog, Answer: twv1.DialogDismiss, Text: "Ada"}, "goes with answer Accept only"},
+		{twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Delete"}, Answer: twv1.DialogAccept}, "answer belongs to a Dialog step only"},
+		{twv1.ActionStep{Type: twv1.StepObserve, Answer: twv1.DialogDismiss}, "answer belongs to a Dialog step only"},
+	} {
+		err := create(c.step)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: got %v", c.step, err)
+		g.Expect(err.Error()).To(ContainSubstring(c.says))
+	}
+	g.Expect(create(
+		twv1.ActionStep{Type: twv1.StepDialog, Answer: twv1.DialogAccept},
+		twv1.ActionStep{Type: twv1.StepDialog, Answer: twv1.DialogAccept, Text: "Ada"},
+		twv1.ActionStep{Type: twv1.StepDialog, Answer: twv1.DialogDismiss},
+	)).To(Succeed())
+}

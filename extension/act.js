@@ -50,7 +50,7 @@ const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward
 // act's result counts (`spawns`); navigate and the history moves (whose loads run outside
 // one) have no `spawns` (the agent cannot tell), nor do the steps that change nothing, nor
 // fill (its fields may be typed through more than one call).
-const WATCHED = new Set(["click", "select", "type", "press"]);
+const WATCHED = new Set(["click", "select", "type", "press", "dialog"]);
 // An act marker without an end older than this died with its worker.
 export const ACT_MARKER_TTL_MS = 5 * 60_000;
 export const NAVIGATE_TIMEOUT_MS = 30_000;
@@ -59,6 +59,9 @@ const WAIT_POLL_MS = 200;
 // script keeping the page busy) is abandoned after this long (plus a wait's own timeout): the
 // debugger detaches and the tab's next act can run.
 export const STEP_BOUND_MS = 25_000;
+// A JavaScript dialog a step left open waits this long for a dialog step, then is dismissed
+// (browser.DialogTimeout).
+export const DIALOG_TIMEOUT_MS = 5 * 60_000;
 export const WORLD_NAME = "tabwarden";
 const actKey = (key) => `act:${key}`;
 
@@ -162,6 +165,9 @@ function createDebuggerWatch({ chrome, now, log }) {
   const opens = []; // {key, sourceTabId, noopener, at}: announced, not yet claimed
   const dialogs = new Map(); // tabId -> dialogs dismissed while its act ran
   const announced = new Map(); // tabId -> Page.windowOpen events while its act ran (the act's `spawns`)
+  const held = new Set(); // tabs whose debugger session is kept while a dialog shows (createDebuggerSessions)
+  const shown = new Map(); // tabId -> the JavaScript dialog it shows, left for a dialog step
+  const waiters = new Map(); // tabId -> called when a dialog opens while its act runs
 
   /** Records a dialog answered on tabId while its act ran; the step fails naming it. */
   function noteDialog(tabId, what) {
@@ -178,13 +184,25 @@ function createDebuggerWatch({ chrome, now, log }) {
    */
   function onDebuggerEvent(source, method, params) {
     const tabId = source?.tabId;
-    if (!acting.has(tabId)) return;
+    if (!acting.has(tabId) && !held.has(tabId)) return;
     if (method === "Page.javascriptDialogOpening") {
       const type = String(params?.type ?? "dialog");
+      if (type === "alert" || type === "confirm" || type === "prompt") {
+        // Left open for a dialog step: the running act returns it (waiters), the session stays.
+        const d = { type, message: clip(String(params?.message ?? ""), 1024) };
+        if (type === "prompt") d.defaultPrompt = clip(String(params?.defaultPrompt ?? ""), 1024);
+        shown.set(tabId, d);
+        waiters.get(tabId)?.(d);
+        return;
+      }
       noteDialog(tabId, `${clip(type, 16)} ${JSON.stringify(clip(String(params?.message ?? ""), 200))}`);
       chrome.debugger
         .sendCommand({ tabId }, "Page.handleJavaScriptDialog", { accept: type === "beforeunload" })
         .catch((e) => log.warn?.(`tabwarden: answering a dialog on tab ${tabId}:`, e?.message));
+      return;
+    }
+    if (method === "Page.javascriptDialogClosed") {
+      shown.delete(tabId); // answered (by a dialog step, the timeout or the user)
       return;
     }
     if (method !== "Page.windowOpen") return;
@@ -226,6 +244,19 @@ function createDebuggerWatch({ chrome, now, log }) {
     announcedSeen: (tabId) => announced.get(tabId) ?? 0,
     /** The dialogs answered on tabId since its act started. */
     dialogsSeen: (tabId) => dialogs.get(tabId),
+    /** The dialog tabId shows, left for a dialog step; undefined if none. */
+    shownDialog: (tabId) => shown.get(tabId),
+    /** The dialog of tabId was answered (or its tab's session ended). */
+    forgetDialog: (tabId) => shown.delete(tabId),
+    /** Calls f(dialog) when tabId opens a dialog, until the returned function is called. */
+    onDialog(tabId, f) {
+      waiters.set(tabId, f);
+      return () => {
+        if (waiters.get(tabId) === f) waiters.delete(tabId);
+      };
+    },
+    /** tabId's session is kept (held) while its dialog shows, or not. */
+    hold: (tabId, on) => (on ? held.add(tabId) : held.delete(tabId)),
     /** tabId's act ended: its events are no longer watched. */
     stopAct(tabId) {
       acting.delete(tabId);
@@ -243,17 +274,57 @@ function createDebuggerWatch({ chrome, now, log }) {
  * setTimeout, clearTimeout, log, noteDialog (createDebuggerWatch). Returns
  * withDebugger(tabId, boundMs, fn).
  */
-function createDebuggerSessions({ chrome, setTimeout, clearTimeout, log, noteDialog }) {
+function createDebuggerSessions({ chrome, setTimeout, clearTimeout, log, noteDialog, watch }) {
+  const kept = new Map(); // tabId -> the timer that dismisses its dialog: its session is held
+
+  /**
+   * Ends tabId's held session: its dialog dismissed (Cancel), the debugger detached. The
+   * dialog timeout, a close of the tab, and a gone tab end it.
+   */
+  async function release(tabId) {
+    const timer = kept.get(tabId);
+    if (timer === undefined) return;
+    kept.delete(tabId);
+    clearTimeout?.(timer);
+    watch.hold(tabId, false);
+    const target = { tabId };
+    if (watch.shownDialog(tabId)) {
+      watch.forgetDialog(tabId);
+      await chrome.debugger.sendCommand(target, "Page.handleJavaScriptDialog", { accept: false }).catch(() => {});
+    }
+    await chrome.debugger.detach(target).catch(() => {}); // gone with its tab: nothing to detach
+  }
+
+  /** Keeps tabId's session while its dialog shows, bounded by DIALOG_TIMEOUT_MS. */
+  function keep(tabId) {
+    watch.hold(tabId, true);
+    kept.set(
+      tabId,
+      setTimeout(() => {
+        log.warn?.(`tabwarden: dismissing the dialog nobody answered on tab ${tabId} after ${DIALOG_TIMEOUT_MS / 1000} s`);
+        release(tabId);
+      }, DIALOG_TIMEOUT_MS),
+    );
+  }
+
   async function withDebugger(tabId, boundMs, fn) {
     const target = { tabId };
-    try {
-      await chrome.debugger.attach(target, "1.3");
-    } catch (e) {
-      const msg = String(e?.message ?? e);
-      if (/no tab with/i.test(msg)) throw new ActRefusal("not_found", `tab ${tabId} not found`);
-      // "Another debugger is already attached" (DevTools open on the tab), or a page Chrome
-      // protects (the web store, chrome:// pages).
-      throw new ActRefusal("failed", `cannot attach to tab ${tabId} (${clip(msg, 300)}); close DevTools on that tab and retry`);
+    const reused = kept.has(tabId);
+    if (reused) {
+      // The session that saw the tab's dialog: a new one would be told of none.
+      clearTimeout?.(kept.get(tabId));
+      kept.delete(tabId);
+      watch.hold(tabId, false);
+    } else {
+      try {
+        await chrome.debugger.attach(target, "1.3");
+      } catch (e) {
+        const msg = String(e?.message ?? e);
+        if (/no tab with/i.test(msg)) throw new ActRefusal("not_found", `tab ${tabId} not found`);
+        // "Another debugger is already attached" (DevTools open on the tab), or a page Chrome
+        // protects (the web store, chrome:// pages).
+        throw new ActRefusal("failed", `cannot attach to tab ${tabId} (${clip(msg, 300)}); close DevTools on that tab and retry`);
+      }
     }
     const send = (method, params) => chrome.debugger.sendCommand(target, method, params ?? {});
     let timer = null;
@@ -269,16 +340,29 @@ function createDebuggerSessions({ chrome, setTimeout, clearTimeout, log, noteDia
         boundMs,
       );
     });
+    // A dialog the step's input opens stops the step there: the call waiting on the page
+    // would wait until it is answered. The step returns it, and the session stays.
+    let stopWaiting = () => {};
+    const opened = new Promise((resolve) => {
+      stopWaiting = watch.onDialog(tabId, (dialog) => resolve({ dialog }));
+    });
     try {
-      const running = attachedSteps(tabId, send, fn);
+      const running = reused ? fn(send) : attachedSteps(tabId, send, fn);
       running.catch(() => {}); // settles (rejected) once the debugger detaches
-      return await Promise.race([running, abandoned]);
+      const r = await Promise.race([running, abandoned, opened]);
+      const d = watch.shownDialog(tabId);
+      return d && !r?.dialog ? { ...r, dialog: d } : r;
     } finally {
+      stopWaiting();
       clearTimeout?.(timer);
-      try {
-        await chrome.debugger.detach(target);
-      } catch (e) {
-        log.warn?.(`tabwarden: detach from tab ${tabId}:`, e?.message);
+      if (watch.shownDialog(tabId)) {
+        keep(tabId);
+      } else {
+        try {
+          await chrome.debugger.detach(target);
+        } catch (e) {
+          log.warn?.(`tabwarden: detach from tab ${tabId}:`, e?.message);
+        }
       }
     }
   }
@@ -300,7 +384,7 @@ function createDebuggerSessions({ chrome, setTimeout, clearTimeout, log, noteDia
     return fn(send);
   }
 
-  return { withDebugger };
+  return { withDebugger, release };
 }
 
 // ---- targeting and observation in the page: the tabwarden world --------------------------------
@@ -557,7 +641,7 @@ export function createActor(deps) {
   const sleep = (ms) => new Promise((r) => deps.setTimeout(r, ms));
   const attribution = createAttribution({ session, now });
   const watch = createDebuggerWatch({ chrome, now, log });
-  const sessions = createDebuggerSessions({ chrome, setTimeout: deps.setTimeout, clearTimeout: deps.clearTimeout, log, noteDialog: watch.noteDialog });
+  const sessions = createDebuggerSessions({ chrome, setTimeout: deps.setTimeout, clearTimeout: deps.clearTimeout, log, noteDialog: watch.noteDialog, watch });
   const worlds = createPageWorlds({ source: createPageSource(deps.loadPageSource), nonce: deps.nonce ?? randomNonce });
   const tails = new Map(); // tabId -> tail promise of that tab's acts
 
@@ -574,6 +658,18 @@ export function createActor(deps) {
 
   /** Runs one validated step on tabId: navigate and a bare wait without the debugger, the rest in one debugger session. */
   async function perform(tabId, s) {
+    // A JavaScript dialog blocks the page: only a dialog step runs while one shows, and only
+    // while one shows.
+    const shown = watch.shownDialog(tabId);
+    if (shown && s.kind !== "dialog") {
+      throw new ActRefusal(
+        "dialog_open",
+        `the page shows a JavaScript ${shown.type} ${JSON.stringify(shown.message)} and nothing runs on it until it is answered; nothing ran. Answer it first with a Dialog step (answer Accept or Dismiss; text answers a prompt)`,
+      );
+    }
+    if (!shown && s.kind === "dialog") {
+      throw new ActRefusal("no_dialog", `the page shows no JavaScript dialog (none opened, or it was answered or dismissed after ${DIALOG_TIMEOUT_MS / 60_000}m0s); nothing ran. Observe to see the page`);
+    }
     if (s.kind === "navigate") {
       await navigate(chrome, tabId, s.url, sleep);
       return {};
@@ -622,6 +718,16 @@ export function createActor(deps) {
         case "wait":
           await waitText(page, s, { now, sleep });
           return {};
+        case "dialog": {
+          // Over the session that saw it (withDebugger reuses it): OK with the prompt's text
+          // (else its default), or Cancel.
+          const d = watch.shownDialog(tabId);
+          const params = { accept: s.accept };
+          if (s.accept && d?.type === "prompt") params.promptText = s.text || d.defaultPrompt || "";
+          watch.forgetDialog(tabId);
+          await send("Page.handleJavaScriptDialog", params);
+          return {};
+        }
       }
       throw invalid(`unknown step kind ${s.kind}`);
     });
@@ -663,6 +769,13 @@ export function createActor(deps) {
     expireMarkers: attribution.expireMarkers,
     onDebuggerEvent: watch.onDebuggerEvent,
     claimOpen: watch.claimOpen,
-    forgetTab: worlds.forgetTab,
+    /** tabId is gone: its world, and a session held for its dialog, are forgotten. */
+    forgetTab(tabId) {
+      worlds.forgetTab(tabId);
+      sessions.release(tabId);
+      watch.forgetDialog(tabId);
+    },
+    /** Ends tabId's held session (its dialog dismissed) before a close attaches its own. */
+    releaseTab: sessions.release,
   };
 }

@@ -102,7 +102,7 @@ export function createWorker(chrome, deps = {}) {
     crypto: cryptoImpl,
     execute, // a command frame's reply (below)
   });
-  const ownership = createOwnership({ chrome, session, now, setTimer, clearTimer, ledger });
+  const ownership = createOwnership({ chrome, session, now, setTimer, clearTimer, ledger, releaseTab: (tabId) => actor.releaseTab(tabId) });
   const events = createEvents({
     chrome,
     session,

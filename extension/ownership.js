@@ -24,11 +24,12 @@ const TIMED_OUT = Symbol("timed out");
 /**
  * Builds the ownership operations. deps: chrome (tabs, windows, debugger), session (store.js
  * over chrome.storage.session), now, setTimer, clearTimer, and ledger (createLedger's
- * liveRecordOf, lookupTab, tryGetTab, maxTabIdSeen, openerOf).
+ * liveRecordOf, lookupTab, tryGetTab, maxTabIdSeen, openerOf), and releaseTab(tabId) (act.js: ends
+ * a debugger session an act kept for the tab's dialog).
  *
  * Returns open, adopt, bind, release, closeOwned, cleanup and claimOwnTab.
  */
-export function createOwnership({ chrome, session, now, setTimer, clearTimer, ledger }) {
+export function createOwnership({ chrome, session, now, setTimer, clearTimer, ledger, releaseTab = async () => {} }) {
   // Tabs this worker created itself outside open (the last-tab rule's about:blank): never
   // attributed to an act.
   const ownTabs = new Set();
@@ -57,6 +58,9 @@ export function createOwnership({ chrome, session, now, setTimer, clearTimer, le
         (e) => e ?? new Error("failed"),
       );
     let attached = false;
+    // A session an act kept for the tab's dialog is ended first (the dialog dismissed): the
+    // close attaches its own.
+    await within(settled(releaseTab(tabId)), CLOSE_STEP_MS);
     chrome.debugger.onEvent.addListener(answer);
     try {
       attached = (await within(settled(chrome.debugger.attach(target, "1.3")), CLOSE_STEP_MS)) === null;

@@ -16,7 +16,7 @@ export const MAX_OUTLINE_OFFSET = 1_000_000;
 const MAX_OUTLINE_NODES = 5000;
 const MAX_OUTLINE_TEXT = 4096; // characters; page.js sends at most 1000 per node
 export const MAX_FILL_FIELDS = 20;
-export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select", "fill"]);
+export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select", "fill", "dialog"]);
 // The reasons a page refusal may carry (browser.ActError); anything else from page.js is a bug.
 export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found", "no_history"]);
 
@@ -161,6 +161,12 @@ export function validateStep(step) {
     case "forward":
     case "reload":
       break; // no fields: the tab's own history
+    case "dialog":
+      if (typeof step.accept !== "boolean") throw invalid("dialog needs accept: true (OK) or false (Cancel)");
+      s.accept = step.accept;
+      s.text = text(step.text, "text");
+      if (s.text !== "" && !s.accept) throw invalid("a dialog step's text answers a prompt, so it goes with accept: true only");
+      break;
     case "wait":
       s.text = text(step.text, "text", 1024);
       s.timeoutMs = int(step.timeoutMs, "timeoutMs", { min: 0, max: MAX_WAIT_MS }) || (s.text ? DEFAULT_WAIT_MS : 0);

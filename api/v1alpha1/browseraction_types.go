@@ -5,7 +5,7 @@ import (
 )
 
 // StepType is what one step of a BrowserAction does.
-// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover;Select;Fill
+// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover;Select;Fill;Dialog
 type StepType string
 
 const (
@@ -45,10 +45,15 @@ const (
 	// (the same rules as Type's) and the text that replaces the field's
 	// content. Every target is checked before any field is typed into.
 	StepFill StepType = "Fill"
+	// StepDialog answers the JavaScript dialog (alert, confirm, prompt) the
+	// page shows: answer Accept (OK; a prompt gets text, else its default) or
+	// Dismiss (Cancel). A page with no dialog open is refused (no_dialog).
+	StepDialog StepType = "Dialog"
 )
 
 // StepTypes lists every step type; the guard coverage test classifies each.
-var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload, StepHover, StepSelect, StepFill}
+var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload, StepHover, StepSelect, StepFill,
+	StepDialog}
 
 // Mutating reports whether a step changes the page (and so is refused while the
 // session waits for the user or has unacknowledged spawns). Observe, Scroll and
@@ -56,6 +61,9 @@ var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, S
 func (t StepType) Mutating() bool {
 	switch t {
 	case StepNavigate, StepClick, StepTypeText, StepPress, StepBack, StepForward, StepReload, StepSelect, StepFill:
+		return true
+	case StepDialog:
+		// Answering lets the page's script go on, and it may change the page or spawn.
 		return true
 	}
 	return false
@@ -135,10 +143,13 @@ type ActionTarget struct {
 // +kubebuilder:validation:XValidation:rule="self.type != 'Press' || has(self.key)",message="a Press step needs key, for example {type: Press, key: Enter}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Scroll' || has(self.deltaX) || has(self.deltaY)",message="a Scroll step needs deltaY (or deltaX) in pixels, for example {type: Scroll, deltaY: 600}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Wait' || has(self.text) || has(self.duration)",message="a Wait step needs text to wait for or a duration, for example {type: Wait, text: \"Saved\"} or {type: Wait, duration: 2s}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Dialog' || has(self.answer)",message="a Dialog step needs answer, Accept or Dismiss, for example {type: Dialog, answer: Dismiss} or {type: Dialog, answer: Accept, text: \"Ada\"} (text answers a prompt)"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Dialog' || !has(self.answer)",message="answer belongs to a Dialog step only, for example {type: Dialog, answer: Accept}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Dialog' || !has(self.text) || (has(self.answer) && self.answer == 'Accept')",message="a Dialog step's text is what a prompt is answered with, so it goes with answer Accept only, for example {type: Dialog, answer: Accept, text: \"Ada\"}; to cancel use {type: Dialog, answer: Dismiss}"
 // +kubebuilder:validation:XValidation:rule="self.type == 'Observe' || !has(self.outlineOffset)",message="outlineOffset pages through an Observe step's outline; only an Observe step takes it, for example {type: Observe, outlineOffset: 400} (an earlier observation's outline.nextOffset)"
 type ActionStep struct {
 	// type is Observe, Navigate, Click, Type, Press, Scroll, Wait, Back, Forward,
-	// Reload, Hover, Select or Fill.
+	// Reload, Hover, Select, Fill or Dialog.
 	// +required
 	Type StepType `json:"type,omitempty"`
 	// url to load (Navigate): http, https or about:blank.
@@ -151,8 +162,9 @@ type ActionStep struct {
 	// into the focused element).
 	// +optional
 	Target *ActionTarget `json:"target,omitempty"`
-	// text to type (Type), to wait for (Wait), or the option to choose (Select:
-	// its visible label, else its value).
+	// text to type (Type), to wait for (Wait), the option to choose (Select:
+	// its visible label, else its value), or a prompt's answer (Dialog with
+	// answer Accept; without it a prompt is accepted with its default).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
@@ -194,6 +206,37 @@ type ActionStep struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=20
 	Fields []FillField `json:"fields,omitempty"`
+	// answer (Dialog) is Accept (OK) or Dismiss (Cancel) for the JavaScript
+	// dialog the page shows.
+	// +optional
+	Answer DialogAnswer `json:"answer,omitempty"`
+}
+
+// DialogAnswer is how a Dialog step answers the page's JavaScript dialog.
+// +kubebuilder:validation:Enum=Accept;Dismiss
+type DialogAnswer string
+
+const (
+	// DialogAccept presses OK (a prompt answers the step's text, else its default).
+	DialogAccept DialogAnswer = "Accept"
+	// DialogDismiss presses Cancel (a confirm returns false, a prompt null).
+	DialogDismiss DialogAnswer = "Dismiss"
+)
+
+// OpenDialog is a JavaScript dialog a page shows, waiting for a Dialog step.
+type OpenDialog struct {
+	// type is alert, confirm or prompt.
+	// +required
+	// +kubebuilder:validation:Enum=alert;confirm;prompt
+	Type string `json:"type,omitempty"`
+	// message is the dialog's text, truncated.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// defaultPrompt is a prompt's default answer, truncated.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	DefaultPrompt string `json:"defaultPrompt,omitempty"`
 }
 
 // FillField is one field of a Fill step: the field and the text it gets.
@@ -380,6 +423,11 @@ type StepResult struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	Candidates []ObservedElement `json:"candidates,omitempty"`
+	// dialog is the JavaScript dialog the step left open on the page (its
+	// input made the page call alert, confirm or prompt): every later step on
+	// the page but a Dialog step is refused (dialog_open) until one answers it.
+	// +optional
+	Dialog *OpenDialog `json:"dialog,omitempty"`
 }
 
 // SpawnedWindow is a window a page spawned while the action ran.
@@ -465,7 +513,7 @@ func (a *BrowserAction) GetConditions() []metav1.Condition { return a.Status.Con
 func (a *BrowserAction) SetConditions(c []metav1.Condition) { a.Status.Conditions = c }
 
 // BrowserAction is one call of steps (observe, navigate, click, type, press,
-// scroll, wait, back, forward, reload, hover, select, fill) against a window of a session, admitted or refused by the guards
+// scroll, wait, back, forward, reload, hover, select, fill, dialog) against a window of a session, admitted or refused by the guards
 // and executed by the session's agent.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

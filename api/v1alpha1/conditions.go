@@ -104,6 +104,14 @@ const (
 	// ReasonNoHistory: a Back (Forward) step on a page with no earlier (later)
 	// entry in its history; nothing was loaded.
 	ReasonNoHistory = "no_history"
+	// ReasonDialogOpen: a step on a page that shows a JavaScript dialog (alert,
+	// confirm, prompt) its page opened; nothing ran. Answer it first with a
+	// Dialog step ({type: Dialog, answer: Accept} or Dismiss). A dialog nobody
+	// answers is dismissed (Cancel) 5 minutes after it opened.
+	ReasonDialogOpen = "dialog_open"
+	// ReasonNoDialog: a Dialog step on a page that shows no dialog (none was
+	// opened, or it was answered or timed out); nothing ran.
+	ReasonNoDialog = "no_dialog"
 	// ReasonSessionOwnedByAnotherThread: an action from a thread that is not the session's.
 	ReasonSessionOwnedByAnotherThread = "session_owned_by_another_thread"
 	// ReasonFocusViolation: a step that would focus a window or tab, or switch

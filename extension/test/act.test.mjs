@@ -5,7 +5,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { setup, settle, until, PAGE_SOURCE } from "./harness.mjs";
-import { ATTRIBUTION_GRACE_MS, STEP_BOUND_MS } from "../act.js";
+import { ATTRIBUTION_GRACE_MS, DIALOG_TIMEOUT_MS, STEP_BOUND_MS } from "../act.js";
 
 const ok = (frame) => {
   assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
@@ -533,36 +533,71 @@ test("attribution is narrow: the acted-on tab's window only, and no grace after 
   assert.equal("attributed" in ev(blocked[0]), false);
 });
 
-test("a JavaScript dialog is dismissed at once, during a step or left open before it, and the step fails naming it", async () => {
+test("a JavaScript dialog a step opens is left open on the session that saw it, refuses other steps, and a dialog step answers it", async () => {
   const env = await setup();
-  const { browser, user } = env;
-  let opened = false;
+  const { browser, user, clock } = env;
+  let next = null; // the dialog the next mouse release opens
   const fake = scriptPage(
     browser,
     (tabId, op) => (op === "observe" ? observation : { x: 1, y: 1 }),
     (tabId, method, params) => {
-      if (params.type === "mouseReleased" && !opened) {
-        opened = true;
+      if (params.type === "mouseReleased" && next) {
+        const d = next;
+        next = null;
         fake.openDialog(tabId);
-        browser.events.debuggerEvent.dispatch({ tabId }, "Page.javascriptDialogOpening", { type: "confirm", message: "Delete everything?", url: "https://a.example/" });
+        browser.events.debuggerEvent.dispatch({ tabId }, "Page.javascriptDialogOpening", { url: "https://a.example/", ...d });
       }
     },
   );
   const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
   const act = (step) => env.cmd("act", { key: "k", owner: "uid-a", tabId: a.tabId, step });
-  const err = refused(await act({ kind: "click", target: { text: "Delete" } }), "failed");
-  assert.match(err.message, /dialog.*confirm "Delete everything\?"/);
   const answers = () =>
     browser.calls.filter((c) => c.api === "debugger.sendCommand" && c.args.method === "Page.handleJavaScriptDialog").map((c) => c.args.params);
-  assert.ok(answers().length >= 1);
-  assert.deepEqual(answers().filter((p) => p.accept !== false), [], "dismissed (cancel), never accepted on anyone's behalf");
-  assert.deepEqual(browser.attachedTabs(), []);
-  ok(await act({ kind: "click", target: { text: "Other" } }));
 
-  // A dialog the page opened between steps: the next step answers it first and says so.
-  fake.openDialog(a.tabId);
-  assert.match(refused(await act({ kind: "observe" }), "failed").message, /open before the step/);
+  assert.equal(refused(await act({ kind: "dialog", accept: true }), "no_dialog").message.includes("no JavaScript dialog"), true);
+  next = { type: "confirm", message: "Delete everything?" };
+  const beforeClick = answers().length;
+  const r = ok(await act({ kind: "click", target: { text: "Delete" } }));
+  const probes = answers().length;
+  assert.deepEqual(r.dialog, { type: "confirm", message: "Delete everything?" });
+  // Only the fresh session's question whether a dialog shows, before the click; the dialog
+  // step below answers the confirm, so it was still showing.
+  assert.equal(probes, beforeClick + 1, "nothing answered the confirm on anyone's behalf");
+  assert.deepEqual(browser.attachedTabs(), [a.tabId], "the session that saw the dialog is kept");
+  const open = refused(await act({ kind: "observe" }), "dialog_open");
+  assert.match(open.message, /confirm "Delete everything\?".*Dialog step/);
+  assert.deepEqual(ok(await act({ kind: "dialog", accept: false })), { spawns: 0 });
+  assert.deepEqual(answers().slice(probes), [{ accept: false }]);
+  assert.deepEqual(browser.attachedTabs(), [], "detached once answered");
+  refused(await act({ kind: "dialog", accept: false }), "no_dialog");
+
+  // A prompt: the step's text, else its default.
+  for (const [text, want] of [["Ada", "Ada"], ["", "draft"]]) {
+    next = { type: "prompt", message: "New name?", defaultPrompt: "draft" };
+    assert.deepEqual(ok(await act({ kind: "click", target: { text: "Rename" } })).dialog, { type: "prompt", message: "New name?", defaultPrompt: "draft" });
+    ok(await act({ kind: "dialog", accept: true, text }));
+    assert.deepEqual(answers().at(-1), { accept: true, promptText: want });
+  }
+  assert.equal(refused(await act({ kind: "dialog", accept: false, text: "Ada" }), "invalid_args").message.includes("accept: true only"), true);
+
+  // Nobody answers: dismissed after the dialog timeout, detached, and the tab goes on.
+  next = { type: "alert", message: "Saved" };
+  assert.deepEqual(ok(await act({ kind: "click", target: { text: "Notify" } })).dialog, { type: "alert", message: "Saved" });
+  await clock.advance(DIALOG_TIMEOUT_MS - 1, env.worker);
+  assert.deepEqual(browser.attachedTabs(), [a.tabId], "still waiting before the timeout");
+  await clock.advance(2, env.worker);
+  await until(() => browser.attachedTabs().length === 0, "detached after the timeout");
+  assert.deepEqual(answers().at(-1), { accept: false });
   assert.deepEqual(ok(await act({ kind: "observe" })), { observation });
+
+  // A close of a tab whose dialog waits: dismissed, the kept session ended, the tab closed.
+  next = { type: "confirm", message: "Delete everything?" };
+  ok(await act({ kind: "click", target: { text: "Delete" } }));
+  const before = answers().length;
+  ok(await env.cmd("close", { owner: "uid-a", tabId: a.tabId }));
+  assert.deepEqual(answers()[before], { accept: false });
+  assert.deepEqual(browser.attachedTabs(), []);
+  assert.equal(browser.tab(a.tabId), undefined);
 });
 
 test("a step whose page stops answering is abandoned after the bound: detached, the tab's next act runs", async () => {

@@ -181,6 +181,10 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 		return res, nil, err
 	}
 	res.Phase = twv1.ActionSucceeded
+	if d := out.Dialog; d != nil {
+		res.Dialog = &twv1.OpenDialog{Type: truncate(d.Type, 16), Message: truncate(d.Message, 1024), DefaultPrompt: truncate(d.DefaultPrompt, 1024)}
+		res.Message = dialogLeftOpen(res.Dialog)
+	}
 	if o := out.Observation; o != nil {
 		id := a.observations.add(observation{session: s.UID, sessionGeneration: s.Generation, page: run.page.Page, document: o.Document, epoch: o.Epoch, at: time.Now()})
 		obs := &twv1.Observation{ID: id, URL: truncate(o.URL, 4096), Title: truncate(o.Title, 512), ScrollX: int32(o.ScrollX), ScrollY: int32(o.ScrollY), Truncated: o.Truncated}
@@ -272,6 +276,9 @@ func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) 
 		bs.Kind = browser.StepHover
 	case twv1.StepSelect:
 		bs.Kind = browser.StepSelect
+	case twv1.StepDialog:
+		bs.Kind = browser.StepDialog
+		bs.Accept = step.Answer == twv1.DialogAccept
 	case twv1.StepWait:
 		bs.Kind = browser.StepWait
 		bs.Timeout = 10 * time.Second

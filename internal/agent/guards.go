@@ -73,6 +73,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepHover:    na("moves the pointer only; it clicks nothing and cannot spawn"),
 		twv1.StepSelect:   applies("changes the page (the page's change handler may submit or spawn)"),
 		twv1.StepFill:     applies("changes the page (typing may trigger the page's handlers, which may spawn)"),
+		twv1.StepDialog:   applies("answering lets the page's script go on, which may change the page and spawn"),
 	},
 	twv1.ReasonDirtySession: all(na("not a refusal: a reprimand condition on a session that ended with pages open; actions on an ended session are refused as session_finished")),
 	twv1.ReasonStaleCoordinates: {
@@ -89,6 +90,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepHover:    applies("a point target is checked against its observation's document and render epoch"),
 		twv1.StepSelect:   applies("a point target is checked against its observation's document and render epoch"),
 		twv1.StepFill:     applies("each field's point target is checked against its observation's document and render epoch, before any field is typed into"),
+		twv1.StepDialog:   na("takes no target; it answers the dialog the page shows"),
 	},
 	twv1.ReasonAmbiguousTarget: {
 		twv1.StepObserve:  na("takes no target"),
@@ -104,6 +106,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepHover:    applies("a text target must match one visible element"),
 		twv1.StepSelect:   applies("a text target must match one visible element"),
 		twv1.StepFill:     applies("each field's text target must match one visible element, before any field is typed into"),
+		twv1.StepDialog:   na("takes no target"),
 	},
 	twv1.ReasonProfileMismatch:             all(applies("an action naming another profile than the session's is refused before any step runs")),
 	twv1.ReasonNoKeepalive:                 all(applies("a warning on any step of a session driven long on a host that ends idle connections, without keepalive")),
@@ -122,6 +125,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepHover:    applies("would move the pointer (and open menus) under the user"),
 		twv1.StepSelect:   applies("would change the page under the user"),
 		twv1.StepFill:     applies("would type into the page under the user"),
+		twv1.StepDialog:   applies("would answer the page's dialog under the user"),
 	},
 	twv1.ReasonFocusViolation: {
 		twv1.StepObserve:  na("the driver reads the page without focusing it"),
@@ -137,6 +141,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepHover:    na("the driver moves the pointer over the background tab without activating it"),
 		twv1.StepSelect:   na("the driver sets the drop-down's value in the page without activating the tab"),
 		twv1.StepFill:     na("the driver inserts text without activating the tab, as Type does"),
+		twv1.StepDialog:   na("the driver answers the dialog over the protocol without activating the tab"),
 	},
 }
 
@@ -289,6 +294,10 @@ func fieldWithoutTarget(act *twv1.BrowserAction, i int) *refusal {
 // retries with the first one's ref.
 func driverRefusal(act *twv1.BrowserAction, step twv1.ActionStep, ae *browser.ActError, candidates []twv1.ObservedElement) *refusal {
 	rf := &refusal{reason: ae.Reason, message: ae.Message, hint: hint.Observe(act), candidates: candidates}
+	if ae.Reason == twv1.ReasonDialogOpen {
+		// The page is blocked: the corrected call answers its dialog.
+		rf.hint = hint.Action(act, twv1.ActionStep{Type: twv1.StepDialog, Answer: twv1.DialogDismiss})
+	}
 	if ae.Reason == twv1.ReasonAmbiguousTarget && len(ae.Candidates) > 0 && step.Target != nil {
 		names := make([]string, 0, len(ae.Candidates))
 		for _, c := range rf.candidates {
@@ -302,6 +311,17 @@ func driverRefusal(act *twv1.BrowserAction, step twv1.ActionStep, ae *browser.Ac
 		}
 	}
 	return rf
+}
+
+// dialogLeftOpen is the message of a step whose input made the page open a
+// JavaScript dialog, left open for the agent to answer.
+func dialogLeftOpen(d *twv1.OpenDialog) string {
+	msg := fmt.Sprintf("the page opened a %s dialog: %q", d.Type, d.Message)
+	if d.Type == "prompt" {
+		msg += fmt.Sprintf(" (default answer %q)", d.DefaultPrompt)
+	}
+	return msg + fmt.Sprintf(". It blocks the page: every other step is refused (%s) until a Dialog step answers it, for example {type: Dialog, answer: Accept} or {type: Dialog, answer: Dismiss}; unanswered, it is dismissed after %s",
+		twv1.ReasonDialogOpen, browser.DialogTimeout)
 }
 
 // notOwned is window_not_in_session for a step the driver refused because the

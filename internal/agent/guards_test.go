@@ -281,6 +281,8 @@ func stepOf(st twv1.StepType) twv1.ActionStep {
 		step.Key = "Enter"
 	case twv1.StepWait:
 		step.Text = "Send"
+	case twv1.StepDialog:
+		step.Answer = twv1.DialogDismiss
 	}
 	return step
 }
@@ -512,6 +514,30 @@ func TestNoKeepalive(t *testing.T) {
 		}
 		if got := noKeepalive(s, "p1", tc.warnAfter, now, read); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDialogRefusalsTeach: dialog_open's hint is the Dialog step that answers
+// the page's dialog; no_dialog's is a fresh observation; a step that left a
+// dialog open says so and names the Dialog step.
+func TestDialogRefusalsTeach(t *testing.T) {
+	act := guardAction(twv1.ActionStep{Type: twv1.StepObserve})
+	open := driverRefusal(act, act.Spec.Steps[0], browser.DialogOpen(browser.Dialog{Type: "confirm", Message: "Delete everything?"}), nil)
+	if open.reason != twv1.ReasonDialogOpen || open.hint != hint.Action(act, twv1.ActionStep{Type: twv1.StepDialog, Answer: twv1.DialogDismiss}) {
+		t.Errorf("dialog_open: %s, hint %q, want the Dialog step", open.reason, open.hint)
+	}
+	if !strings.Contains(open.message, `confirm "Delete everything?"`) || !strings.Contains(open.message, "Dialog step") {
+		t.Errorf("dialog_open message %q does not name the dialog and the Dialog step", open.message)
+	}
+	none := driverRefusal(act, twv1.ActionStep{Type: twv1.StepDialog, Answer: twv1.DialogAccept}, browser.NoDialog(), nil)
+	if none.reason != twv1.ReasonNoDialog || none.hint != hint.Observe(act) {
+		t.Errorf("no_dialog: %s, hint %q, want an observation", none.reason, none.hint)
+	}
+	msg := dialogLeftOpen(&twv1.OpenDialog{Type: "prompt", Message: "New name?", DefaultPrompt: "draft"})
+	for _, want := range []string{`prompt dialog: "New name?"`, `default answer "draft"`, "dialog_open", "{type: Dialog, answer: Accept}", "dismissed after 5m0s"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not say %q", msg, want)
 		}
 	}
 }

@@ -244,6 +244,10 @@ const (
 	// is checked first (stale, ambiguous, missing, not a text field) and a
 	// refusal names the field (its index) and types into none.
 	StepFill StepKind = "fill"
+	// StepDialog answers the JavaScript dialog the page shows (dialog.go):
+	// Accept presses OK (a prompt gets Text, else its default), else Cancel.
+	// A page that shows none is ReasonNoDialog.
+	StepDialog StepKind = "dialog"
 )
 
 // FillField is one field of a fill step.
@@ -277,6 +281,8 @@ type Step struct {
 	OutlineOffset int
 	// Fields are the fields a fill step fills, in order.
 	Fields []FillField
+	// Accept answers a dialog step's dialog with OK (else Cancel).
+	Accept bool
 }
 
 // Target is an element or a point on the page, as an earlier observation saw it.
@@ -351,6 +357,9 @@ type ActResult struct {
 	// step (the extension's navigate runs without a debugger session): the
 	// caller settles as for a driver that cannot tell.
 	SpawnsUnknown bool
+	// Dialog is the JavaScript dialog (alert, confirm, prompt) the step's
+	// input made the page open, left open for a dialog step (dialog.go).
+	Dialog *Dialog
 }
 
 // SpawnReporter is implemented by drivers whose Act reports in

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
@@ -115,19 +114,28 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		return browser.ActResult{}, err
 	}
 	defer ps.mu.Unlock()
+	// A JavaScript dialog blocks the page: only a dialog step runs while one
+	// shows, and only while one shows.
+	if err := b.dialogGate(ps, step.Kind); err != nil {
+		return browser.ActResult{}, err
+	}
 
 	// A mutating step registers its page's evidence: the Page.windowOpen events
 	// the page fires while the step runs, counted for ActResult.Spawns and, with
 	// a key, given to the new pages they announce (attributionLocked).
 	entry := int64(0)
 	switch step.Kind {
-	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress, browser.StepBack, browser.StepForward, browser.StepReload, browser.StepSelect, browser.StepFill:
+	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress, browser.StepBack, browser.StepForward, browser.StepReload, browser.StepSelect, browser.StepFill, browser.StepDialog:
 		var done func()
 		entry, done = b.attribute(req.Key, req.Page)
 		defer done()
 	}
-	b.beginStep(ps)
-	res, err := b.step(ctx, ps, step)
+	// A dialog the step's input opens cancels stepCtx: the call waiting on the
+	// page would wait until it is answered.
+	stepCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b.beginStep(ps, cancel)
+	res, err := b.step(stepCtx, ps, step)
 	if entry != 0 {
 		// The step's last command has been answered: every event the browser
 		// sent before that reply has been handled (the reader hands events over
@@ -136,8 +144,13 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		// handler, a target=_blank link or form has announced its page by now.
 		res.Spawns = b.announced(entry)
 	}
-	if dismissed := b.endStep(ps); len(dismissed) > 0 && err == nil {
-		err = fmt.Errorf("the page opened a dialog, which tabwarden dismissed (cancel) so that it would not block the page: %s; observe to see the page now", strings.Join(dismissed, ", "))
+	if d := b.endStep(ps); d != nil {
+		// The step ran up to the input that made the page open d, which is
+		// left for a dialog step.
+		res.Dialog = d
+		if err == nil || (stepCtx.Err() != nil && ctx.Err() == nil) {
+			err = nil
+		}
 	}
 	if err != nil && wire.IsGone(err) {
 		b.dropSession(c, ps.id)
@@ -200,6 +213,11 @@ func validStep(s browser.Step) error {
 	case browser.StepObserve, browser.StepScroll:
 		return nil
 	case browser.StepBack, browser.StepForward, browser.StepReload:
+		return nil
+	case browser.StepDialog:
+		if !s.Accept && s.Text != "" {
+			return errors.New("act: a dialog step's Text answers a prompt, so it goes with Accept only")
+		}
 		return nil
 	case browser.StepSelect:
 		if s.Target == (browser.Target{}) || s.Text == "" {
@@ -311,6 +329,8 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		return browser.ActResult{}, b.selectStep(ctx, ps, s.Target, s.Text)
 	case browser.StepFill:
 		return browser.ActResult{}, b.fillStep(ctx, ps, s.Fields)
+	case browser.StepDialog:
+		return browser.ActResult{}, b.answer(ctx, ps, s.Accept, s.Text)
 	}
 	return browser.ActResult{}, fmt.Errorf("act: unknown step kind %q", s.Kind)
 }

@@ -460,30 +460,52 @@ func TestActRefusesBadSteps(t *testing.T) {
 	}
 }
 
-// TestActDismissesDialogs: a confirm() opened by a click would block the page
-// and every later step; the driver dismisses it (cancel) and says so.
-func TestActDismissesDialogs(t *testing.T) {
-	b, r := newDriver(t, Options{})
+// TestActLeavesDialogsForADialogStep: a confirm() opened by a click blocks
+// the page; the click returns it, left open (nothing answers on the agent's
+// behalf), later steps are refused dialog_open until a dialog step answers it.
+// One that opens while no step runs is left open too, and one nobody answers
+// is dismissed after the dialog timeout.
+func TestActLeavesDialogsForADialogStep(t *testing.T) {
+	b, r := newDriver(t, Options{DialogTimeout: 2 * time.Second})
 	p := openWindow(t, b, r, "dialog", "/dialog", fixture.TitleDialog)
-	_, err := step(b, "dialog", p.ID, click(browser.Target{Text: "Delete"}))
-	if err == nil || !strings.Contains(err.Error(), `confirm "Delete everything?"`) || !strings.Contains(err.Error(), "dismissed") {
-		t.Fatalf("click Delete: %v, want an error naming the dismissed confirm", err)
+	res, err := step(b, "dialog", p.ID, click(browser.Target{Text: "Delete"}))
+	if err != nil || res.Dialog == nil || *res.Dialog != (browser.Dialog{Type: "confirm", Message: "Delete everything?"}) {
+		t.Fatalf("click Delete: %+v, %v, want the confirm it opened", res.Dialog, err)
 	}
-	waitTitle(t, b, p.ID, "Kept")
+	time.Sleep(300 * time.Millisecond)
+	if got := pageTitle(t, p.ID); got != fixture.TitleDialog {
+		t.Fatalf("title %q while the confirm shows: something answered it", got)
+	}
+	var ae *browser.ActError
+	if _, err := step(b, "dialog", p.ID, browser.Step{Kind: browser.StepObserve}); !errors.As(err, &ae) || ae.Reason != browser.ReasonDialogOpen || !strings.Contains(ae.Message, `confirm "Delete everything?"`) {
+		t.Fatalf("observe while the confirm shows: %v, want dialog_open naming it", err)
+	}
+	stepOK(t, b, "dialog", p.ID, browser.Step{Kind: browser.StepDialog, Accept: true})
+	waitTitle(t, b, p.ID, "Deleted")
 	start := time.Now()
 	if o := observe(t, b, "dialog", p.ID); len(named(o, "Delete")) != 1 || time.Since(start) > 5*time.Second {
 		t.Errorf("observe after the dialog: %+v after %v", o, time.Since(start))
 	}
 
-	// A dialog that opened while no step ran is left open until the next step.
+	// A dialog that opened while no step ran is left open for a dialog step too.
 	evaluate(t, b, p.ID, `setTimeout(() => { document.title = confirm("Later?") ? "Later yes" : "Later no" }, 0); 1`)
 	time.Sleep(300 * time.Millisecond)
-	if got := pageTitle(t, p.ID); got != "Kept" {
-		t.Fatalf("title %q while the dialog is open, want Kept", got)
+	if _, err := step(b, "dialog", p.ID, browser.Step{Kind: browser.StepObserve}); !errors.As(err, &ae) || ae.Reason != browser.ReasonDialogOpen || !strings.Contains(ae.Message, `confirm "Later?"`) {
+		t.Fatalf("observe with a dialog open: %v, want dialog_open naming it", err)
 	}
-	_, err = step(b, "dialog", p.ID, browser.Step{Kind: browser.StepObserve})
-	if err == nil || !strings.Contains(err.Error(), `confirm "Later?" (open before the step)`) {
-		t.Fatalf("observe with a dialog open: %v, want an error naming it", err)
+	if got := pageTitle(t, p.ID); got != "Deleted" {
+		t.Fatalf("title %q: the refused step answered the dialog", got)
 	}
+	stepOK(t, b, "dialog", p.ID, browser.Step{Kind: browser.StepDialog})
 	waitTitle(t, b, p.ID, "Later no")
+
+	// Nobody answers: dismissed after the timeout, and the page goes on.
+	if res, err := step(b, "dialog", p.ID, click(browser.Target{Text: "Rename"})); err != nil || res.Dialog == nil || res.Dialog.DefaultPrompt != "draft" {
+		t.Fatalf("click Rename: %+v, %v, want the prompt with its default", res.Dialog, err)
+	}
+	waitTitle(t, b, p.ID, "Not renamed")
+	if _, err := step(b, "dialog", p.ID, browser.Step{Kind: browser.StepDialog, Accept: true}); !errors.As(err, &ae) || ae.Reason != browser.ReasonNoDialog {
+		t.Fatalf("a dialog step after the timeout: %v, want no_dialog", err)
+	}
+	observe(t, b, "dialog", p.ID)
 }

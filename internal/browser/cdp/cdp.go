@@ -114,6 +114,9 @@ type Options struct {
 	// tabwarden launched over --remote-debugging-pipe (chromium.Process.Dial).
 	// The endpoint then is only a name in logs; nothing listens on a port.
 	Dial func(ctx context.Context, onEvent func(wire.Event)) (*wire.Conn, error)
+	// DialogTimeout is how long a JavaScript dialog a page opened waits for a
+	// dialog step before the driver dismisses it (default browser.DialogTimeout).
+	DialogTimeout time.Duration
 
 	// fault, in tests, is called at each step of an Open (see the fault*
 	// constants) with the page created so far; an error stops the Open right

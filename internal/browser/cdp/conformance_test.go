@@ -162,6 +162,9 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// DialogURL is the fixture's /dialog page (browsertest.Dialogs).
+func (w *cdpWorld) DialogURL() string { return site.Path("/dialog") }
+
 // VerbsURL is the fixture's /verbs page (browsertest.Verbs).
 func (w *cdpWorld) VerbsURL() string { return site.Path("/verbs") }
 
@@ -170,8 +173,6 @@ func (w *cdpWorld) ReadingURL(older int) string {
 	return site.Path(fmt.Sprintf("/reading?older=%d", older))
 }
 
-// Title is the page's document.title, read by the world's own hand.
-func (w *cdpWorld) Title(t testing.TB, id string) string {
-	s, _ := evaluate(w.t, w.hand, id, "document.title").(string)
-	return s
-}
+// Title is the page's title as Chromium lists it (no evaluation: a page that
+// shows a JavaScript dialog would not answer one).
+func (w *cdpWorld) Title(t testing.TB, id string) string { return pageTitle(w.t, id) }

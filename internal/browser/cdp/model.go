@@ -71,7 +71,7 @@ func (b *Browser) onEvent(c *wire.Conn, e wire.Event) {
 	case *wire.WindowOpen:
 		b.onWindowOpen(c, e.Session)
 	case *wire.JavaScriptDialogOpening:
-		b.onDialog(c, e.Session, dialog{Type: ev.Type, Message: ev.Message})
+		b.onDialog(c, e.Session, dialog{Type: ev.Type, Message: ev.Message, DefaultPrompt: ev.DefaultPrompt})
 	case *wire.JavaScriptDialogClosed:
 		b.onDialogClosed(c, e.Session)
 	case *wire.RequestPaused:

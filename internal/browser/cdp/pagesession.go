@@ -6,6 +6,7 @@ package cdp
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,20 +25,26 @@ type pageSession struct {
 	nonce  string // the world's nonce (page.js init)
 	mac    bool   // the page reports a Mac (Mod is Meta there)
 
-	// Guarded by Browser.mu: steps running on the page, the dialogs dismissed
-	// while they ran, and a dialog that opened while none ran.
-	acting    int
-	dismissed []string
-	pending   *dialog
+	// Guarded by Browser.mu: steps running on the page and the cancel of the
+	// running one; the dialog the page shows (left for a dialog step), when it
+	// opened during a step (opened), and the timer that dismisses it; a
+	// beforeunload prompt that opened while no step ran (pending).
+	acting  int
+	cancel  context.CancelFunc
+	open    *shownDialog
+	opened  bool
+	pending *dialog
 }
 
 // dialog is a JavaScript dialog (alert, confirm, prompt, beforeunload) a page opened.
-type dialog struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
+type dialog = browser.Dialog
 
-func (d dialog) String() string { return fmt.Sprintf("%s %q", d.Type, d.Message) }
+// shownDialog is a dialog left showing for a dialog step, with the timer that
+// dismisses it after the dialog timeout.
+type shownDialog struct {
+	dialog
+	timer *time.Timer
+}
 
 // session returns the page's session, locked, attaching when needed.
 func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*pageSession, error) {
@@ -72,12 +79,17 @@ func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*page
 	return ps, nil
 }
 
-// onDialog handles a JavaScript dialog on a page the driver acts on. While a
-// step runs it is answered at once, so that the step does not hang: a
-// beforeunload is accepted (the step is leaving the page), anything else is
-// dismissed (cancel: no answer is given on anyone's behalf), and the step
-// reports it. A dialog that opens while no step runs is left to the user; the
-// next step on the page dismisses it first.
+// onDialog handles a JavaScript dialog on a page the driver acts on.
+//
+// A beforeunload prompt is accepted while a step runs (the step is leaving the
+// page); one that opens while none runs is kept for the next step, which
+// accepts it first (closes never wait on it: closeTarget goes on).
+//
+// An alert, confirm or prompt is left open for the agent: a step running
+// stops waiting on the page (its call would block until the dialog is
+// answered) and returns it (ActResult.Dialog); later steps are refused
+// (dialog_open) until a dialog step answers it; unanswered, it is dismissed
+// after the dialog timeout.
 func (b *Browser) onDialog(c *wire.Conn, session string, d dialog) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -85,58 +97,141 @@ func (b *Browser) onDialog(c *wire.Conn, session string, d dialog) {
 		if ps.c != c || ps.id != session {
 			continue
 		}
-		if ps.acting == 0 {
-			ps.pending = &d
+		if d.Type == "beforeunload" {
+			if ps.acting == 0 {
+				ps.pending = &d
+				return
+			}
+			go answerDialog(c, session, true, "")
 			return
 		}
-		if d.Type != "beforeunload" {
-			ps.dismissed = append(ps.dismissed, d.String())
+		b.showLocked(ps, d)
+		if ps.acting > 0 {
+			ps.opened = true
+			if ps.cancel != nil {
+				ps.cancel()
+			}
 		}
-		go answerDialog(c, session, d.Type == "beforeunload")
 		return
 	}
 }
 
-// onDialogClosed forgets a pending dialog that was answered (by the user).
+// showLocked records d as the dialog ps's page shows, dismissed after the
+// dialog timeout unless answered first.
+func (b *Browser) showLocked(ps *pageSession, d dialog) {
+	if ps.open != nil {
+		ps.open.timer.Stop()
+	}
+	shown := &shownDialog{dialog: d}
+	timeout := b.opts.DialogTimeout
+	if timeout <= 0 {
+		timeout = browser.DialogTimeout
+	}
+	shown.timer = time.AfterFunc(timeout, func() {
+		b.mu.Lock()
+		expired := ps.open == shown
+		if expired {
+			ps.open = nil
+		}
+		b.mu.Unlock()
+		if expired {
+			b.log.Info("dismissing a JavaScript dialog nobody answered", "dialog", d.String(), "after", timeout)
+			answerDialog(ps.c, ps.id, false, "")
+		}
+	})
+	ps.open = shown
+}
+
+// onDialogClosed forgets the dialog of a page: answered (by a dialog step, the
+// timeout or the user), or gone with its document.
 func (b *Browser) onDialogClosed(c *wire.Conn, session string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, ps := range b.sessions {
 		if ps.c == c && ps.id == session {
 			ps.pending = nil
+			if ps.open != nil {
+				ps.open.timer.Stop()
+				ps.open = nil
+			}
 		}
 	}
 }
 
-func answerDialog(c *wire.Conn, session string, accept bool) {
+func answerDialog(c *wire.Conn, session string, accept bool, text string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = wire.Call(ctx, c, session, wire.HandleJavaScriptDialog{Accept: accept})
+	_, _ = wire.Call(ctx, c, session, wire.HandleJavaScriptDialog{Accept: accept, PromptText: text})
 }
 
-// beginStep marks a step running on ps and answers a dialog left open.
-func (b *Browser) beginStep(ps *pageSession) {
+// dialogGate refuses a step that the page's dialog (or its absence) does not
+// allow: any step but a dialog step while one shows (dialog_open), a dialog
+// step while none does (no_dialog).
+func (b *Browser) dialogGate(ps *pageSession, kind browser.StepKind) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case kind == browser.StepDialog && ps.open == nil:
+		return browser.NoDialog()
+	case kind != browser.StepDialog && ps.open != nil:
+		return browser.DialogOpen(ps.open.dialog)
+	}
+	return nil
+}
+
+// answer runs a dialog step: the page's dialog is answered (a prompt accepted
+// with text, else its default).
+func (b *Browser) answer(ctx context.Context, ps *pageSession, accept bool, text string) error {
+	b.mu.Lock()
+	d := ps.open
+	if d != nil {
+		d.timer.Stop()
+		ps.open = nil
+	}
+	b.mu.Unlock()
+	if d == nil {
+		return browser.NoDialog()
+	}
+	if accept && d.Type == "prompt" && text == "" {
+		text = d.DefaultPrompt
+	}
+	if !accept || d.Type != "prompt" {
+		text = ""
+	}
+	_, err := call(ctx, ps.c, ps.id, wire.HandleJavaScriptDialog{Accept: accept, PromptText: text})
+	if err != nil && !wire.IsGone(err) && strings.Contains(err.Error(), "No dialog is showing") {
+		return browser.NoDialog()
+	}
+	return err
+}
+
+// beginStep marks a step running on ps (cancel stops it when a dialog opens)
+// and accepts a beforeunload prompt left open.
+func (b *Browser) beginStep(ps *pageSession, cancel context.CancelFunc) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ps.acting++
-	ps.dismissed = nil
+	ps.cancel, ps.opened = cancel, false
 	if d := ps.pending; d != nil {
 		ps.pending = nil
-		if d.Type != "beforeunload" {
-			ps.dismissed = append(ps.dismissed, d.String()+" (open before the step)")
-		}
-		go answerDialog(ps.c, ps.id, d.Type == "beforeunload")
+		go answerDialog(ps.c, ps.id, true, "")
 	}
 }
 
-// endStep ends a step on ps and returns the dialogs dismissed meanwhile.
-func (b *Browser) endStep(ps *pageSession) []string {
+// endStep ends a step on ps and returns the dialog its input opened, left
+// showing, if any.
+func (b *Browser) endStep(ps *pageSession) *dialog {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ps.acting--
-	d := ps.dismissed
-	ps.dismissed = nil
-	return d
+	ps.cancel = nil
+	opened := ps.opened
+	ps.opened = false
+	if opened && ps.open != nil {
+		d := ps.open.dialog
+		return &d
+	}
+	return nil
 }
 
 // dropSession forgets a page's session after the browser ended it, so the next

@@ -33,6 +33,8 @@ var guardReasons = map[string]bool{
 	twv1.ReasonAmbiguousTarget:  true,
 	twv1.ReasonTargetNotFound:   true,
 	twv1.ReasonNoHistory:        true,
+	twv1.ReasonDialogOpen:       true,
+	twv1.ReasonNoDialog:         true,
 }
 
 // Act implements browser.Browser with the `act` command: the extension checks that
@@ -95,6 +97,12 @@ func (d *Driver) Act(ctx context.Context, req browser.ActRequest) (browser.ActRe
 			return browser.ActResult{}, fmt.Errorf("extension act: spawns %d is out of range", *r.Spawns)
 		}
 		res.Spawns = *r.Spawns
+	}
+	if d := r.Dialog; d != nil {
+		if d.Type != "alert" && d.Type != "confirm" && d.Type != "prompt" {
+			return browser.ActResult{}, fmt.Errorf("extension act: dialog type %q is none of alert, confirm, prompt", d.Type)
+		}
+		res.Dialog = &browser.Dialog{Type: d.Type, Message: clipString(d.Message, maxDialogText), DefaultPrompt: clipString(d.DefaultPrompt, maxDialogText)}
 	}
 	if r.Observation == nil {
 		if step.Kind == browser.StepObserve {
@@ -187,6 +195,12 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 		ws.DeltaX, ws.DeltaY = st.DeltaX, st.DeltaY
 	case browser.StepBack, browser.StepForward, browser.StepReload:
 		// No fields: the tab's own history.
+	case browser.StepDialog:
+		if len(st.Text) > maxActText || (st.Text != "" && !st.Accept) {
+			return bad("a dialog step's text (at most %d characters) answers a prompt, so it goes with Accept only", maxActText)
+		}
+		accept := st.Accept
+		ws.Accept, ws.Text = &accept, st.Text
 	case browser.StepWait:
 		if st.Timeout < 0 || st.Timeout > maxWait {
 			return bad("wait timeout %v is out of range; at most %v", st.Timeout, maxWait)
@@ -203,9 +217,20 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			ws.TimeoutMs = 1
 		}
 	default:
-		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload, hover, select or fill", st.Kind)
+		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload, hover, select, fill or dialog", st.Kind)
 	}
 	return ws, nil
+}
+
+// maxDialogText bounds a dialog's message and default prompt (the API keeps 1024).
+const maxDialogText = 4096
+
+// clipString is s cut to at most n bytes.
+func clipString(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // maxFillFields bounds a fill step (the API lists at most 20 fields).

@@ -192,6 +192,8 @@ type wireStep struct {
 	// OutlineOffset is observe's first outline node.
 	OutlineOffset int         `json:"outlineOffset,omitempty"`
 	Fields        []wireField `json:"fields,omitempty"`
+	// Accept answers a dialog step's dialog with OK (true) or Cancel.
+	Accept *bool `json:"accept,omitempty"`
 }
 
 // wireField is one field of a fill step.
@@ -252,4 +254,7 @@ type actResult struct {
 	// Spawns counts the Page.windowOpen events the tab fired while the step
 	// ran on its debugger session; absent for a step run without one (navigate).
 	Spawns *int `json:"spawns,omitempty"`
+	// Dialog is the JavaScript dialog the step's input made the page open,
+	// left open (and the tab's debugger session kept) for a dialog step.
+	Dialog *browser.Dialog `json:"dialog,omitempty"`
 }

@@ -23,6 +23,9 @@ type Element struct {
 	// Tab makes the spawned page a tab next to the page, with the page as its
 	// opener (a target=_blank link), instead of a popup window.
 	Tab bool
+	// Dialog, when set, is the JavaScript dialog a click on the element opens
+	// (alert, confirm, prompt), left open for a dialog step.
+	Dialog *Dialog
 	// Navigate, when set, is the url a click loads in the page itself.
 	Navigate string
 	// Options makes the element a drop-down offering these labels (select).
@@ -109,6 +112,9 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (res browser.
 	if err := b.ledger.MayAct(req.Owner, req.Page); err != nil {
 		return browser.ActResult{}, err
 	}
+	if rf := b.dialogGateLocked(t, step); rf != nil {
+		return browser.ActResult{}, rf
+	}
 	b.actKey, b.actPage, b.actSpawns = req.Key, req.Page, 0
 	defer func() {
 		res.Spawns = b.actSpawns
@@ -142,6 +148,9 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (res browser.
 		return browser.ActResult{}, nil
 	case browser.StepSelect:
 		return browser.ActResult{}, b.selectLocked(t, step)
+	case browser.StepDialog:
+		b.answerLocked(t, step.Accept, step.Text)
+		return browser.ActResult{}, nil
 	case browser.StepFill:
 		return browser.ActResult{}, b.fillLocked(t, step)
 	case browser.StepScroll:
@@ -170,6 +179,10 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (res browser.
 			b.newWindowLocked(e.Spawn, t.id, true)
 		case e.Navigate != "":
 			b.loadLocked(t, e.Navigate)
+		case e.Dialog != nil:
+			d := e.Dialog.Dialog
+			t.dialog, t.shown = d.Type, &shownDialog{Dialog: d, from: e.Dialog, at: time.Now()}
+			return browser.ActResult{Dialog: &d}, nil
 		}
 		return browser.ActResult{}, nil
 	case browser.StepPress:

@@ -1,6 +1,7 @@
 package fake_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -60,6 +61,27 @@ func (w world) ReadingURL(older int) string {
 	}
 	w.b.SetSite(url, els...)
 	return url
+}
+
+// DialogURL models the fixture's /dialog page (browsertest.Dialogs).
+func (w world) DialogURL() string {
+	url := "https://site.example/dialog"
+	w.b.SetSite(url,
+		fake.Element{Role: "button", Name: "Delete", Dialog: &fake.Dialog{Dialog: browser.Dialog{Type: "confirm", Message: "Delete everything?"}, Accepted: "Deleted", Dismissed: "Kept"}},
+		fake.Element{Role: "button", Name: "Rename", Dialog: &fake.Dialog{Dialog: browser.Dialog{Type: "prompt", Message: "New name?", DefaultPrompt: "draft"}, Accepted: "Renamed", Dismissed: "Not renamed"}},
+		fake.Element{Role: "button", Name: "Notify", Dialog: &fake.Dialog{Dialog: browser.Dialog{Type: "alert", Message: "Saved"}, Accepted: "Notified", Dismissed: "Notified"}},
+	)
+	return url
+}
+
+// Title is the page's title as the fake shows it.
+func (w world) Title(t testing.TB, id string) string {
+	snap, err := w.b.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := snap.Page(id)
+	return p.Title
 }
 
 func (w world) Open(t testing.TB, id string) bool { return w.b.HasPage(id) }

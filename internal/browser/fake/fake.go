@@ -40,6 +40,9 @@ type tab struct {
 	beforeunload bool
 	dialog       string
 	crashed      bool
+	// shown is the dialog showing (dialog is its type), left for a dialog
+	// step (dialog.go).
+	shown *shownDialog
 }
 
 type window struct {
@@ -80,6 +83,8 @@ type Browser struct {
 	sites map[string][]Element
 	// answered lists the dialogs closes answered.
 	answered []string
+	// dialogTimeout is browser.DialogTimeout unless SetDialogTimeout.
+	dialogTimeout time.Duration
 }
 
 var _ browser.Browser = (*Browser)(nil)
@@ -96,6 +101,8 @@ func New() *Browser {
 		events:     make(chan browser.Event, 4096),
 		attributed: map[string]string{},
 		sites:      map[string][]Element{},
+
+		dialogTimeout: browser.DialogTimeout,
 	}
 	b.ledger, _ = ledger.New("")
 	return b
@@ -345,6 +352,7 @@ func (b *Browser) OpenDialog(id, kind string) {
 	defer b.mu.Unlock()
 	if t := b.tabs[id]; t != nil {
 		t.dialog = kind
+		t.shown = &shownDialog{Dialog: browser.Dialog{Type: kind}, at: time.Now()}
 	}
 }
 

@@ -38,13 +38,17 @@ func addActionTools(s *mcp.Server, h *handlers) {
 			"Wait (text or duration), Observe (outline_offset: page through the outline), Back and Forward (one entry through the page's history; refused as no_history " +
 			"when there is none), Reload, Hover (ref or target_text: moves the pointer over it, clicks nothing), Select (ref or target_text of a " +
 			"drop-down, and text: the option's label or value), Fill (ref or target_text, and text, which replaces the field's content; " +
-			"consecutive Fill steps are one step that checks every field before typing into any). The first refused or failed step ends the call. Returns the last observation and " +
+			"consecutive Fill steps are one step that checks every field before typing into any), Dialog (answer: Accept or Dismiss, and text to answer " +
+			"a prompt with Accept: answers the JavaScript dialog a step made the page open; that step's result shows it as dialog, and every other " +
+			"step is refused as dialog_open until a Dialog step answers it; unanswered it is dismissed after 5 minutes; with none showing, " +
+			"no_dialog). The first refused or failed step ends the call. Returns the last observation and " +
 			"the windows the page spawned (acknowledge them before the next mutating step).",
 		InputSchema: inputSchema[ActInput](func(s *jsonschema.Schema) {
 			nonEmpty(s, "session", "window", "thread")
 			steps := s.Properties["steps"]
 			steps.MinItems, steps.MaxItems = jsonschema.Ptr(1), jsonschema.Ptr(maxSteps)
 			steps.Items.Properties["type"].Enum = enum(twv1.StepTypes...)
+			steps.Items.Properties["answer"].Enum = enum(twv1.DialogAccept, twv1.DialogDismiss)
 			for _, p := range []string{"x", "y", "outline_offset"} {
 				steps.Items.Properties[p].Minimum = jsonschema.Ptr(0.0)
 			}
@@ -65,26 +69,33 @@ type ObserveInput struct {
 
 // Step is one step of act.
 type Step struct {
-	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y), Wait (text or duration), Back, Forward, Reload, Hover (ref or target_text), Select (ref or target_text, and text) or Fill (ref or target_text, and text; consecutive Fill steps fill their fields as one step)"`
+	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y), Wait (text or duration), Back, Forward, Reload, Hover (ref or target_text), Select (ref or target_text, and text), Fill (ref or target_text, and text; consecutive Fill steps fill their fields as one step) or Dialog (answer, and text for a prompt)"`
 	URL         string `json:"url,omitempty" jsonschema:"Navigate: the http(s) url to load"`
 	Ref         string `json:"ref,omitempty" jsonschema:"Click, Type, Hover or Select: the element's ref from an earlier observation, e.g. o3.e12"`
 	TargetText  string `json:"target_text,omitempty" jsonschema:"Click, Type, Hover or Select: the visible text of the one element to target (instead of ref)"`
 	X           *int32 `json:"x,omitempty" jsonschema:"Click: viewport x in CSS pixels (with y and observation; refs are safer)"`
 	Y           *int32 `json:"y,omitempty" jsonschema:"Click: viewport y in CSS pixels"`
 	Observation string `json:"observation,omitempty" jsonschema:"Click by point: the observation (e.g. o3) x and y were read from"`
-	Text        string `json:"text,omitempty" jsonschema:"Type: the text to type; Wait: the text to wait for; Select: the option's label or value"`
+	Text        string `json:"text,omitempty" jsonschema:"Type: the text to type; Wait: the text to wait for; Select: the option's label or value; Dialog with answer Accept: a prompt's answer (else its default)"`
 	Key         string `json:"key,omitempty" jsonschema:"Press: Enter, Tab, Escape, Backspace, ArrowDown or one character"`
 	DeltaY      *int32 `json:"delta_y,omitempty" jsonschema:"Scroll: pixels down (negative: up)"`
 	DeltaX      *int32 `json:"delta_x,omitempty" jsonschema:"Scroll: pixels right (negative: left)"`
 	Duration    string `json:"duration,omitempty" jsonschema:"Wait: how long, e.g. 2s (at most 30s); with text, how long to wait for it"`
 	// OutlineOffset pages through an Observe step's outline.
 	OutlineOffset *int32 `json:"outline_offset,omitempty" jsonschema:"Observe: the first line of the page's outline to return (a truncated outline's nextOffset)"`
+	// Answer answers a Dialog step's dialog.
+	Answer string `json:"answer,omitempty" jsonschema:"Dialog: Accept (OK) or Dismiss (Cancel) the JavaScript dialog the page shows"`
 }
 
 // toAPI is s as a BrowserAction's step (its type matched case-insensitively);
 // stepOf is its inverse.
 func (s Step) toAPI() (twv1.ActionStep, error) {
-	st := twv1.ActionStep{Type: twv1.StepType(s.Type), URL: s.URL, Text: s.Text, Key: s.Key, DeltaX: s.DeltaX, DeltaY: s.DeltaY, OutlineOffset: s.OutlineOffset}
+	st := twv1.ActionStep{Type: twv1.StepType(s.Type), URL: s.URL, Text: s.Text, Key: s.Key, DeltaX: s.DeltaX, DeltaY: s.DeltaY, OutlineOffset: s.OutlineOffset, Answer: twv1.DialogAnswer(s.Answer)}
+	for _, a := range []twv1.DialogAnswer{twv1.DialogAccept, twv1.DialogDismiss} {
+		if strings.EqualFold(s.Answer, string(a)) {
+			st.Answer = a
+		}
+	}
 	for _, t := range twv1.StepTypes {
 		if strings.EqualFold(s.Type, string(t)) {
 			st.Type = t
@@ -144,7 +155,7 @@ func stepsOf(st twv1.ActionStep) []Step {
 
 // stepOf is st as act takes it: the inverse of Step.toAPI (stepsOf for Fill).
 func stepOf(st twv1.ActionStep) Step {
-	s := Step{Type: string(st.Type), URL: st.URL, Text: st.Text, Key: st.Key, DeltaX: st.DeltaX, DeltaY: st.DeltaY, OutlineOffset: st.OutlineOffset}
+	s := Step{Type: string(st.Type), URL: st.URL, Text: st.Text, Key: st.Key, DeltaX: st.DeltaX, DeltaY: st.DeltaY, OutlineOffset: st.OutlineOffset, Answer: string(st.Answer)}
 	if t := st.Target; t != nil {
 		s.Ref, s.TargetText, s.X, s.Y, s.Observation = t.Ref, t.Text, t.X, t.Y, t.Observation
 	}

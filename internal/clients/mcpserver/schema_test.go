@@ -232,6 +232,7 @@ func TestToolSchemas(t *testing.T) {
 	// The closed sets, each the CRD's enum; and no other enum anywhere.
 	enums := map[string][]string{
 		"act.steps[].type":        crdEnum(t, "browseractions", "steps", "[]", "type"),
+		"act.steps[].answer":      crdEnum(t, "browseractions", "steps", "[]", "answer"),
 		"acknowledge.disposition": crdEnum(t, "browserwindows", "disposition"),
 		"start_session.placement": crdEnum(t, "browsersessions", "placement"),
 		// A new window starts Temporary or Keep: the API's set less Close.

@@ -186,15 +186,21 @@ func TestActThroughExtension(t *testing.T) {
 		g.Expect(rec).To(Equal(browser.Record{Key: orphanOwner, Page: orphan.ID, Kind: browser.RecordSpawned, Parent: key(14)}))
 	}).Should(Succeed())
 
-	// A confirm() the click opens blocks the page until answered: dismissed (cancel) at
-	// once, and the step fails naming it; the page goes on.
+	// A confirm() the click opens blocks the page until answered: left open and returned
+	// with the step (nothing answers on the agent's behalf), later steps refused until a
+	// dialog step answers it; the page goes on.
 	dialogURL := fx.Path("/dialog?run=" + run)
 	_, err = act(key(15), browser.Step{Kind: browser.StepNavigate, URL: dialogURL})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = act(key(16), browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Delete"}})
-	g.Expect(err).To(MatchError(ContainSubstring(`confirm "Delete everything?"`)))
-	g.Eventually(func() string { return titleOf(g, tab) }).Should(Equal("Kept"), "the confirm was cancelled, not accepted")
+	res, err := act(key(16), browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Delete"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Dialog).To(Equal(&browser.Dialog{Type: "confirm", Message: "Delete everything?"}))
 	_, err = act(key(17), browser.Step{Kind: browser.StepObserve})
+	g.Expect(errors.As(err, &ae) && ae.Reason == browser.ReasonDialogOpen).To(BeTrue(), "observe while the confirm shows: %v", err)
+	_, err = act(key(18), browser.Step{Kind: browser.StepDialog})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() string { return titleOf(g, tab) }).Should(Equal("Kept"), "the dialog step cancelled the confirm")
+	_, err = act(key(19), browser.Step{Kind: browser.StepObserve})
 	g.Expect(err).NotTo(HaveOccurred(), "the page is not blocked")
 
 	// The user's tab: refused, untouched.

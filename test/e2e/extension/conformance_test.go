@@ -248,22 +248,32 @@ func (w *extWorld) VerbsURL() string {
 	return fx.Path(fmt.Sprintf("/verbs?conformance=%d-%d", time.Now().UnixNano(), w.n))
 }
 
-// Title is the page's document.title, read over DevTools (not the driver).
+// Title is the page's title as Chromium lists it over DevTools (not the
+// driver; no evaluation: a page that shows a JavaScript dialog would not
+// answer one).
 func (w *extWorld) Title(t testing.TB, id string) string {
 	t.Helper()
 	target, ok := w.target(t, id)
 	if !ok {
 		return ""
 	}
-	ctx := context.Background()
-	sess, err := devtools.attach(ctx, target)
+	ps, err := devtools.pages(context.Background())
 	if err != nil {
 		return ""
 	}
-	defer devtools.detach(ctx, sess)
-	var title string
-	if err := devtools.eval(ctx, sess, "document.title", &title); err != nil {
-		return ""
+	for _, p := range ps {
+		if p.TargetID == target {
+			return p.Title
+		}
 	}
-	return title
+	return ""
+}
+
+// DialogURL is the fixture's /dialog page (browsertest.Dialogs), at a url of
+// its own.
+func (w *extWorld) DialogURL() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	return fx.Path(fmt.Sprintf("/dialog?conformance=%d-%d", time.Now().UnixNano(), w.n))
 }

@@ -31,6 +31,8 @@ type JavaScriptDialogOpening struct {
 	Type    string `json:"type"` // alert, confirm, prompt, beforeunload
 	Message string `json:"message"`
 	URL     string `json:"url,omitempty"`
+	// DefaultPrompt is a prompt's default answer.
+	DefaultPrompt string `json:"defaultPrompt,omitempty"`
 }
 
 // JavaScriptDialogClosed is Page.javascriptDialogClosed (on a session).

@@ -196,6 +196,8 @@ func (Navigate) result() NavigateResult { return NavigateResult{} }
 // HandleJavaScriptDialog is Page.handleJavaScriptDialog.
 type HandleJavaScriptDialog struct {
 	Accept bool `json:"accept"`
+	// PromptText answers a prompt (accept only).
+	PromptText string `json:"promptText,omitempty"`
 }
 
 func (HandleJavaScriptDialog) Method() string { return "Page.handleJavaScriptDialog" }
