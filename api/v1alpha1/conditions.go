@@ -127,6 +127,11 @@ const (
 	ReasonPageGone = "page_gone"
 	// ReasonStepFailed: the browser could not run the step (timeout, navigation error).
 	ReasonStepFailed = "step_failed"
+	// ReasonScreenshotTooLarge: a Screenshot's image would be larger than
+	// MaxScreenshotBytes even taken as small as tabwarden takes it (a PNG: as
+	// is; a JPEG: down to quality 30 at a quarter of the scale); the hint
+	// is a smaller call (JPEG, or one element).
+	ReasonScreenshotTooLarge = "screenshot_too_large"
 
 	// ReasonRegistered: the object is registered.
 	ReasonRegistered = "Registered"

@@ -383,6 +383,12 @@ func WaitEnforced(ctx context.Context, admin *rest.Config, scheme *runtime.Schem
 			tl := &twv1.BrowserTabList{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-probe"}, ProfileName: "tabwarden-probe"}
 			return adm.Create(ctx, tl, dry)
 		}},
+		{"tabwarden-screenshot", func() error {
+			shot := &twv1.BrowserScreenshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-access-probe"},
+				ActionRef: twv1.ScreenshotActionReference{Name: act.Name, UID: "probe"}, Step: new(int32),
+				ProfileName: "tabwarden-probe", Format: twv1.ImagePNG, Data: []byte("probe")}
+			return adm.Create(ctx, shot, dry)
+		}},
 		{"tabwarden-agent-lease", func() error {
 			l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-profile-tabwarden-probe-other"}}
 			return agt.Create(ctx, l, dry)
