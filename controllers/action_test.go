@@ -230,6 +230,8 @@ func TestGuardCoverage(t *testing.T) {
 			twv1.StepSelect: {Type: twv1.StepSelect, Target: selectTarget(target), Text: "Canada"},
 			// Search is a text field: the guards' targets are filled as given.
 			twv1.StepFill: {Type: twv1.StepFill, Fields: []twv1.FillField{{Target: target, Text: "hello"}}},
+
+			twv1.StepScreenshot: {Type: twv1.StepScreenshot, Target: target},
 		}
 	}
 	sendButton := &twv1.ActionTarget{Text: "Search"}

@@ -88,6 +88,7 @@ var Policies = []string{
 	"tabwarden-window-create", "tabwarden-window-update", "tabwarden-window-status",
 	"tabwarden-session-status", "tabwarden-profile", "tabwarden-agent-lease", "tabwarden-tablist",
 	"tabwarden-action-status", "tabwarden-action-label",
+	"tabwarden-screenshot",
 }
 
 // Manifests are the shipped access control objects.
