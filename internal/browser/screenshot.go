@@ -8,6 +8,11 @@ import (
 	_ "image/png"  // and PNG
 )
 
+// ReasonPageNotVisible refuses a screenshot of a page the browser does not
+// show (a background tab): it draws no picture of it, and nothing is brought
+// to the front to make it.
+const ReasonPageNotVisible = "page_not_visible"
+
 // ScreenshotOf is a driver's answer to a screenshot step whose image is data:
 // without the data when it is larger than maxBytes (0: no bound).
 func ScreenshotOf(format string, data []byte, maxBytes int) *Screenshot {

@@ -106,6 +106,7 @@ func Run(t *testing.T, factory Factory) {
 		{"SelectAndHoverReachThePage", testSelect},
 		{"ObserveReadsTheOutline", testOutline},
 		{"FillIsCheckedThenTyped", testFill},
+		{"ScreenshotTakesViewportAndElement", testScreenshot},
 		{"EventOrder", testEventOrder},
 		{"ReconnectDeclaresNothingGone", testReconnect},
 	}
