@@ -33,6 +33,8 @@ var guardReasons = map[string]bool{
 	twv1.ReasonAmbiguousTarget:  true,
 	twv1.ReasonTargetNotFound:   true,
 	twv1.ReasonNoHistory:        true,
+
+	twv1.ReasonPageNotVisible: true,
 }
 
 // Act implements browser.Browser with the `act` command: the extension checks that
@@ -95,6 +97,9 @@ func (d *Driver) Act(ctx context.Context, req browser.ActRequest) (browser.ActRe
 			return browser.ActResult{}, fmt.Errorf("extension act: spawns %d is out of range", *r.Spawns)
 		}
 		res.Spawns = *r.Spawns
+	}
+	if step.Kind == browser.StepScreenshot {
+		return screenshotOf(res, r.Screenshot, ws)
 	}
 	if r.Observation == nil {
 		if step.Kind == browser.StepObserve {
@@ -185,6 +190,10 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			return bad("scroll needs deltaX or deltaY (CSS pixels)")
 		}
 		ws.DeltaX, ws.DeltaY = st.DeltaX, st.DeltaY
+	case browser.StepScreenshot:
+		if err := shotStep(&ws, st, epoch); err != nil {
+			return wireStep{}, err
+		}
 	case browser.StepBack, browser.StepForward, browser.StepReload:
 		// No fields: the tab's own history.
 	case browser.StepWait:

@@ -192,6 +192,11 @@ type wireStep struct {
 	// OutlineOffset is observe's first outline node.
 	OutlineOffset int         `json:"outlineOffset,omitempty"`
 	Fields        []wireField `json:"fields,omitempty"`
+	// Format, Quality, Scale and MaxBytes: a screenshot's.
+	Format   string  `json:"format,omitempty"`
+	Quality  int     `json:"quality,omitempty"`
+	Scale    float64 `json:"scale,omitempty"`
+	MaxBytes int     `json:"maxBytes,omitempty"`
 }
 
 // wireField is one field of a fill step.
@@ -252,4 +257,13 @@ type actResult struct {
 	// Spawns counts the Page.windowOpen events the tab fired while the step
 	// ran on its debugger session; absent for a step run without one (navigate).
 	Spawns *int `json:"spawns,omitempty"`
+	// Screenshot is a screenshot step's image (base64 in JSON), or only its
+	// size when it is larger than the step's maxBytes.
+	Screenshot *wireScreenshot `json:"screenshot,omitempty"`
+}
+
+type wireScreenshot struct {
+	Format string `json:"format"`
+	Size   int    `json:"size"`
+	Data   []byte `json:"data,omitempty"`
 }
