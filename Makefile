@@ -6,7 +6,7 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # starts its own kube-apiserver or Chromium.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
 
-.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node run demo bench bench-short bench-deps envtest chromium clean lint fuzz chaos
+.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node run demo bench bench-short bench-deps envtest chromium clean lint fuzz partition chaos
 
 all: build
 
@@ -98,6 +98,12 @@ FUZZ_SHARDS ?= 4
 FUZZ_RESULT ?=
 fuzz: envtest
 	hack/fuzz.sh $(FUZZ_OPS) $(FUZZ_SEED) $(FUZZ_SHARDS) $(FUZZ_RESULT)
+
+## partition: the partition suite at full length (agent ↔ API server cut for 30 s
+## and for the shipped 40 s grace + 30 s, unreachable, lossy; agent ↔ browser).
+## `make test` runs it short.
+partition: envtest
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test ./test/fuzz -run '^TestPartitions$$' -count=1 -v -timeout 30m -args -partition-full
 
 ## chaos: CHAOS_LIFECYCLES session lifecycles on real Chromium with kill -9 of the
 ## controller and agent processes and Chromium crashes (CHAOS_FAULT_RATE per

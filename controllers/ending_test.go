@@ -214,3 +214,84 @@ func TestActionsOfOneSessionRunOneAtATime(t *testing.T) {
 	g.Expect(third.Status.StartTime.Time).To(BeTemporally("<", b.Status.StartTime.Time),
 		"another session's action does not wait for this session's")
 }
+
+// gatedBrowser is the fake browser whose snapshots wait at a gate: after a
+// reconnect the agent knows the browser is back, yet its model cannot say yet
+// what the pages did while the link was down.
+type gatedBrowser struct {
+	*fake.Browser
+	mu   sync.Mutex
+	gate chan struct{} // nil: open
+}
+
+func (b *gatedBrowser) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.gate = make(chan struct{})
+}
+
+func (b *gatedBrowser) open() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gate != nil {
+		close(b.gate)
+		b.gate = nil
+	}
+}
+
+func (b *gatedBrowser) Snapshot(ctx context.Context) (browser.Snapshot, error) {
+	b.mu.Lock()
+	gate := b.gate
+	b.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return browser.Snapshot{}, ctx.Err()
+		}
+	}
+	return b.Browser.Snapshot(ctx)
+}
+
+// TestSpawnOfAKeepPageWhileDisconnectedIsAdopted: a Keep page spawns a popup
+// while the agent's link to the browser is down, and its session is deleted
+// meanwhile. When the link is back, the Keep page is released (it stays open,
+// the user's now) only after the popup was adopted into the session, which
+// then closes it: the popup was the session's, made while the page was still
+// the session's, and is never left open and owned by nobody (the fuzz, seed 1
+// episode 523: the release ran between the reconnect and the agent's snapshot).
+func TestSpawnOfAKeepPageWhileDisconnectedIsAdopted(t *testing.T) {
+	g, ctx, ns := begin(t, 30*time.Second)
+	fb := fake.New()
+	userWin, userTabs := fb.UserOpenWindow("https://user.example/reading")
+	b := &gatedBrowser{Browser: fb}
+	startRoles(t, "keep-spawn", b)
+	s := session(ns, "keeper", "keep-spawn")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	report := openWindow(ns, "report", "keeper", "https://work.example/report")
+	report.Spec.Disposition = twv1.DispositionKeep
+	g.Expect(k8s.Create(ctx, report)).To(Succeed())
+	page := openedTabs(t, g, report)[0]
+
+	fb.Disconnect()
+	popup, err := fb.Spawn(page, "https://spawn.example/share", true)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	b.close()
+	fb.Reconnect()
+	// The agent reconciles the deleted window against the connected browser
+	// (its record is there) while its snapshot waits.
+	time.Sleep(2500 * time.Millisecond)
+	b.open()
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(fb.HasPage(popup)).To(BeFalse(), "the popup the Keep page spawned while the session ran closed with the session")
+		g.Expect(windowsOf(ns, "keeper")).To(BeEmpty())
+		g.Expect(fb.Records()).To(BeEmpty(), "no record is left")
+	}).Should(Succeed())
+	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)) }).Should(BeTrue())
+	g.Expect(fb.CloseCount(popup)).To(Equal(1), "the popup was adopted, then closed by tabwarden, once")
+	g.Expect(fb.HasPage(page)).To(BeTrue(), "the Keep page stays open: the user's now")
+	g.Expect(fb.CloseCount(page)).To(BeZero())
+	g.Expect(fb.WindowTabs(userWin)).To(Equal(userTabs), "the user's tab stays")
+}

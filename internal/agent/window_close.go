@@ -73,8 +73,12 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 		return ctrl.Result{}, err
 	}
 	live := recorded && !ended(w)
-	if recorded {
-		r.adoptSpawnsOf(ctx, w, rec)
+	if recorded && !r.adoptSpawnsOf(ctx, w, rec) {
+		// The browser is back, but the adopter has not taken its snapshot:
+		// what the page spawned while the link was down is not known yet.
+		// Letting go of the record now would leave such a spawn owned by
+		// nobody. The snapshot wakes every window; the requeue is a fallback.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	switch {
 	case !recorded:
@@ -126,12 +130,28 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 // adoptSpawnsOf adopts the pages the window's page spawned that are not adopted
 // yet, before its record is dropped: after that the driver can no longer see
 // them as spawned from the session (a popup opened while the browser link was
-// down, reported on the reconnect that also runs this cleanup). Best effort:
-// the adopter retries on its own, and a failure here must not hold the cleanup.
-func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) {
+// down, reported on the reconnect that also runs this cleanup). A page about
+// to be released (a Keep page, a bound tab) waits first until the adopter has
+// handled every event the driver reported so far, so a spawn reported but not
+// handled yet is adopted while the page is still the session's; a page about
+// to close drains after its close instead (closeRecorded).
+//
+// It reports false when the model cannot tell yet (not connected and synced
+// since the last reconnect): the caller must not let go of the record then.
+// Adoption itself is best effort: the adopter retries on its own, and a
+// failure here must not hold the cleanup.
+func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) bool {
 	a := r.agent
 	if ready, _ := a.model.state(); !ready {
-		return
+		return false
+	}
+	if !rec.Owned() || w.Spec.Disposition == twv1.DispositionKeep {
+		wait, cancel := context.WithTimeout(ctx, spawnDrainTimeout)
+		err := a.eventsHandled(wait)
+		cancel()
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Waiting for the spawns of a page about to be released to be adopted", "page", rec.Page)
+		}
 	}
 	o := owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}
 	for _, p := range a.model.spawnsOf(rec.Page) {
@@ -142,6 +162,7 @@ func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWin
 			ctrl.LoggerFrom(ctx).Error(err, "Adopting a spawn of a page before letting it go failed", "page", p.ID, "opener", rec.Page)
 		}
 	}
+	return true
 }
 
 // ended reports whether the window's page is closed or gone for good.

@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -283,6 +284,34 @@ func (w *world) apply(o op) error {
 		w.logf("%s: browser connected=%v", o, !w.down)
 	case kQuiesce:
 		return w.quiesce()
+	case kCutAPI:
+		// A partition between the agent and the API server: nothing passes,
+		// nobody is told; what was sent flows when it heals.
+		if w.api.Down() {
+			w.api.Heal()
+		} else {
+			w.api.Cut()
+		}
+		w.logf("%s: agent↔API server partitioned=%v", o, w.api.Down())
+	case kDropAPI:
+		// The API server unreachable from the agent: connections drop, new
+		// ones are refused until it heals.
+		w.apiDropped = !w.apiDropped
+		if w.apiDropped {
+			w.api.Drop()
+		} else {
+			w.api.Heal()
+		}
+		w.logf("%s: agent↔API server dropped=%v", o, w.apiDropped)
+	case kLossyAPI:
+		// A lossy path: 5 % of the segments arrive a retransmission late.
+		w.lossy = !w.lossy
+		if w.lossy {
+			w.api.Lossy(0.05, 200*time.Millisecond, uint64(o.A))
+		} else {
+			w.api.Lossy(0, 0, 0)
+		}
+		w.logf("%s: agent↔API server lossy=%v", o, w.lossy)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +54,7 @@ func (w *world) quiesce() error {
 	if err := controllerUp(true); err != nil {
 		return err
 	}
+	w.heal()
 	w.agentUp(true)
 	if w.down {
 		w.b.Reconnect()
@@ -116,12 +118,24 @@ func (w *world) converged() error {
 			return fmt.Errorf("session %s is finished but in phase %s", s.name, obj.Status.Phase)
 		}
 	}
+	// The controller's view of the agent and the agent's own converge: with
+	// every link healed, the profile is Connected again (not AgentLost).
+	p := &twv1.BrowserProfile{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: w.profile}, p); err != nil {
+		return fmt.Errorf("profile %s: %v", w.profile, err)
+	}
+	if c := apimeta.FindStatusCondition(p.Status.Conditions, twv1.ConnectedCondition); c == nil || c.Status != metav1.ConditionTrue {
+		return fmt.Errorf("profile %s is not Connected: %+v", w.profile, c)
+	}
 	windows := w.apiWindows()
 	uids := map[string]twv1.BrowserWindow{}
 	spawned := map[string]string{} // page → session of its Spawned window
 	for _, x := range windows {
 		uids[string(x.UID)] = x
 		if x.Spec.Spawn != nil && !x.Refused() {
+			if other, twice := spawned[x.Spec.Spawn.TabID]; twice {
+				return fmt.Errorf("page %s is adopted twice: by window %s and by one of session %s", x.Spec.Spawn.TabID, x.Name, other)
+			}
 			spawned[x.Spec.Spawn.TabID] = x.Spec.SessionRef.Name
 		}
 		if tab := x.Status.TabID; tab != "" && x.Owned() {

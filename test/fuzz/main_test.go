@@ -3,7 +3,8 @@
 // agent each under its own identity, a user under theirs, and the fake browser.
 // Seeded random sequences of operations (sessions, opens, spawns with and without
 // an opener, the user's own tabs, binds, acknowledgements, finishes, deletes,
-// forged objects, controller and agent restarts, browser disconnects) run in
+// forged objects, controller and agent restarts, browser disconnects, faults
+// of the agent's link to the API server) run in
 // episodes; after each quiescence the invariants of docs/contract.md are checked
 // against a reference model. A failing episode is minimized (delta debugging)
 // and printed with the flags that replay it.

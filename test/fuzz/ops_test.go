@@ -28,10 +28,13 @@ const (
 	kToggleAgent
 	kToggleBrowser
 	kQuiesce
+	kCutAPI
+	kDropAPI
+	kLossyAPI
 	nKinds
 )
 
-var kindNames = [...]string{"session", "open", "spawn-popup", "spawn-tab", "act-spawn", "user-window", "user-close-user-tab", "user-close-owned-page", "bind", "ack", "finish", "delete-session", "delete-window", "forge-as-user", "forge-as-agent", "toggle-controller", "toggle-agent", "toggle-browser", "quiesce"}
+var kindNames = [...]string{"session", "open", "spawn-popup", "spawn-tab", "act-spawn", "user-window", "user-close-user-tab", "user-close-owned-page", "bind", "ack", "finish", "delete-session", "delete-window", "forge-as-user", "forge-as-agent", "toggle-controller", "toggle-agent", "toggle-browser", "quiesce", "cut-api-link", "drop-api-link", "lossy-api-link"}
 
 // weights of the kinds in a random sequence.
 var weights = [nKinds]int{
@@ -39,6 +42,7 @@ var weights = [nKinds]int{
 	kUserWindow: 4, kUserCloseUser: 3, kUserCloseOwned: 3, kBind: 4, kAck: 10,
 	kFinish: 3, kDeleteSession: 4, kDeleteWindow: 3, kForgeUser: 1, kForgeAgent: 2,
 	kToggleController: 2, kToggleAgent: 2, kToggleBrowser: 2, kQuiesce: 8,
+	kCutAPI: 2, kDropAPI: 1, kLossyAPI: 1,
 }
 
 // op is one operation. A and B pick among the candidates at the time it runs

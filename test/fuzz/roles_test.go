@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
@@ -52,6 +53,9 @@ func (r *role) stop() error {
 var (
 	ctlMu sync.Mutex
 	ctl   *role
+	// agentGrace is how long the controller lets a profile's heartbeat go
+	// unrenewed before it holds the agent lost (0: the shipped default).
+	agentGrace time.Duration
 )
 
 func controllerUp(up bool) error {
@@ -67,7 +71,7 @@ func controllerUp(up bool) error {
 			return err
 		}
 		ctl = startRole(func(ctx context.Context) error {
-			return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}})
+			return run.Controller(ctx, cfg, run.ControllerOptions{Common: run.Common{SkipNameValidation: true}, AgentGrace: agentGrace})
 		})
 	case !up && ctl != nil:
 		err := ctl.stop()

@@ -3,6 +3,7 @@ package fuzz
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/k8s/access"
 	"github.com/tabwarden/tabwarden/internal/run"
 	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/testenv/link"
 )
 
 // --- roles ---
@@ -46,8 +48,14 @@ type world struct {
 	forger  client.Client // a stolen credential of the profile's agent
 	agt     *role
 	down    bool // the browser link is cut
-	n       int  // names
-	trace   []string
+	// api is the agent's link to the API server (the user's, the
+	// controller's and the checks' go straight): partitions, drops and
+	// loss happen on it.
+	api        *link.Link
+	apiDropped bool // api refuses connections
+	lossy      bool // api loses segments
+	n          int  // names
+	trace      []string
 
 	sessions  []*msession
 	windows   []*mwindow // Open and Bind windows the user created
@@ -67,6 +75,13 @@ func newWorld(ctx context.Context, attempt string) (*world, error) {
 		return nil, err
 	}
 	w.ns = ns.Name
+	host, err := url.Parse(admin.Host)
+	if err != nil {
+		return nil, err
+	}
+	if w.api, err = link.New(host.Host); err != nil {
+		return nil, err
+	}
 	ucfg, err := testenv.UserConfig(admin, "fuzz-user", userGroup)
 	if err != nil {
 		return nil, err
@@ -100,6 +115,7 @@ func (w *world) agentUp(up bool) {
 		if err != nil {
 			panic(err)
 		}
+		cfg.Host = "https://" + w.api.Addr()
 		w.agt = startRole(func(ctx context.Context) error {
 			return run.Agent(ctx, cfg, run.AgentOptions{Common: run.Common{SkipNameValidation: true}, Options: agent.Options{
 				Profile: w.profile, Driver: twv1.DriverFake, Browser: w.b, LeaseNamespace: access.SystemNamespace, Heartbeat: time.Second,
@@ -112,7 +128,16 @@ func (w *world) agentUp(up bool) {
 }
 
 func (w *world) close() {
+	w.heal()
 	w.agentUp(false)
+	_ = w.api.Close() // the episode is over
+}
+
+// heal ends every fault of the agent's link to the API server.
+func (w *world) heal() {
+	w.api.Heal()
+	w.api.Lossy(0, 0, 0)
+	w.apiDropped, w.lossy = false, false
 }
 
 // stats counts what the operations did, across episodes.

@@ -83,17 +83,9 @@ func elementNamed(o *twv1.Observation, name string) *twv1.ObservedElement {
 // answer; an ambiguous text target is refused with candidates whose refs work;
 // a ref of a page that navigated since is refused, never retargeted.
 func TestBrowserActionsOnChromium(t *testing.T) {
-	g, ctx, h := begin(t, 30*time.Second)
-	ns := newNamespace(t)
-	u := testenv.UserClient(t, cfg, ns, "ada")
-	startRoles(t, "actions")
-	s := session(ns, "form", "actions")
-	g.Expect(u.Create(ctx, s)).To(Succeed())
-	w := openWindow(ns, "form", "form", site.Path("/form"))
-	g.Expect(u.Create(ctx, w)).To(Succeed())
-	tab := waitOpen(t, g, w)
-	g.Eventually(func() string { return pages(t, h)[tab].Title }).Should(Equal(fixture.TitleForm))
-	agent := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "form", Thread: s.Spec.Thread, Timeout: time.Minute}
+	g, _, h := begin(t, 30*time.Second)
+	p := sessionOnPage(t, g, h, "actions", "form", "/form", fixture.TitleForm)
+	tab, agent := p.tab, p.agent
 
 	obs := agent.Do("form", twv1.ActionStep{Type: twv1.StepObserve}).Status.Observation
 	g.Expect(obs).NotTo(BeNil())

@@ -220,17 +220,17 @@ func TestCleanupOfTenPages(t *testing.T) {
 // link is back the state converges; an agent restart converges the same way.
 func TestReconnectDeclaresNothingClosed(t *testing.T) {
 	g, ctx, h := begin(t, 30*time.Second)
-	px := newProxy(t, strings.TrimPrefix(chrome.HTTPURL, "http://"))
+	px := newLink(t, strings.TrimPrefix(chrome.HTTPURL, "http://"))
 	ns := newNamespace(t)
 	startController(t)
-	agt := startAgent(t, "flaky", px.URL(), false)
+	agt := startAgent(t, "flaky", "http://"+px.Addr(), false)
 	s := session(ns, "flaky", "flaky")
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	w := openWindow(ns, "w", "flaky", site.Path("/contacts?flaky=1"))
 	g.Expect(k8s.Create(ctx, w)).To(Succeed())
 	tab := waitOpen(t, g, w)
 
-	px.cut(true)
+	px.Drop()
 	g.Eventually(func(g Gomega) {
 		get(t, w)
 		g.Expect(w.Status.Phase).To(Equal(twv1.WindowUnknown))
@@ -242,7 +242,7 @@ func TestReconnectDeclaresNothingClosed(t *testing.T) {
 	g.Expect(click(ctx, h, tab, "#contact-2")).To(Succeed())
 	g.Consistently(func() twv1.WindowPhase { return get(t, w).Status.Phase }, "1s").Should(Equal(twv1.WindowUnknown))
 
-	px.cut(false)
+	px.Heal()
 	g.Eventually(func(g Gomega) {
 		get(t, w)
 		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))

@@ -8,7 +8,6 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestFillOnChromium: a Fill BrowserAction, created by a user with the shipped
@@ -17,17 +16,9 @@ import (
 // Fill with one field that is no text field is refused naming it, and types
 // into none; a ref from before a reload is stale, as for any target.
 func TestFillOnChromium(t *testing.T) {
-	g, ctx, h := begin(t, 30*time.Second)
-	ns := newNamespace(t)
-	u := testenv.UserClient(t, cfg, ns, "ada")
-	startRoles(t, "fill")
-	s := session(ns, "fill", "fill")
-	g.Expect(u.Create(ctx, s)).To(Succeed())
-	w := openWindow(ns, "verbs", "fill", site.Path("/verbs"))
-	g.Expect(u.Create(ctx, w)).To(Succeed())
-	tab := waitOpen(t, g, w)
-	g.Eventually(func() string { return pages(t, h)[tab].Title }).Should(Equal(fixture.TitleVerbs))
-	agent := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "fill", Thread: s.Spec.Thread, Timeout: time.Minute}
+	g, _, h := begin(t, 30*time.Second)
+	p := sessionOnPage(t, g, h, "fill", "verbs", "/verbs", fixture.TitleVerbs)
+	agent := p.agent
 	observe := twv1.ActionStep{Type: twv1.StepObserve}
 
 	o := agent.Do("verbs", observe).Status.Observation

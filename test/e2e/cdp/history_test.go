@@ -8,7 +8,6 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestHistoryStepsOnChromium: Back, Forward and Reload BrowserActions, created
@@ -18,17 +17,9 @@ import (
 // refused (no_history) with a hint, loading nothing. The user's tab stays the
 // visible one.
 func TestHistoryStepsOnChromium(t *testing.T) {
-	g, ctx, h := begin(t, 30*time.Second)
-	ns := newNamespace(t)
-	u := testenv.UserClient(t, cfg, ns, "ada")
-	startRoles(t, "history")
-	s := session(ns, "hist", "history")
-	g.Expect(u.Create(ctx, s)).To(Succeed())
-	w := openWindow(ns, "form", "hist", site.Path("/form"))
-	g.Expect(u.Create(ctx, w)).To(Succeed())
-	tab := waitOpen(t, g, w)
-	g.Eventually(func() string { return pages(t, h)[tab].Title }).Should(Equal(fixture.TitleForm))
-	agent := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "hist", Thread: s.Spec.Thread, Timeout: time.Minute}
+	g, _, h := begin(t, 30*time.Second)
+	p := sessionOnPage(t, g, h, "history", "form", "/form", fixture.TitleForm)
+	tab, agent := p.tab, p.agent
 	observe := twv1.ActionStep{Type: twv1.StepObserve}
 
 	// Nothing before the opened page: the page the driver opens through is not

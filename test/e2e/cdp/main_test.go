@@ -5,11 +5,8 @@ package cdp_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +22,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	"github.com/tabwarden/tabwarden/internal/testenv"
+	"github.com/tabwarden/tabwarden/internal/testenv/link"
 )
 
 var (
@@ -66,7 +64,7 @@ func startRoles(t *testing.T, profile string) {
 }
 
 // startAgent runs an agent for profile on Chromium through its own CDP
-// connection to endpoint (Chromium's, or a proxy in front of it).
+// connection to endpoint (Chromium's, or a link in front of it).
 func startAgent(t *testing.T, profile, endpoint string, pool bool) *testenv.Role {
 	t.Helper()
 	return testenv.StartCDPAgent(t, cfg, profile, endpoint, stateDir, pool)
@@ -119,6 +117,32 @@ func openWindow(ns, name, sess, url string) *twv1.BrowserWindow {
 
 func get[T client.Object](t *testing.T, obj T) T { t.Helper(); return testenv.Get(t, k8s, obj) }
 
+// onPage is a test's session driving one page: the namespace, the page's tab
+// and a scripted agent of the session, acting as the namespace's user ada.
+type onPage struct {
+	ns, tab string
+	agent   *testenv.ScriptedAgent
+}
+
+// sessionOnPage opens the world of a test that drives one fixture page: a new
+// namespace whose user ada has the shipped edit role, the roles of profile, a
+// session named after profile, and its window (window, at the fixture's path)
+// Open with a page titled title loaded in Chromium.
+func sessionOnPage(t *testing.T, g *WithT, h *cdp.Browser, profile, window, path, title string) onPage {
+	t.Helper()
+	ctx := context.Background()
+	ns := newNamespace(t)
+	u := testenv.UserClient(t, cfg, ns, "ada")
+	startRoles(t, profile)
+	s := session(ns, profile, profile)
+	g.Expect(u.Create(ctx, s)).To(Succeed())
+	w := openWindow(ns, window, profile, site.Path(path))
+	g.Expect(u.Create(ctx, w)).To(Succeed())
+	tab := waitOpen(t, g, w)
+	g.Eventually(func() string { return pages(t, h)[tab].Title }).Should(Equal(title))
+	return onPage{ns: ns, tab: tab, agent: &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: profile, Thread: s.Spec.Thread, Timeout: time.Minute}}
+}
+
 func spawned(ns, sess string) []twv1.BrowserWindow {
 	var list twv1.BrowserWindowList
 	_ = k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{twv1.SessionLabel: sess, twv1.SourceLabel: "spawned"})
@@ -134,61 +158,17 @@ func spawnedOf(ns, sess, opener string) *twv1.BrowserWindow {
 	return nil
 }
 
-// proxy is a TCP proxy in front of Chromium's DevTools port whose links a test can cut.
-type proxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	down  bool
-}
-
-func newProxy(t *testing.T, target string) *proxy {
+// newLink puts a link a test can break (internal/testenv/link) in front of
+// target (host:port), closed when the test ends.
+func newLink(t *testing.T, target string) *link.Link {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := link.New(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			if p.down {
-				p.mu.Unlock()
-				_ = c.Close() // best-effort cleanup
-				continue
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				p.mu.Unlock()
-				_ = c.Close() // best-effort cleanup
-				continue
-			}
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); _ = up.Close() }() // best-effort cleanup
-			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()  // best-effort cleanup
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); p.cut(true) }) // best-effort cleanup
-	return p
+	t.Cleanup(func() { _ = l.Close() }) // best-effort cleanup
+	return l
 }
-
-// cut drops every link; while down it refuses new ones.
-func (p *proxy) cut(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	for _, c := range p.conns {
-		_ = c.Close() // best-effort cleanup
-	}
-	p.conns = nil
-}
-
-func (p *proxy) URL() string { return "http://" + p.ln.Addr().String() }
 
 func cookie(name, value string) []*http.Cookie {
 	return []*http.Cookie{{Name: name, Value: value}}

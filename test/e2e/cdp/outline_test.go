@@ -10,7 +10,6 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestOutlineOnChromium: an Observe BrowserAction, created by a user with the
@@ -20,18 +19,10 @@ import (
 // outlineOffset read the rest. The outline's refs are the observation's: the
 // Archive button's ref is its element's, clicks it, and is stale after a reload.
 func TestOutlineOnChromium(t *testing.T) {
-	g, ctx, h := begin(t, 30*time.Second)
-	ns := newNamespace(t)
-	u := testenv.UserClient(t, cfg, ns, "ada")
-	startRoles(t, "outline")
-	s := session(ns, "read", "outline")
-	g.Expect(u.Create(ctx, s)).To(Succeed())
+	g, _, h := begin(t, 30*time.Second)
 	const older = 700
-	w := openWindow(ns, "mail", "read", site.Path("/reading?older=700"))
-	g.Expect(u.Create(ctx, w)).To(Succeed())
-	tab := waitOpen(t, g, w)
-	g.Eventually(func() string { return pages(t, h)[tab].Title }).Should(Equal(fixture.TitleReading))
-	agent := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "read", Thread: s.Spec.Thread, Timeout: time.Minute}
+	p := sessionOnPage(t, g, h, "outline", "mail", "/reading?older=700", fixture.TitleReading)
+	tab, agent := p.tab, p.agent
 
 	act := agent.Do("mail", twv1.ActionStep{Type: twv1.StepObserve})
 	o := act.Status.Observation

@@ -8,7 +8,6 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestFillThroughExtension: a Fill BrowserAction in the user's own Chrome (the
@@ -17,20 +16,8 @@ import (
 // held; a Fill with one field that is no text field is refused naming it, and
 // types into none.
 func TestFillThroughExtension(t *testing.T) {
-	g, ctx := begin(t, 100*time.Millisecond)
-	ns := newNamespace(t)
-	u := testenv.UserClient(t, cfg, ns, "ada")
-	startRoles(t)
-	s := session(ns, "fill")
-	g.Expect(u.Create(ctx, s)).To(Succeed())
-	w := openWindow(ns, "verbs", "fill", fx.Path("/verbs?ns="+ns))
-	g.Expect(u.Create(ctx, w)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		get(t, w)
-		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
-		g.Expect(w.Status.Title).To(Equal(fixture.TitleVerbs))
-	}).Should(Succeed())
-	agent := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "fill", Thread: s.Spec.Thread, Timeout: time.Minute}
+	g, _ := begin(t, 100*time.Millisecond)
+	agent := sessionOnPage(t, g, "fill", "verbs", "/verbs", fixture.TitleVerbs).agent
 	observe := twv1.ActionStep{Type: twv1.StepObserve}
 
 	o := agent.Do("verbs", observe).Status.Observation

@@ -8,7 +8,6 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
-	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // TestHistoryStepsThroughExtension: Back, Forward and Reload BrowserActions in
@@ -17,21 +16,9 @@ import (
 // of the old document stale, and a move with no entry that way is refused
 // (no_history) with a hint, loading nothing.
 func TestHistoryStepsThroughExtension(t *testing.T) {
-	g, ctx := begin(t, 100*time.Millisecond)
-	ns := newNamespace(t)
-	u := testenv.UserClient(t, cfg, ns, "ada")
-	startRoles(t)
-	s := session(ns, "hist")
-	g.Expect(u.Create(ctx, s)).To(Succeed())
-	formURL, sendURL := fx.Path("/form?ns="+ns), fx.Path("/two-send?ns="+ns)
-	w := openWindow(ns, "form", "hist", formURL)
-	g.Expect(u.Create(ctx, w)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		get(t, w)
-		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
-		g.Expect(w.Status.Title).To(Equal(fixture.TitleForm))
-	}).Should(Succeed())
-	agent := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "hist", Thread: s.Spec.Thread, Timeout: time.Minute}
+	g, _ := begin(t, 100*time.Millisecond)
+	p := sessionOnPage(t, g, "hist", "form", "/form", fixture.TitleForm)
+	agent, formURL, sendURL := p.agent, p.url, fx.Path("/two-send?ns="+p.ns)
 	observe := twv1.ActionStep{Type: twv1.StepObserve}
 
 	act := agent.Act("form", twv1.ActionStep{Type: twv1.StepBack})

@@ -2,6 +2,7 @@ package extension_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // begin opens a test on the suite's shared world (TestMain): a gomega with the
@@ -124,4 +126,40 @@ func waitOpen(t *testing.T, g *WithT, ws ...*twv1.BrowserWindow) {
 	for _, w := range ws {
 		g.Eventually(func(g Gomega) { g.Expect(get(t, w).Status.Phase).To(Equal(twv1.WindowOpen)) }).Should(Succeed())
 	}
+}
+
+// onPage is a test's session driving one fixture page: its namespace, the
+// page's url and a scripted agent of the session, acting as the namespace's
+// user ada.
+type onPage struct {
+	ns, url string
+	agent   *testenv.ScriptedAgent
+}
+
+// sessionOnPage opens the world of a test that drives one fixture page (begin
+// first): a new namespace whose user ada has the shipped edit role, the roles,
+// session name, and its window (window, at the fixture's path with the
+// namespace in its query, so the page is the test's own) Open on a page
+// titled title.
+func sessionOnPage(t *testing.T, g *WithT, name, window, path, title string) onPage {
+	t.Helper()
+	ctx := context.Background()
+	ns := newNamespace(t)
+	u := testenv.UserClient(t, cfg, ns, "ada")
+	startRoles(t)
+	s := session(ns, name)
+	g.Expect(u.Create(ctx, s)).To(Succeed())
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	url := fx.Path(path + sep + "ns=" + ns)
+	w := openWindow(ns, window, name, url)
+	g.Expect(u.Create(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		get(t, w)
+		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
+		g.Expect(w.Status.Title).To(Equal(title))
+	}).Should(Succeed())
+	return onPage{ns: ns, url: url, agent: &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: name, Thread: s.Spec.Thread, Timeout: time.Minute}}
 }
