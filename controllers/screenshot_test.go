@@ -39,11 +39,10 @@ func TestScreenshotStepsAreValidated(t *testing.T) {
 		says string
 	}{
 		{twv1.ActionStep{Type: twv1.StepObserve, Format: twv1.ImagePNG}, "format and quality belong to a Screenshot step only"},
-		{twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Send"}, Quality: ptr.To[int32](50)}, "format and quality belong to a Screenshot step only"},
-		{twv1.ActionStep{Type: twv1.StepScreenshot, Quality: ptr.To[int32](50)}, "quality applies to a JPEG screenshot only"},
-		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImagePNG, Quality: ptr.To[int32](50)}, "quality applies to a JPEG screenshot only"},
-		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: ptr.To[int32](0)}, "quality"},
-		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: ptr.To[int32](101)}, "quality"},
+		{twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Send"}, Quality: 50}, "format and quality belong to a Screenshot step only"},
+		{twv1.ActionStep{Type: twv1.StepScreenshot, Quality: 50}, "quality applies to a JPEG screenshot only"},
+		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImagePNG, Quality: 50}, "quality applies to a JPEG screenshot only"},
+		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: 101}, "quality"},
 		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: "GIF"}, "format"},
 		{twv1.ActionStep{Type: twv1.StepScreenshot, Target: &twv1.ActionTarget{Text: "Send", Ref: "o3.e4"}}, "a target is exactly one of ref"},
 	} {
@@ -54,7 +53,7 @@ func TestScreenshotStepsAreValidated(t *testing.T) {
 	g.Expect(create(
 		twv1.ActionStep{Type: twv1.StepScreenshot},
 		twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImagePNG, Target: &twv1.ActionTarget{Ref: "o3.e4"}},
-		twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: ptr.To[int32](60)},
+		twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: 60},
 	)).To(Succeed())
 }
 
@@ -92,11 +91,11 @@ func TestScreenshotObject(t *testing.T) {
 	g.Expect([]int{img.Width, img.Height}).To(Equal([]int{fake.ViewportWidth, fake.ViewportHeight}))
 
 	// One element, as a JPEG.
-	el := w.agent.Do("contacts", twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: ptr.To[int32](70), Target: &twv1.ActionTarget{Text: "Search"}})
+	el := w.agent.Do("contacts", twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: 70, Target: &twv1.ActionTarget{Text: "Search"}})
 	g.Expect(el.Status.Phase).To(Equal(twv1.ActionSucceeded), el.Status.Message)
 	elRef := el.Status.Steps[0].Screenshot
 	g.Expect(elRef.Format).To(Equal(twv1.ImageJPEG))
-	g.Expect(elRef.Quality).To(Equal(ptr.To[int32](70)))
+	g.Expect(elRef.Quality).To(Equal(int32(70)))
 	elShot := &twv1.BrowserScreenshot{}
 	g.Expect(w.user.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: elRef.Name}, elShot)).To(Succeed())
 	jc, err := jpeg.DecodeConfig(bytes.NewReader(elShot.Data))
@@ -151,10 +150,10 @@ func TestScreenshotObject(t *testing.T) {
 	g.Expect(big.Status.Reason).To(Equal(twv1.ReasonScreenshotTooLarge))
 	g.Expect(big.Status.Hint).To(ContainSubstring(`"format":"JPEG"`))
 	g.Expect(big.Status.Steps[0].Screenshot).To(BeNil())
-	fit := w.agent.Do("contacts", twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: ptr.To[int32](100)})
+	fit := w.agent.Do("contacts", twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: 100})
 	g.Expect(fit.Status.Phase).To(Equal(twv1.ActionSucceeded), fit.Status.Message)
 	fitRef := fit.Status.Steps[0].Screenshot
-	g.Expect(*fitRef.Quality).To(BeNumerically("<", 100))
+	g.Expect(fitRef.Quality).To(BeNumerically("<", 100))
 	g.Expect(fitRef.SizeBytes).To(BeNumerically("<=", twv1.MaxScreenshotBytes))
 	g.Expect(fit.Status.Steps[0].Message).To(ContainSubstring("to fit"))
 

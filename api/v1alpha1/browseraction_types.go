@@ -214,7 +214,7 @@ type ActionStep struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
-	Quality *int32 `json:"quality,omitempty"`
+	Quality int32 `json:"quality,omitempty"`
 }
 
 // ImageFormat is the format of a screenshot.
@@ -431,23 +431,23 @@ type ScreenshotReference struct {
 	// +required
 	Format ImageFormat `json:"format,omitempty"`
 	// width of the image in pixels.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	Width int32 `json:"width"`
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Width int32 `json:"width,omitempty"`
 	// height of the image in pixels.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	Height int32 `json:"height"`
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Height int32 `json:"height,omitempty"`
 	// sizeBytes is the image's size in bytes.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	SizeBytes int32 `json:"sizeBytes"`
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	SizeBytes int32 `json:"sizeBytes,omitempty"`
 	// quality is the JPEG quality the image was taken at (lower than asked when
 	// the image had to fit the size bound).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
-	Quality *int32 `json:"quality,omitempty"`
+	Quality int32 `json:"quality,omitempty"`
 	// scalePercent is the scale the image was taken at, in percent of the
 	// page's CSS pixels (100 unless the image had to fit the size bound).
 	// +optional

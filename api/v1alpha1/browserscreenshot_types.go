@@ -66,13 +66,13 @@ type BrowserScreenshot struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a BrowserScreenshot is what the agent saw; it cannot be changed"
 	Format ImageFormat `json:"format,omitempty"`
 	// width of the image in pixels.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	Width int32 `json:"width"`
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Width int32 `json:"width,omitempty"`
 	// height of the image in pixels.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	Height int32 `json:"height"`
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Height int32 `json:"height,omitempty"`
 	// data is the image (PNG or JPEG), at most 768 KiB (1 MiB in base64).
 	// +required
 	// +kubebuilder:validation:MinLength=1

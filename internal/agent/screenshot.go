@@ -34,8 +34,8 @@ func shotAttempts(step twv1.ActionStep) []shotAttempt {
 		return []shotAttempt{{scale: 1}}
 	}
 	q := 80
-	if step.Quality != nil {
-		q = int(*step.Quality)
+	if step.Quality != 0 {
+		q = int(step.Quality)
 	}
 	out := []shotAttempt{{quality: q, scale: 1}}
 	for _, lower := range []int{50, 30} {
@@ -72,17 +72,10 @@ func screenshotTooLarge(act *twv1.BrowserAction, step twv1.ActionStep, size int)
 			size, twv1.MaxScreenshotBytes)
 	}
 	fixed := step.DeepCopy()
-	fixed.Format, fixed.Quality = twv1.ImageJPEG, ptr.To[int32](70)
+	fixed.Format, fixed.Quality = twv1.ImageJPEG, 70
 	return refuse(twv1.ReasonScreenshotTooLarge, hint.Action(act, *fixed),
 		"the PNG screenshot is %d bytes, more than the %d a screenshot may hold (it is stored in the API): take it as a JPEG, whose quality and scale tabwarden lowers until it fits",
 		size, twv1.MaxScreenshotBytes)
-}
-
-func formatName(f twv1.ImageFormat) string {
-	if f == "" {
-		return string(twv1.ImagePNG)
-	}
-	return string(f)
 }
 
 // storeScreenshot writes the image of step i to a BrowserScreenshot owned by
@@ -131,7 +124,7 @@ func (run *actionRun) storeScreenshot(ctx context.Context, i int, shot *browser.
 	ref := &twv1.ScreenshotReference{Name: obj.Name, Format: f, Width: int32(w), Height: int32(h), SizeBytes: int32(len(shot.Data)),
 		ScalePercent: int32(at.scale*100 + 0.5)}
 	if f == twv1.ImageJPEG && at.quality > 0 {
-		ref.Quality = ptr.To(int32(at.quality))
+		ref.Quality = int32(at.quality)
 	}
 	return ref, nil
 }
@@ -156,9 +149,8 @@ func (run *actionRun) screenshotResult(ctx context.Context, res twv1.StepResult,
 	}
 	res.Phase, res.Screenshot = twv1.ActionSucceeded, ref
 	res.Message = fmt.Sprintf("screenshot %s: %s %dx%d, %d bytes", ref.Name, ref.Format, ref.Width, ref.Height, ref.SizeBytes)
-	if ref.ScalePercent != 100 || (ref.Quality != nil && step.Quality != nil && *ref.Quality != *step.Quality) ||
-		(ref.Quality != nil && step.Quality == nil && *ref.Quality != 80) {
-		res.Message += fmt.Sprintf(" (taken at quality %d, scale %d%% to fit %d bytes)", *ref.Quality, ref.ScalePercent, twv1.MaxScreenshotBytes)
+	if at != shotAttempts(step)[0] {
+		res.Message += fmt.Sprintf(" (taken at quality %d, scale %d%% to fit %d bytes)", ref.Quality, ref.ScalePercent, twv1.MaxScreenshotBytes)
 	}
 	return res, nil, nil
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/utils/ptr"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 )
@@ -21,8 +20,8 @@ func TestScreenshotAttempts(t *testing.T) {
 		{twv1.ActionStep{Type: twv1.StepScreenshot}, []shotAttempt{{scale: 1}}},
 		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImagePNG}, []shotAttempt{{scale: 1}}},
 		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG}, []shotAttempt{{80, 1}, {50, 1}, {30, 1}, {30, 0.5}, {30, 0.25}}},
-		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: ptr.To[int32](40)}, []shotAttempt{{40, 1}, {30, 1}, {30, 0.5}, {30, 0.25}}},
-		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: ptr.To[int32](10)}, []shotAttempt{{10, 1}, {10, 0.5}, {10, 0.25}}},
+		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: 40}, []shotAttempt{{40, 1}, {30, 1}, {30, 0.5}, {30, 0.25}}},
+		{twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: 10}, []shotAttempt{{10, 1}, {10, 0.5}, {10, 0.25}}},
 	} {
 		got := shotAttempts(c.step)
 		if len(got) != len(c.want) {

@@ -38,7 +38,7 @@ type ScreenshotInput struct {
 	Ref        string `json:"ref,omitempty" jsonschema:"one element to take: its ref from an earlier observation, e.g. o3.e12 (none: the viewport)"`
 	TargetText string `json:"target_text,omitempty" jsonschema:"one element to take: its visible text (instead of ref)"`
 	Format     string `json:"format,omitempty" jsonschema:"PNG (the default, lossless) or JPEG (smaller)"`
-	Quality    *int32 `json:"quality,omitempty" jsonschema:"JPEG only: 1-100 (default 80)"`
+	Quality    int32  `json:"quality,omitempty" jsonschema:"JPEG only: 1-100 (default 80)"`
 }
 
 // ScreenshotOutput is what screenshot took.

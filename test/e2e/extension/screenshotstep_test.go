@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -58,7 +57,7 @@ func TestScreenshotThroughExtension(t *testing.T) {
 		}
 	}
 	g.Expect(menu).NotTo(BeNil(), "observation %+v", o)
-	el := w.agent.Do("verbs", twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: ptr.To[int32](60),
+	el := w.agent.Do("verbs", twv1.ActionStep{Type: twv1.StepScreenshot, Format: twv1.ImageJPEG, Quality: 60,
 		Target: &twv1.ActionTarget{Ref: menu.Ref}})
 	g.Expect(el.Status.Phase).To(Equal(twv1.ActionSucceeded), el.Status.Message)
 	elRef := el.Status.Steps[0].Screenshot
@@ -66,7 +65,7 @@ func TestScreenshotThroughExtension(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "the element is a JPEG")
 	g.Expect(jc.Width).To(BeNumerically("~", menu.Width, 1), "the element's box")
 	g.Expect(jc.Height).To(BeNumerically("~", menu.Height, 1), "the element's box")
-	g.Expect(elRef.Quality).To(Equal(ptr.To[int32](60)))
+	g.Expect(elRef.Quality).To(Equal(int32(60)))
 
 	// Another namespace's user cannot read it; the user cannot write one.
 	eve := testenv.UserClient(t, cfg, newNamespace(t), "eve")
