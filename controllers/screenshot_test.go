@@ -112,7 +112,7 @@ func TestScreenshotObject(t *testing.T) {
 		return &twv1.BrowserScreenshot{
 			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name, Labels: map[string]string{twv1.ProfileLabel: w.profile},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: twv1.GroupVersion.String(), Kind: "BrowserAction", Name: act.Name, UID: act.UID, Controller: ptr.To(true)}}},
-			ActionRef: shot.ActionRef, Step: ptr.To[int32](0), ProfileName: w.profile, Format: twv1.ImagePNG, Data: shot.Data,
+			ActionRef: shot.ActionRef, Step: ptr.To[int32](0), ProfileName: w.profile, Format: twv1.ImagePNG, Width: shot.Width, Height: shot.Height, Data: shot.Data,
 		}
 	}
 	err = w.user.Create(ctx, forged("forged-by-user"))

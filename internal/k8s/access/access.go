@@ -387,7 +387,7 @@ func WaitEnforced(ctx context.Context, admin *rest.Config, scheme *runtime.Schem
 		{"tabwarden-screenshot", func() error {
 			shot := &twv1.BrowserScreenshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-access-probe"},
 				ActionRef: twv1.ScreenshotActionReference{Name: act.Name, UID: "probe"}, Step: new(int32),
-				ProfileName: "tabwarden-probe", Format: twv1.ImagePNG, Data: []byte("probe")}
+				ProfileName: "tabwarden-probe", Format: twv1.ImagePNG, Width: 1, Height: 1, Data: []byte("probe")}
 			return adm.Create(ctx, shot, dry)
 		}},
 		{"tabwarden-agent-lease", func() error {

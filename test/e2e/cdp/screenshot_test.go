@@ -66,7 +66,7 @@ func TestScreenshotOnChromium(t *testing.T) {
 	err = eve.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: ref.Name}, &twv1.BrowserScreenshot{})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	forged := &twv1.BrowserScreenshot{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "forged", Labels: shot.Labels, OwnerReferences: shot.OwnerReferences},
-		ActionRef: shot.ActionRef, Step: shot.Step, ProfileName: shot.ProfileName, Format: shot.Format, Data: shot.Data}
+		ActionRef: shot.ActionRef, Step: shot.Step, ProfileName: shot.ProfileName, Format: shot.Format, Width: shot.Width, Height: shot.Height, Data: shot.Data}
 	err = u.Create(ctx, forged)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "only the agent writes screenshots: %v", err)
 
