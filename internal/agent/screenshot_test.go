@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 )
 
