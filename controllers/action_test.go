@@ -233,6 +233,8 @@ func TestGuardCoverage(t *testing.T) {
 			// The page shows a dialog when it runs (opened below): last in
 			// StepTypes' order, it blocks no other step.
 			twv1.StepDialog: {Type: twv1.StepDialog, Answer: twv1.DialogDismiss},
+
+			twv1.StepScreenshot: {Type: twv1.StepScreenshot, Target: target},
 		}
 	}
 	sendButton := &twv1.ActionTarget{Text: "Search"}

@@ -50,6 +50,11 @@ package controllers
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions/status,verbs=get;update;patch
 
+// Screenshots: collected when their action is gone (the garbage collector does
+// it too, where there is one) or when an agent of another profile than the
+// action's wrote them; watched as metadata only (no image in the cache).
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserscreenshots,verbs=get;list;watch;delete
+
 // Metrics served with --metrics-secure: the API server authenticates and
 // authorizes each scrape (controller-runtime's filters.WithAuthenticationAndAuthorization).
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create

@@ -1,7 +1,7 @@
 // tabwarden's `act` command: one curated step on a tab the host's owner has recorded.
 //
 // The host sends a step (observe, navigate, click, type, press, scroll, wait, back, forward,
-// reload, hover, select, fill), never a method
+// reload, hover, select, fill, screenshot), never a method
 // name or an expression. The worker runs it with the `debugger` permission, the only way an
 // extension can produce trusted input (chrome.scripting's synthetic events are untrusted and
 // need host permissions, which tabwarden does not ask for):
@@ -511,6 +511,34 @@ async function typeText(send, page, s) {
   await send("Input.insertText", { text: s.text });
 }
 
+/**
+ * screenshot: Page.captureScreenshot of the viewport, or of the part of the target's box inside it
+ * (page.js shotBox: it never scrolls). A hidden tab is refused (page_not_visible): Chrome draws no
+ * frame of it and the capture would wait for one for ever, while bringing it to the front would
+ * take the user's focus. An image over maxBytes is answered with its size only.
+ */
+async function screenshot(send, page, s) {
+  const box = await page("shotBox", { target: s.target });
+  if (box?.hidden) {
+    throw new ActRefusal(
+      "page_not_visible",
+      "the page is not shown (a background tab, or a minimized window): Chrome draws no picture of a hidden page, and tabwarden never brings a tab to the front (the user's focus is theirs). Observe reads the page's text without a picture; a window opened in a window of its own shows its page",
+    );
+  }
+  const n = (v) => (Number.isFinite(v) ? v : 0);
+  const params = { format: s.format };
+  if (s.format === "jpeg") params.quality = s.quality || 80;
+  if (s.target || s.scale !== 1) {
+    params.clip = { x: n(box?.pageX) + n(box?.x), y: n(box?.pageY) + n(box?.y), width: n(box?.width), height: n(box?.height), scale: s.scale };
+  }
+  const r = await send("Page.captureScreenshot", params);
+  const data = typeof r?.data === "string" ? r.data : "";
+  if (data === "") throw new Error("Page.captureScreenshot answered no image");
+  const size = Math.floor((data.length * 3) / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0);
+  if (size > s.maxBytes) return { screenshot: { format: s.format, size } };
+  return { screenshot: { format: s.format, size, data } };
+}
+
 /** A fill's refusal at field i: the field named, and what was filled before it. */
 function fieldRefusal(e, i, done) {
   if (!(e instanceof ActRefusal)) throw e;
@@ -728,6 +756,8 @@ export function createActor(deps) {
           await send("Page.handleJavaScriptDialog", params);
           return {};
         }
+        case "screenshot":
+          return screenshot(send, page, s);
       }
       throw invalid(`unknown step kind ${s.kind}`);
     });

@@ -703,6 +703,42 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     return { outline: nodes, outlineOffset: offset, outlineMore: stopped || i < out.length };
   }
 
+  // --- screenshots ---
+
+  // shotBox: what a screenshot takes, in viewport CSS pixels, with the page's scroll offset
+  // (a capture's clip is in page coordinates) and the device pixel ratio: the viewport, or the
+  // part of the target element's box inside it. It never scrolls: an element outside the
+  // viewport is refused.
+  function shotBox(target) {
+    const vv = globalThis.visualViewport;
+    const out = {
+      x: 0, y: 0, width: innerWidth, height: innerHeight,
+      pageX: vv ? vv.pageLeft : scrollX, pageY: vv ? vv.pageTop : scrollY, dpr: devicePixelRatio || 1,
+      hidden: document.visibilityState === "hidden",
+    };
+    if (!target) return out;
+    let el;
+    if (target.point) {
+      if (target.document !== S.document || target.epoch !== S.epoch) {
+        return fail("stale_coordinates", `the point (${target.x}, ${target.y}) was read in document ${target.document} at epoch ${target.epoch}; the page has since scrolled, navigated or re-rendered (now document ${S.document}, epoch ${S.epoch}): observe again`);
+      }
+      const x = Number(target.x), y = Number(target.y);
+      el = x >= 0 && y >= 0 && x < innerWidth && y < innerHeight ? document.elementFromPoint(x, y) : null;
+      if (!el) return fail("target_not_found", `no element at (${x}, ${y}) in the ${innerWidth}x${innerHeight} viewport`);
+    } else {
+      const found = element(target);
+      if (found.error) return found;
+      el = found.el;
+    }
+    const r = el.getBoundingClientRect();
+    const left = Math.max(r.left, 0), top = Math.max(r.top, 0);
+    const right = Math.min(r.right, innerWidth), bottom = Math.min(r.bottom, innerHeight);
+    if (right - left < 1 || bottom - top < 1) {
+      return fail("target_not_found", "the element is outside the viewport; a screenshot never scrolls: scroll to it first (a Scroll step), or take the viewport");
+    }
+    return Object.assign(out, { x: left, y: top, width: right - left, height: bottom - top });
+  }
+
   function observe(max, outlineOffset, outlineBytes) {
     max = Math.min(Math.max(Number(max) || 200, 1), MAX_ELEMENTS);
     const visible = interactive().filter((el) => inViewport(el.getBoundingClientRect()));
@@ -725,6 +761,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
         return f.loc.error ? f.loc : { x: f.loc.x, y: f.loc.y };
       }
       case "fillFocus": return fillFocus(args.target);
+      case "shotBox": return shotBox(args.target);
       case "scroll": return scroll(args.dx, args.dy);
       case "hasText": {
         const want = collapse(args.text);

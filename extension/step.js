@@ -16,9 +16,15 @@ export const MAX_OUTLINE_OFFSET = 1_000_000;
 const MAX_OUTLINE_NODES = 5000;
 const MAX_OUTLINE_TEXT = 4096; // characters; page.js sends at most 1000 per node
 export const MAX_FILL_FIELDS = 20;
-export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select", "fill", "dialog"]);
+export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select", "fill",
+  "screenshot", "dialog"]);
+// A screenshot's image is answered only up to this many bytes (the agent's bound; its base64
+// fits the host's 2 MiB frame); a larger one is answered with its size and no data.
+export const MAX_SHOT_BYTES = 768 * 1024;
+export const SHOT_FORMATS = new Set(["png", "jpeg"]);
 // The reasons a page refusal may carry (browser.ActError); anything else from page.js is a bug.
-export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found", "no_history"]);
+export const GUARD_REASONS = new Set(["stale_ref", "stale_coordinates", "ambiguous_target", "target_not_found", "no_history",
+  "page_not_visible"]);
 
 
 /** A refusal carrying a reason, a message and (for ambiguous targets) the candidates. */
@@ -157,6 +163,17 @@ export function validateStep(step) {
       s.dy = int(step.deltaY, "deltaY", { min: -100_000, max: 100_000 });
       if (s.dx === 0 && s.dy === 0) throw invalid("scroll needs deltaX or deltaY");
       break;
+    case "screenshot": {
+      s.target = target(step.target); // none: the viewport
+      s.format = step.format === undefined ? "png" : step.format;
+      if (!SHOT_FORMATS.has(s.format)) throw invalid("step.format of a screenshot is png or jpeg");
+      s.quality = int(step.quality, "quality", { min: 0, max: 100 });
+      const scale = step.scale === undefined || step.scale === null || step.scale === 0 ? 1 : step.scale;
+      if (typeof scale !== "number" || !(scale > 0 && scale <= 1)) throw invalid("step.scale of a screenshot is in (0, 1]");
+      s.scale = scale;
+      s.maxBytes = Math.min(int(step.maxBytes, "maxBytes", { min: 0, max: MAX_SHOT_BYTES }) || MAX_SHOT_BYTES, MAX_SHOT_BYTES);
+      break;
+    }
     case "back":
     case "forward":
     case "reload":

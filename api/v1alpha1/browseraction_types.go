@@ -5,7 +5,7 @@ import (
 )
 
 // StepType is what one step of a BrowserAction does.
-// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover;Select;Fill;Dialog
+// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover;Select;Fill;Screenshot;Dialog
 type StepType string
 
 const (
@@ -49,11 +49,16 @@ const (
 	// page shows: answer Accept (OK; a prompt gets text, else its default) or
 	// Dismiss (Cancel). A page with no dialog open is refused (no_dialog).
 	StepDialog StepType = "Dialog"
+	// StepScreenshot takes a picture of the page: its viewport, or the box of
+	// one element (target), as PNG or JPEG, without focusing the tab. The image
+	// goes to a BrowserScreenshot in the action's namespace that the step's
+	// result names (never into the action's status).
+	StepScreenshot StepType = "Screenshot"
 )
 
 // StepTypes lists every step type; the guard coverage test classifies each.
 var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload, StepHover, StepSelect, StepFill,
-	StepDialog}
+	StepScreenshot, StepDialog}
 
 // Mutating reports whether a step changes the page (and so is refused while the
 // session waits for the user or has unacknowledged spawns). Observe, Scroll and
@@ -92,7 +97,7 @@ func (p ActionPhase) Finished() bool {
 	return p == ActionSucceeded || p == ActionRefused || p == ActionFailed
 }
 
-// ActionTarget is what a Click, Type, Hover or Select step (or a Fill step's field) aims at: exactly one of ref, text or
+// ActionTarget is what a Click, Type, Hover, Select or Screenshot step (or a Fill step's field) aims at: exactly one of ref, text or
 // a point (x and y with the observation they were read from).
 // +kubebuilder:validation:XValidation:rule="(has(self.ref) ? 1 : 0) + (has(self.text) ? 1 : 0) + (has(self.x) || has(self.y) ? 1 : 0) == 1",message="a target is exactly one of ref (from an Observe step, e.g. {ref: o3.e12}), text (the element's visible text, e.g. {text: \"Send\"}) or a point with its observation (e.g. {x: 120, y: 340, observation: o3})"
 // +kubebuilder:validation:XValidation:rule="has(self.x) == has(self.y)",message="a point target needs both x and y, for example {x: 120, y: 340, observation: o3}"
@@ -146,10 +151,12 @@ type ActionTarget struct {
 // +kubebuilder:validation:XValidation:rule="self.type != 'Dialog' || has(self.answer)",message="a Dialog step needs answer, Accept or Dismiss, for example {type: Dialog, answer: Dismiss} or {type: Dialog, answer: Accept, text: \"Ada\"} (text answers a prompt)"
 // +kubebuilder:validation:XValidation:rule="self.type == 'Dialog' || !has(self.answer)",message="answer belongs to a Dialog step only, for example {type: Dialog, answer: Accept}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Dialog' || !has(self.text) || (has(self.answer) && self.answer == 'Accept')",message="a Dialog step's text is what a prompt is answered with, so it goes with answer Accept only, for example {type: Dialog, answer: Accept, text: \"Ada\"}; to cancel use {type: Dialog, answer: Dismiss}"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Screenshot' || (!has(self.format) && !has(self.quality))",message="format and quality belong to a Screenshot step only, for example {type: Screenshot, format: JPEG, quality: 70}"
+// +kubebuilder:validation:XValidation:rule="!has(self.quality) || (has(self.format) && self.format == 'JPEG')",message="quality applies to a JPEG screenshot only (a PNG is lossless), for example {type: Screenshot, format: JPEG, quality: 70}"
 // +kubebuilder:validation:XValidation:rule="self.type == 'Observe' || !has(self.outlineOffset)",message="outlineOffset pages through an Observe step's outline; only an Observe step takes it, for example {type: Observe, outlineOffset: 400} (an earlier observation's outline.nextOffset)"
 type ActionStep struct {
 	// type is Observe, Navigate, Click, Type, Press, Scroll, Wait, Back, Forward,
-	// Reload, Hover, Select, Fill or Dialog.
+	// Reload, Hover, Select, Fill, Screenshot or Dialog.
 	// +required
 	Type StepType `json:"type,omitempty"`
 	// url to load (Navigate): http, https or about:blank.
@@ -159,7 +166,8 @@ type ActionStep struct {
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://') || self == 'about:blank'",message="url must be http(s) or about:blank, for example https://example.com/form"
 	URL string `json:"url,omitempty"`
 	// target is what Click, Type, Hover and Select aim at (Type without a target types
-	// into the focused element).
+	// into the focused element), and the element a Screenshot takes (none: the
+	// viewport).
 	// +optional
 	Target *ActionTarget `json:"target,omitempty"`
 	// text to type (Type), to wait for (Wait), the option to choose (Select:
@@ -210,6 +218,18 @@ type ActionStep struct {
 	// dialog the page shows.
 	// +optional
 	Answer DialogAnswer `json:"answer,omitempty"`
+	// format of a Screenshot step's image: PNG (the default; lossless) or JPEG
+	// (smaller). A Screenshot with a target takes the box of that element only.
+	// +optional
+	Format ImageFormat `json:"format,omitempty"`
+	// quality of a JPEG Screenshot, 1-100 (default 80). The image is at most
+	// 768 KiB: a JPEG that would be larger is taken again at a lower quality,
+	// then at a smaller scale (the result says which); a PNG that would be
+	// larger is refused (screenshot_too_large) with the JPEG call as the hint.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Quality int32 `json:"quality,omitempty"`
 }
 
 // DialogAnswer is how a Dialog step answers the page's JavaScript dialog.
@@ -238,6 +258,17 @@ type OpenDialog struct {
 	// +kubebuilder:validation:MaxLength=1024
 	DefaultPrompt string `json:"defaultPrompt,omitempty"`
 }
+
+// ImageFormat is the format of a screenshot.
+// +kubebuilder:validation:Enum=PNG;JPEG
+type ImageFormat string
+
+const (
+	// ImagePNG is a lossless PNG.
+	ImagePNG ImageFormat = "PNG"
+	// ImageJPEG is a JPEG (lossy, smaller).
+	ImageJPEG ImageFormat = "JPEG"
+)
 
 // FillField is one field of a Fill step: the field and the text it gets.
 // +kubebuilder:validation:XValidation:rule="has(self.target)",message="each field of a Fill names its target, for example {target: {ref: o3.e4}, text: \"Ada\"} or {target: {text: \"Email\"}, text: \"ada@example.com\"}"
@@ -428,6 +459,48 @@ type StepResult struct {
 	// the page but a Dialog step is refused (dialog_open) until one answers it.
 	// +optional
 	Dialog *OpenDialog `json:"dialog,omitempty"`
+	// screenshot names the BrowserScreenshot a Screenshot step wrote, with its
+	// format, size and dimensions.
+	// +optional
+	Screenshot *ScreenshotReference `json:"screenshot,omitempty"`
+}
+
+// ScreenshotReference is what a Screenshot step's result says of its image:
+// the BrowserScreenshot that holds it (in the action's namespace), and enough
+// to use it without reading it.
+type ScreenshotReference struct {
+	// name of the BrowserScreenshot, in the action's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+	// format of the image.
+	// +required
+	Format ImageFormat `json:"format,omitempty"`
+	// width of the image in pixels.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Width int32 `json:"width,omitempty"`
+	// height of the image in pixels.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Height int32 `json:"height,omitempty"`
+	// sizeBytes is the image's size in bytes.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	SizeBytes int32 `json:"sizeBytes,omitempty"`
+	// quality is the JPEG quality the image was taken at (lower than asked when
+	// the image had to fit the size bound).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Quality int32 `json:"quality,omitempty"`
+	// scalePercent is the scale the image was taken at, in percent of the
+	// page's CSS pixels (100 unless the image had to fit the size bound).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	ScalePercent int32 `json:"scalePercent,omitempty"`
 }
 
 // SpawnedWindow is a window a page spawned while the action ran.
@@ -513,7 +586,7 @@ func (a *BrowserAction) GetConditions() []metav1.Condition { return a.Status.Con
 func (a *BrowserAction) SetConditions(c []metav1.Condition) { a.Status.Conditions = c }
 
 // BrowserAction is one call of steps (observe, navigate, click, type, press,
-// scroll, wait, back, forward, reload, hover, select, fill, dialog) against a window of a session, admitted or refused by the guards
+// scroll, wait, back, forward, reload, hover, select, fill, screenshot, dialog) against a window of a session, admitted or refused by the guards
 // and executed by the session's agent.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

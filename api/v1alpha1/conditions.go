@@ -135,6 +135,15 @@ const (
 	ReasonPageGone = "page_gone"
 	// ReasonStepFailed: the browser could not run the step (timeout, navigation error).
 	ReasonStepFailed = "step_failed"
+	// ReasonScreenshotTooLarge: a Screenshot's image would be larger than
+	// MaxScreenshotBytes even taken as small as tabwarden takes it (a PNG: as
+	// is; a JPEG: down to quality 30 at a quarter of the scale); the hint
+	// is a smaller call (JPEG, or one element).
+	ReasonScreenshotTooLarge = "screenshot_too_large"
+	// ReasonPageNotVisible: a Screenshot of a page the browser does not show
+	// (a background tab, a minimized window): Chromium draws no picture of a
+	// hidden page, and tabwarden never brings a tab to the front to make one.
+	ReasonPageNotVisible = "page_not_visible"
 
 	// ReasonRegistered: the object is registered.
 	ReasonRegistered = "Registered"

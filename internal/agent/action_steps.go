@@ -150,12 +150,19 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 	if run.spawned != nil {
 		base, _ = a.spawnWatch.count(run.spawned)
 	}
-	out, err := a.opts.Browser.Act(ctx, browser.ActRequest{
+	req := browser.ActRequest{
 		Key:   ActionKey(act.Namespace, s.Name, run.window.Name),
 		Owner: run.page.Key,
 		Page:  run.page.Page,
 		Step:  bstep,
-	})
+	}
+	var out browser.ActResult
+	var shotAt shotAttempt
+	if step.Type == twv1.StepScreenshot {
+		out, shotAt, err = run.screenshot(ctx, step, req)
+	} else {
+		out, err = a.opts.Browser.Act(ctx, req)
+	}
 	var ae *browser.ActError
 	if step.Type.Mutating() && !errors.As(err, &ae) {
 		run.stepSettle = a.spawnSettleOf(out, err, base)
@@ -179,6 +186,9 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 	case err != nil:
 		res.Phase, res.Reason, res.Message = twv1.ActionFailed, failure(act, err).reason, truncate(err.Error(), 2048)
 		return res, nil, err
+	}
+	if step.Type == twv1.StepScreenshot {
+		return run.screenshotResult(ctx, res, i, step, out.Screenshot, shotAt)
 	}
 	res.Phase = twv1.ActionSucceeded
 	if d := out.Dialog; d != nil {
@@ -279,6 +289,11 @@ func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) 
 	case twv1.StepDialog:
 		bs.Kind = browser.StepDialog
 		bs.Accept = step.Answer == twv1.DialogAccept
+	case twv1.StepScreenshot:
+		bs.Kind, bs.Format = browser.StepScreenshot, browser.FormatPNG
+		if step.Format == twv1.ImageJPEG {
+			bs.Format = browser.FormatJPEG
+		}
 	case twv1.StepWait:
 		bs.Kind = browser.StepWait
 		bs.Timeout = 10 * time.Second

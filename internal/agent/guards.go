@@ -74,6 +74,8 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepSelect:   applies("changes the page (the page's change handler may submit or spawn)"),
 		twv1.StepFill:     applies("changes the page (typing may trigger the page's handlers, which may spawn)"),
 		twv1.StepDialog:   applies("answering lets the page's script go on, which may change the page and spawn"),
+
+		twv1.StepScreenshot: na("takes a picture of the page; it cannot spawn and changes nothing"),
 	},
 	twv1.ReasonDirtySession: all(na("not a refusal: a reprimand condition on a session that ended with pages open; actions on an ended session are refused as session_finished")),
 	twv1.ReasonStaleCoordinates: {
@@ -91,6 +93,8 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepSelect:   applies("a point target is checked against its observation's document and render epoch"),
 		twv1.StepFill:     applies("each field's point target is checked against its observation's document and render epoch, before any field is typed into"),
 		twv1.StepDialog:   na("takes no target; it answers the dialog the page shows"),
+
+		twv1.StepScreenshot: applies("a point target is checked against its observation's document and render epoch"),
 	},
 	twv1.ReasonAmbiguousTarget: {
 		twv1.StepObserve:  na("takes no target"),
@@ -107,6 +111,8 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepSelect:   applies("a text target must match one visible element"),
 		twv1.StepFill:     applies("each field's text target must match one visible element, before any field is typed into"),
 		twv1.StepDialog:   na("takes no target"),
+
+		twv1.StepScreenshot: applies("a text target must match one visible element"),
 	},
 	twv1.ReasonProfileMismatch:             all(applies("an action naming another profile than the session's is refused before any step runs")),
 	twv1.ReasonNoKeepalive:                 all(applies("a warning on any step of a session driven long on a host that ends idle connections, without keepalive")),
@@ -126,6 +132,8 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepSelect:   applies("would change the page under the user"),
 		twv1.StepFill:     applies("would type into the page under the user"),
 		twv1.StepDialog:   applies("would answer the page's dialog under the user"),
+
+		twv1.StepScreenshot: na("takes a picture of the page; it never scrolls, moves the pointer or focuses, so the user's work is not disturbed"),
 	},
 	twv1.ReasonFocusViolation: {
 		twv1.StepObserve:  na("the driver reads the page without focusing it"),
@@ -142,6 +150,8 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepSelect:   na("the driver sets the drop-down's value in the page without activating the tab"),
 		twv1.StepFill:     na("the driver inserts text without activating the tab, as Type does"),
 		twv1.StepDialog:   na("the driver answers the dialog over the protocol without activating the tab"),
+
+		twv1.StepScreenshot: na("the driver captures the page without activating the tab or its window"),
 	},
 }
 

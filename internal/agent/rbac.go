@@ -44,6 +44,11 @@ package agent
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=tabwarden.dev,resources=browseractions/status,verbs=get;update;patch
 
+// Screenshots: the agent creates the image of a Screenshot step, in the action's
+// namespace, owned by the action (config/admission/screenshot.yaml keeps it to its
+// own profile's); it never reads, lists or deletes them.
+// +kubebuilder:rbac:groups=tabwarden.dev,resources=browserscreenshots,verbs=create
+
 // Metrics served with --metrics-secure: the API server authenticates and
 // authorizes each scrape (controller-runtime's filters.WithAuthenticationAndAuthorization).
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create

@@ -248,7 +248,31 @@ const (
 	// Accept presses OK (a prompt gets Text, else its default), else Cancel.
 	// A page that shows none is ReasonNoDialog.
 	StepDialog StepKind = "dialog"
+	// StepScreenshot takes a picture of the viewport, or of Target's element
+	// (its box as it shows in the viewport: the step never scrolls), as
+	// Format, into ActResult.Screenshot. It never focuses or activates the tab.
+	StepScreenshot StepKind = "screenshot"
 )
+
+// Image formats of a screenshot step.
+const (
+	FormatPNG  = "png"
+	FormatJPEG = "jpeg"
+)
+
+// Screenshot is what a screenshot step took.
+type Screenshot struct {
+	// Format is FormatPNG or FormatJPEG.
+	Format string
+	// Data is the image; nil when it was larger than the step's MaxBytes
+	// (Size says how large).
+	Data []byte
+	// Size is the image's size in bytes.
+	Size int
+}
+
+// TooLarge reports whether the image was taken but left out for its size.
+func (s *Screenshot) TooLarge() bool { return s != nil && len(s.Data) == 0 && s.Size > 0 }
 
 // FillField is one field of a fill step.
 type FillField struct {
@@ -283,6 +307,14 @@ type Step struct {
 	Fields []FillField
 	// Accept answers a dialog step's dialog with OK (else Cancel).
 	Accept bool
+	// Screenshot: Format (FormatPNG, the default, or FormatJPEG), Quality
+	// (JPEG, 1-100; 0: 80), Scale (0 < Scale <= 1 of the page's CSS pixels;
+	// 0: 1) and MaxBytes (an image larger than this comes back without its
+	// Data; 0: no bound).
+	Format   string
+	Quality  int
+	Scale    float64
+	MaxBytes int
 }
 
 // Target is an element or a point on the page, as an earlier observation saw it.
@@ -341,6 +373,8 @@ type PageObservation struct {
 type ActResult struct {
 	// Observation is set by observe.
 	Observation *PageObservation
+	// Screenshot is set by screenshot.
+	Screenshot *Screenshot
 	// Spawns counts the new pages (windows, tabs, popups) the acted-on page
 	// asked the browser for while the step ran, as the browser announced them
 	// (CDP Page.windowOpen on the page's session; the extension's debugger

@@ -181,6 +181,9 @@ func Controller(ctx context.Context, cfg *rest.Config, o ControllerOptions) erro
 	if err := (&controllers.TabListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&controllers.ScreenshotReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := (&controllers.WindowRegistrationReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tabwarden-controller")}).SetupWithManager(mgr); err != nil {
 		return err
 	}

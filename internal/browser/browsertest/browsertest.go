@@ -107,6 +107,7 @@ func Run(t *testing.T, factory Factory) {
 		{"ObserveReadsTheOutline", testOutline},
 		{"FillIsCheckedThenTyped", testFill},
 		{"DialogsWaitForADialogStep", testDialog},
+		{"ScreenshotTakesViewportAndElement", testScreenshot},
 		{"EventOrder", testEventOrder},
 		{"ReconnectDeclaresNothingGone", testReconnect},
 	}

@@ -234,6 +234,8 @@ func validStep(s browser.Step) error {
 			}
 		}
 		return nil
+	case browser.StepScreenshot:
+		return validShot(s)
 	case browser.StepHover:
 		if s.Target == (browser.Target{}) {
 			return errors.New(`act: a hover needs a target, for example Target{Ref: "e12", Document: obs.Document} or Target{Text: "Menu"}`)
@@ -331,6 +333,8 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		return browser.ActResult{}, b.fillStep(ctx, ps, s.Fields)
 	case browser.StepDialog:
 		return browser.ActResult{}, b.answer(ctx, ps, s.Accept, s.Text)
+	case browser.StepScreenshot:
+		return b.screenshotStep(ctx, ps, s)
 	}
 	return browser.ActResult{}, fmt.Errorf("act: unknown step kind %q", s.Kind)
 }

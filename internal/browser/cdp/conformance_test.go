@@ -176,3 +176,27 @@ func (w *cdpWorld) ReadingURL(older int) string {
 // Title is the page's title as Chromium lists it (no evaluation: a page that
 // shows a JavaScript dialog would not answer one).
 func (w *cdpWorld) Title(t testing.TB, id string) string { return pageTitle(w.t, id) }
+
+// Viewport is the page's viewport in device pixels, read by the world's own
+// hand (browsertest.Screens).
+func (w *cdpWorld) Viewport(t testing.TB, id string) (int, int) {
+	return devicePixels(t, evaluate(w.t, w.hand, id, `[innerWidth * devicePixelRatio, innerHeight * devicePixelRatio]`))
+}
+
+// Box is the box of the element selector names, in device pixels.
+func (w *cdpWorld) Box(t testing.TB, id, selector string) (int, int) {
+	return devicePixels(t, evaluate(w.t, w.hand, id, fmt.Sprintf(
+		`(() => { const r = document.querySelector(%q).getBoundingClientRect(); return [r.width * devicePixelRatio, r.height * devicePixelRatio]; })()`, selector)))
+}
+
+// devicePixels reads [width, height] as evaluate returns it.
+func devicePixels(t testing.TB, v any) (int, int) {
+	t.Helper()
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		t.Fatalf("want [width, height], got %v", v)
+	}
+	w, _ := a[0].(float64)
+	h, _ := a[1].(float64)
+	return int(w + 0.5), int(h + 0.5)
+}

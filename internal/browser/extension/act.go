@@ -35,6 +35,8 @@ var guardReasons = map[string]bool{
 	twv1.ReasonNoHistory:        true,
 	twv1.ReasonDialogOpen:       true,
 	twv1.ReasonNoDialog:         true,
+
+	twv1.ReasonPageNotVisible: true,
 }
 
 // Act implements browser.Browser with the `act` command: the extension checks that
@@ -103,6 +105,9 @@ func (d *Driver) Act(ctx context.Context, req browser.ActRequest) (browser.ActRe
 			return browser.ActResult{}, fmt.Errorf("extension act: dialog type %q is none of alert, confirm, prompt", d.Type)
 		}
 		res.Dialog = &browser.Dialog{Type: d.Type, Message: clipString(d.Message, maxDialogText), DefaultPrompt: clipString(d.DefaultPrompt, maxDialogText)}
+	}
+	if step.Kind == browser.StepScreenshot {
+		return screenshotOf(res, r.Screenshot, ws)
 	}
 	if r.Observation == nil {
 		if step.Kind == browser.StepObserve {
@@ -193,6 +198,10 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			return bad("scroll needs deltaX or deltaY (CSS pixels)")
 		}
 		ws.DeltaX, ws.DeltaY = st.DeltaX, st.DeltaY
+	case browser.StepScreenshot:
+		if err := shotStep(&ws, st, epoch); err != nil {
+			return wireStep{}, err
+		}
 	case browser.StepBack, browser.StepForward, browser.StepReload:
 		// No fields: the tab's own history.
 	case browser.StepDialog:

@@ -27,7 +27,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultAddr           = "127.0.0.1:47321"
-	DefaultMaxFrameBytes  = 1 << 20
+	DefaultMaxFrameBytes  = 2 << 20
 	DefaultMaxBodyBytes   = 1 << 10
 	DefaultHelloTimeout   = 5 * time.Second
 	DefaultIdleTimeout    = 60 * time.Second
@@ -54,7 +54,8 @@ type Options struct {
 	// mode 0700 (an existing directory is tightened to 0700).
 	StateDir string
 	Logger   logr.Logger
-	// MaxFrameBytes bounds one WebSocket message (default 1 MiB); a larger one closes
+	// MaxFrameBytes bounds one WebSocket message (default 2 MiB: an act's screenshot is up
+	// to 768 KiB, 1 MiB in base64); a larger one closes
 	// the connection with 1009.
 	MaxFrameBytes int64
 	// MaxBodyBytes bounds the body of POST /v1/pair (default 1 KiB).

@@ -194,6 +194,11 @@ type wireStep struct {
 	Fields        []wireField `json:"fields,omitempty"`
 	// Accept answers a dialog step's dialog with OK (true) or Cancel.
 	Accept *bool `json:"accept,omitempty"`
+	// Format, Quality, Scale and MaxBytes: a screenshot's.
+	Format   string  `json:"format,omitempty"`
+	Quality  int     `json:"quality,omitempty"`
+	Scale    float64 `json:"scale,omitempty"`
+	MaxBytes int     `json:"maxBytes,omitempty"`
 }
 
 // wireField is one field of a fill step.
@@ -257,4 +262,13 @@ type actResult struct {
 	// Dialog is the JavaScript dialog the step's input made the page open,
 	// left open (and the tab's debugger session kept) for a dialog step.
 	Dialog *browser.Dialog `json:"dialog,omitempty"`
+	// Screenshot is a screenshot step's image (base64 in JSON), or only its
+	// size when it is larger than the step's maxBytes.
+	Screenshot *wireScreenshot `json:"screenshot,omitempty"`
+}
+
+type wireScreenshot struct {
+	Format string `json:"format"`
+	Size   int    `json:"size"`
+	Data   []byte `json:"data,omitempty"`
 }

@@ -153,6 +153,8 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (res browser.
 		return browser.ActResult{}, nil
 	case browser.StepFill:
 		return browser.ActResult{}, b.fillLocked(t, step)
+	case browser.StepScreenshot:
+		return b.screenshotLocked(t, step)
 	case browser.StepScroll:
 		t.scrollY = max(0, t.scrollY+step.DeltaY)
 		t.epoch++

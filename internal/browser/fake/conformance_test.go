@@ -103,3 +103,11 @@ func TestConformance(t *testing.T) {
 		return b, world{b}
 	})
 }
+
+// Viewport is the fake's viewport (browsertest.Screens).
+func (w world) Viewport(t testing.TB, id string) (int, int) {
+	return fake.ViewportWidth, fake.ViewportHeight
+}
+
+// Box is the box of every fake element: 200x40.
+func (w world) Box(t testing.TB, id, selector string) (int, int) { return 200, 40 }

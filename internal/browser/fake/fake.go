@@ -81,6 +81,8 @@ type Browser struct {
 	misplacedWhy map[string]string // key → Page.Misplaced of its tab
 	// sites gives the pages at a url their interactive elements (SetSite).
 	sites map[string][]Element
+	// noisy names the urls whose screenshots are noise (SetScreenshotNoise).
+	noisy map[string]bool
 	// answered lists the dialogs closes answered.
 	answered []string
 	// dialogTimeout is browser.DialogTimeout unless SetDialogTimeout.

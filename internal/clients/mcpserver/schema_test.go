@@ -193,7 +193,8 @@ func TestToolSchemas(t *testing.T) {
 			t.Error(p)
 		}
 	}
-	wantTools := []string{"list_profiles", "start_session", "open_window", "list_owned", "acknowledge", "observe", "act", "finish"}
+	wantTools := []string{"list_profiles", "start_session", "open_window", "list_owned", "acknowledge", "observe", "act", "finish",
+		"screenshot"}
 	for _, n := range wantTools {
 		if schemas[n] == nil {
 			t.Fatalf("no tool %s", n)
@@ -236,6 +237,7 @@ func TestToolSchemas(t *testing.T) {
 		"acknowledge.disposition": crdEnum(t, "browserwindows", "disposition"),
 		"start_session.placement": crdEnum(t, "browsersessions", "placement"),
 		// A new window starts Temporary or Keep: the API's set less Close.
+		"screenshot.format":       crdEnum(t, "browseractions", "steps", "[]", "format"),
 		"open_window.disposition": slices.DeleteFunc(crdEnum(t, "browserwindows", "disposition"), func(d string) bool { return d == string(twv1.DispositionClose) }),
 	}
 	if got := enums["act.steps[].type"]; len(got) != len(twv1.StepTypes) {
@@ -279,6 +281,7 @@ func TestToolSchemas(t *testing.T) {
 		"observe":       {"session", "window", "thread"},
 		"act":           {"session", "window", "thread", "steps"},
 		"finish":        {"session"},
+		"screenshot":    {"session", "window", "thread"},
 	}
 	for tool, want := range required {
 		var got []string

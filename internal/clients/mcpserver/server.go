@@ -63,6 +63,7 @@ func New(o *ops.Ops, opts Options) *mcp.Server {
 	addSessionTools(s, h)
 	addWindowTools(s, h)
 	addActionTools(s, h)
+	addScreenshotTool(s, h)
 	return s
 }
 

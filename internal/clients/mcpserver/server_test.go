@@ -112,8 +112,8 @@ func TestTools(t *testing.T) {
 			g.Expect(s.Required).To(ConsistOf("thread", "purpose"))
 		}
 	}
-	g.Expect(names).To(HaveLen(8))
-	for _, n := range []string{"list_profiles", "start_session", "open_window", "list_owned", "acknowledge", "observe", "act", "finish"} {
+	g.Expect(names).To(HaveLen(9))
+	for _, n := range []string{"list_profiles", "start_session", "open_window", "list_owned", "acknowledge", "observe", "act", "finish", "screenshot"} {
 		g.Expect(names).To(HaveKey(n))
 	}
 

@@ -88,6 +88,7 @@ var Policies = []string{
 	"tabwarden-window-create", "tabwarden-window-update", "tabwarden-window-status",
 	"tabwarden-session-status", "tabwarden-profile", "tabwarden-agent-lease", "tabwarden-tablist",
 	"tabwarden-action-status", "tabwarden-action-label",
+	"tabwarden-screenshot",
 }
 
 // Manifests are the shipped access control objects.
@@ -382,6 +383,12 @@ func WaitEnforced(ctx context.Context, admin *rest.Config, scheme *runtime.Schem
 		{"tabwarden-tablist", func() error {
 			tl := &twv1.BrowserTabList{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-probe"}, ProfileName: "tabwarden-probe"}
 			return adm.Create(ctx, tl, dry)
+		}},
+		{"tabwarden-screenshot", func() error {
+			shot := &twv1.BrowserScreenshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-access-probe"},
+				ActionRef: twv1.ScreenshotActionReference{Name: act.Name, UID: "probe"}, Step: new(int32),
+				ProfileName: "tabwarden-probe", Format: twv1.ImagePNG, Width: 1, Height: 1, Data: []byte("probe")}
+			return adm.Create(ctx, shot, dry)
 		}},
 		{"tabwarden-agent-lease", func() error {
 			l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tabwarden-profile-tabwarden-probe-other"}}

@@ -277,3 +277,35 @@ func (w *extWorld) DialogURL() string {
 	w.n++
 	return fx.Path(fmt.Sprintf("/dialog?conformance=%d-%d", time.Now().UnixNano(), w.n))
 }
+
+// devicePixels evaluates expr (an array [width, height] in device pixels) in
+// the page over DevTools (not the driver).
+func (w *extWorld) devicePixels(t testing.TB, id, expr string) (int, int) {
+	t.Helper()
+	target, ok := w.target(t, id)
+	if !ok {
+		t.Fatalf("no target for page %s", id)
+	}
+	ctx := context.Background()
+	sess, err := devtools.attach(ctx, target)
+	if err != nil {
+		t.Fatalf("attach %s: %v", target, err)
+	}
+	defer devtools.detach(ctx, sess)
+	var wh []float64
+	if err := devtools.eval(ctx, sess, expr, &wh); err != nil || len(wh) != 2 {
+		t.Fatalf("%s in %s: %v %v", expr, id, wh, err)
+	}
+	return int(wh[0] + 0.5), int(wh[1] + 0.5)
+}
+
+// Viewport is the page's viewport in device pixels (browsertest.Screens).
+func (w *extWorld) Viewport(t testing.TB, id string) (int, int) {
+	return w.devicePixels(t, id, `[innerWidth * devicePixelRatio, innerHeight * devicePixelRatio]`)
+}
+
+// Box is the box of the element selector names, in device pixels.
+func (w *extWorld) Box(t testing.TB, id, selector string) (int, int) {
+	return w.devicePixels(t, id, fmt.Sprintf(
+		`(() => { const r = document.querySelector(%q).getBoundingClientRect(); return [r.width * devicePixelRatio, r.height * devicePixelRatio]; })()`, selector))
+}

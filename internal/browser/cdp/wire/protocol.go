@@ -248,9 +248,13 @@ func (CreateIsolatedWorld) result() CreateIsolatedWorldResult {
 // CaptureScreenshot is Page.captureScreenshot (tests: the popup's picture in
 // docs/). Clip, in CSS pixels, captures that rectangle of the page.
 type CaptureScreenshot struct {
-	Format                string    `json:"format,omitempty"`
+	Format string `json:"format,omitempty"`
+	// Quality is a JPEG's, 0-100 (0: Chromium's default).
+	Quality               int       `json:"quality,omitempty"`
 	Clip                  *Viewport `json:"clip,omitempty"`
 	CaptureBeyondViewport bool      `json:"captureBeyondViewport,omitempty"`
+	// FromSurface false captures the view instead of the surface (Chromium's default: true).
+	FromSurface *bool `json:"fromSurface,omitempty"`
 }
 
 // Viewport is a rectangle of the page, in CSS pixels, at Scale.
