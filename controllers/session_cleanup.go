@@ -23,7 +23,10 @@ import (
 
 // reconcileDelete cleans up and lets the session go once none of its windows remain.
 func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.BrowserSession, windows []twv1.BrowserWindow) (ctrl.Result, error) {
-	wasFinished := s.Status.Phase == twv1.SessionPhaseFinished
+	// A session that finished before its deletion had its cleanup told then
+	// (its phase here may already be the Finishing this reconcile writes).
+	_, told := r.cleaned.Load(s.UID)
+	wasFinished := s.Status.Phase == twv1.SessionPhaseFinished || told
 	s.Status.Phase = twv1.SessionPhaseFinishing
 	remaining, err := r.cleanup(ctx, s, windows)
 	if err != nil {
@@ -39,6 +42,7 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 			// cache has not seen the session go yet.
 			return ctrl.Result{}, err
 		}
+		r.cleaned.Delete(s.UID)
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
 		// A session that finished before its deletion was observed then.
 		if at, finishing := r.endedAt.LoadAndDelete(s.UID); finishing {

@@ -45,6 +45,10 @@ type SessionReconciler struct {
 	// Finished or an idle timeout), for the cleanup duration metric; a deleted
 	// session's end is its deletionTimestamp.
 	endedAt sync.Map
+	// cleaned holds the finished sessions whose cleanup this controller told
+	// (Event and metric), until they are deleted: a reconcile on a cache that
+	// has not seen the Finished phase yet must not tell it again.
+	cleaned sync.Map
 	// letGo remembers the sessions whose finalizer this controller removed
 	// until the cache sees them go.
 	letGo patch.LetGo

@@ -32,12 +32,13 @@ func (r *SessionReconciler) reconcileLifecycle(ctx context.Context, s *twv1.Brow
 			s.Status.Phase = twv1.SessionPhaseFinishing
 			return ctrl.Result{RequeueAfter: r.CleanupRequeue}, nil
 		}
-		if s.Status.Phase != twv1.SessionPhaseFinished {
+		if _, told := r.cleaned.LoadOrStore(s.UID, struct{}{}); !told && s.Status.Phase != twv1.SessionPhaseFinished {
 			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
 			if at, ok := r.endedAt.LoadAndDelete(s.UID); ok {
 				metrics.SessionCleaned(s.Status.ProfileName, at.(time.Time))
 			}
 		}
+		r.endedAt.Delete(s.UID) // a reconcile on a stale cache stored it again
 		s.Status.Phase = twv1.SessionPhaseFinished
 	case s.Status.ProfileName == "":
 		s.Status.Phase = twv1.SessionPhasePending
