@@ -57,18 +57,25 @@ type config struct {
 	profileDir string
 	date       string
 	logFile    string
+	// remoteReps is the repetitions of each remote case per path setting
+	// (cleanup: a quarter of it for 10 pages, a tenth for 50, at least one).
+	remoteReps int
 }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-role" {
 		os.Exit(roleMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "-netfwd" {
+		os.Exit(netfwdMain(os.Args[2:]))
+	}
 	var (
 		short    = flag.Bool("short", false, "a quick look: few repetitions, small N and S (under two minutes)")
 		out      = flag.String("out", "", "results file (default bench/results/<date>.md; \"-\" prints only)")
-		sections = flag.String("sections", "spawn,open,cleanup,action,scale", "sections to run")
+		sections = flag.String("sections", "spawn,open,cleanup,action,remote,scale", "sections to run (remote: Chromium in a network namespace behind a delay relay; needs root)")
 		scale    = flag.String("scale", "", "comma-separated session counts for the scale case (default 500,1000,2000; -short 10,20; e.g. 1000,2000,5000,10000 for the long run)")
 		reps     = flag.Int("reps", 0, "repetitions for spawn and open (default 200; -short 20)")
+		rreps    = flag.Int("remote-reps", 0, "repetitions of each remote case per path setting (default 20; -short 2)")
 		qps      = flag.Float64("role-qps", 2000, "client QPS of the controller and agent in the scale case (run.Common.QPS; 0 = the shipped default 200/400)")
 		workers  = flag.Int("ctl-workers", 0, "experiment: run the scale case's controller with this many workers per reconciler (0: as shipped)")
 		memLimit = flag.Int("role-memory-limit", 0, "run the scale case's controller and agent as under a container memory limit of this many MiB: GOMEMLIMIT at 90 % of it, the soft limit the roles set in a container (0: none, as the bench's processes have no limit; the limit itself is not enforced)")
@@ -94,11 +101,16 @@ func main() {
 		cfg.cleanNs = []int{1, 10}
 		cfg.cleanReps = map[int]int{1: 1, 10: 1}
 		cfg.scaleS = []int{10, 20}
+		cfg.remoteReps = 2
 	} else {
 		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 200, 200, 10, 3
 		cfg.cleanNs = []int{1, 10, 50}
 		cfg.cleanReps = map[int]int{1: 200, 10: 30, 50: 10}
 		cfg.scaleS = []int{500, 1000, 2000}
+		cfg.remoteReps = 20
+	}
+	if *rreps > 0 {
+		cfg.remoteReps = *rreps
 	}
 	if *reps > 0 {
 		cfg.spawnReps, cfg.openReps = *reps, *reps
@@ -185,7 +197,7 @@ func benchMain(ctx context.Context, cfg config) error {
 	}
 	defer func() { _ = env.Stop() }()
 	rep := &report{cfg: cfg, machine: describeMachine(ctx, env.BinaryAssetsDirectory)}
-	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] || cfg.sections["action"] {
+	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] || cfg.sections["action"] || cfg.sections["remote"] {
 		if err := browserSections(ctx, cfg, restCfg, rep); err != nil {
 			return err
 		}
