@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -285,13 +286,19 @@ func startForwarder(ctx context.Context, ns *netpath.Netns) error {
 		return err
 	}
 	cmd.Stderr = os.Stderr
-	if _, err := cmd.StdinPipe(); err != nil { // its stdin closes when this process ends, and so does it
+	// Its stdin closes when this process ends, and so does it; held until
+	// then (a pipe end that is garbage-collected closes).
+	in, err := cmd.StdinPipe()
+	if err != nil {
 		return err
 	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	go func() { _ = cmd.Wait() }() // killed by the namespace's Close
+	go func() {
+		_ = cmd.Wait() // killed by the namespace's Close
+		_ = in.Close() // nothing more to say to it
+	}()
 	ready := make(chan error, 1)
 	go func() {
 		line, err := bufio.NewReader(out).ReadString('\n')
@@ -356,18 +363,40 @@ type remoteRow struct {
 	note           string
 }
 
+// parsePaths reads -remote-paths: comma-separated CDP RTTs in ms, each
+// optionally +API RTT in ms ("0,10,50,10+10").
+func parsePaths(s string) ([]remotePhase, error) {
+	var out []remotePhase
+	for _, f := range strings.Split(s, ",") {
+		c, a, _ := strings.Cut(strings.TrimSpace(f), "+")
+		cm, err := strconv.Atoi(c)
+		am := 0
+		if err == nil && a != "" {
+			am, err = strconv.Atoi(a)
+		}
+		if err != nil || cm < 0 || am < 0 {
+			return nil, fmt.Errorf("-remote-paths: %q: want CDP RTT in ms, optionally +API RTT in ms", f)
+		}
+		p := remotePhase{tag: fmt.Sprintf("c%d", cm), cdpRTT: time.Duration(cm) * time.Millisecond, apiRTT: time.Duration(am) * time.Millisecond}
+		if am > 0 {
+			p.tag += fmt.Sprintf("a%d", am)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func remoteSection(ctx context.Context, l *lab, restCfg *rest.Config, rep *report) error {
 	r, err := l.startRemote(ctx, restCfg)
 	if err != nil {
 		return err
 	}
 	defer r.stop()
-	phases := []remotePhase{{"c0", 0, 0}, {"c10", 10 * time.Millisecond, 0}, {"c50", 50 * time.Millisecond, 0}, {"c10a10", 10 * time.Millisecond, 10 * time.Millisecond}}
-	ns := []int{10, 50}
-	if l.cfg.short {
-		phases = []remotePhase{{"c0", 0, 0}, {"c50", 50 * time.Millisecond, 0}}
-		ns = []int{10}
+	phases, err := parsePaths(l.cfg.remotePaths)
+	if err != nil {
+		return err
 	}
+	ns := l.cfg.remoteNs
 	rep.remoteNS = r.ns.Name
 	for _, ph := range phases {
 		r.setRTT(ph.cdpRTT, ph.apiRTT)

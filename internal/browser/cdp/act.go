@@ -115,6 +115,9 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 		return browser.ActResult{}, err
 	}
 	defer ps.mu.Unlock()
+	if err := ps.enabled(ctx); err != nil {
+		return browser.ActResult{}, err
+	}
 
 	// A mutating step registers its page's evidence: the Page.windowOpen events
 	// the page fires while the step runs, counted for ActResult.Spawns and, with

@@ -5,6 +5,7 @@ package cdp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -23,6 +24,9 @@ type pageSession struct {
 	world  int64  // execution context id of the isolated world; 0: none
 	nonce  string // the world's nonce (page.js init)
 	mac    bool   // the page reports a Mac (Mod is Meta there)
+	// enabling is the attach's Page.enable, sent and not yet awaited (see
+	// session); nil once awaited.
+	enabling *wire.Pending[wire.Empty]
 
 	// Guarded by Browser.mu: steps running on the page, the dialogs dismissed
 	// while they ran, and a dialog that opened while none ran.
@@ -50,6 +54,10 @@ func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*page
 	b.mu.Unlock()
 	ps.mu.Lock()
 	if ps.id != "" {
+		if err := ps.enabled(ctx); err != nil {
+			ps.mu.Unlock()
+			return nil, err
+		}
 		return ps, nil
 	}
 	r, err := call(ctx, c, "", wire.AttachToTarget{TargetID: page, Flatten: true})
@@ -64,12 +72,33 @@ func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*page
 	ps.id = r.SessionID
 	b.mu.Unlock()
 	// Page events tell of JavaScript dialogs, which block the page (and every
-	// step) until answered.
-	if _, err := call(ctx, c, r.SessionID, wire.PageEnable{}); err != nil {
+	// step) until answered. Sent without waiting: the browser handles the
+	// session's commands in order, so the caller's next command goes out right
+	// behind it and the two cost one round trip (on a remote browser, a round
+	// trip is the network's RTT); the caller checks the reply with enabled.
+	pe, err := wire.Send(c, r.SessionID, wire.PageEnable{})
+	if err != nil {
 		ps.mu.Unlock()
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", wire.PageEnable{}.Method(), browser.ErrNotConnected)
 	}
+	ps.enabling = pe
 	return ps, nil
+}
+
+// enabled waits for the reply of the attach's Page.enable, when it has not
+// been awaited yet. The session must be locked.
+func (ps *pageSession) enabled(ctx context.Context) error {
+	if ps.enabling == nil {
+		return nil
+	}
+	_, err := ps.enabling.Wait(ctx)
+	if errors.Is(err, wire.ErrClosed) {
+		err = fmt.Errorf("%s: %w", wire.PageEnable{}.Method(), browser.ErrNotConnected)
+	}
+	if err == nil || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		ps.enabling = nil // answered: a failure is reported once, as the attach's was
+	}
+	return err
 }
 
 // onDialog handles a JavaScript dialog on a page the driver acts on. While a
