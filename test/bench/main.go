@@ -81,7 +81,7 @@ func main() {
 		reps     = flag.Int("reps", 0, "repetitions for spawn and open (default 200; -short 20)")
 		rreps    = flag.Int("remote-reps", 0, "repetitions of each remote case per path setting (default 20; -short 2)")
 		rclean   = flag.String("remote-cleanup", "", "the remote section's cleanup sizes, e.g. 10,50 (default 10,50; -short 10; none: 0)")
-		rpaths   = flag.String("remote-paths", "", "the remote section's paths: CDP RTTs in ms, each optionally +API RTT in ms (default 0,10,50,10+10; -short 0,50)")
+		rpaths   = flag.String("remote-paths", "", "the remote section's paths: CDP RTTs in ms, each optionally +API RTT in ms (default 0,10,50,10+10; -short 50)")
 		qps      = flag.Float64("role-qps", 2000, "client QPS of the controller and agent in the scale case (run.Common.QPS; 0 = the shipped default 200/400)")
 		workers  = flag.Int("ctl-workers", 0, "experiment: run the scale case's controller with this many workers per reconciler (0: as shipped)")
 		memLimit = flag.Int("role-memory-limit", 0, "run the scale case's controller and agent as under a container memory limit of this many MiB: GOMEMLIMIT at 90 % of it, the soft limit the roles set in a container (0: none, as the bench's processes have no limit; the limit itself is not enforced)")
@@ -107,7 +107,7 @@ func main() {
 		cfg.cleanNs = []int{1, 10}
 		cfg.cleanReps = map[int]int{1: 1, 10: 1}
 		cfg.scaleS = []int{10, 20}
-		cfg.remoteReps, cfg.remotePaths, cfg.remoteNs = 2, "0,50", []int{10}
+		cfg.remoteReps, cfg.remotePaths, cfg.remoteNs = 2, "50", []int{10}
 	} else {
 		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 200, 200, 10, 3
 		cfg.cleanNs = []int{1, 10, 50}

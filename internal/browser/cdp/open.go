@@ -76,14 +76,10 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 			return browser.Page{}, err
 		}
 	}
-	win := func() string { return "" }
 	if id == "" {
-		if id, win, err = b.createRecorded(ctx, c, req, params); err != nil {
+		if id, err = b.createRecorded(ctx, c, req, params); err != nil {
 			return browser.Page{}, err
 		}
-	}
-	if w := win(); w != "" {
-		b.setWindow(c, id, w)
 	}
 	b.mu.Lock()
 	t, ok := b.targets[id]
@@ -94,9 +90,6 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 		p = browser.Page{ID: id, URL: req.URL}
 	}
 	b.mu.Unlock()
-	if p.WindowID == "" {
-		p.WindowID = win() // the target may not be listed yet
-	}
 	if strings.HasPrefix(p.URL, markerPrefix) {
 		p.URL = req.URL // loading: the browser reports it soon
 	}
@@ -116,70 +109,48 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 // page at the intent's marker is the one it created, and is recorded; none
 // means nothing was created, and the page is created now. Only the nonce
 // claims a page (invariant 10): a user's tab at the intent's url never is.
-//
-// win returns the page's window ("" when unknown): it is looked up while the
-// page leaves its marker, so that the lookup costs no round trip of its own.
-func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.OpenRequest, params wire.CreateTarget) (id string, win func() string, err error) {
-	none := func() string { return "" }
+func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.OpenRequest, params wire.CreateTarget) (string, error) {
 	if in, ok := b.ledger.IntentOf(req.Key); ok && in.Marker != "" {
 		id, err := b.resolveIntent(ctx, c, in)
 		if err != nil {
-			return "", none, err
+			return "", err
 		}
 		if id != "" {
 			b.log.Info("adopted the page an interrupted open created", "key", req.Key, "page", id, "url", in.URL)
 			if err := b.ledger.Opened(req.Key, id); err != nil {
-				return "", none, err
+				return "", err
 			}
-			return id, none, b.leaveMarker(ctx, c, id, req.URL)
+			return id, b.leaveMarker(ctx, c, id, req.URL)
 		}
 	}
 	if err := b.faultAt(faultBeforeIntent, ""); err != nil {
-		return "", none, err
+		return "", err
 	}
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
-		return "", none, fmt.Errorf("open %s: a nonce for its intent: %w", req.Key, err)
+		return "", fmt.Errorf("open %s: a nonce for its intent: %w", req.Key, err)
 	}
 	in := ledger.Intent{Key: req.Key, URL: req.URL, NewWindow: req.NewWindow, Context: req.Context, Marker: markerPrefix + hex.EncodeToString(nonce)}
 	if err := b.ledger.Intend(in); err != nil {
-		return "", none, err
+		return "", err
 	}
 	if err := b.faultAt(faultAfterIntent, ""); err != nil {
-		return "", none, err
+		return "", err
 	}
 	params.URL = in.Marker
-	id, err = b.createTarget(ctx, c, params)
+	id, err := b.createTarget(ctx, c, params)
 	if err != nil {
 		// The intent stays: a create whose reply was lost may still have made
 		// the page, and the next Open resolves it.
-		return "", none, err
+		return "", err
 	}
 	if err := b.faultAt(faultAfterCreate, id); err != nil {
-		return "", none, err
-	}
-	// A page's window is set at its create: ask for it now, alongside the
-	// navigation below, rather than after it.
-	found := make(chan string, 1)
-	go func() {
-		w, err := windowFor(ctx, c, id)
-		if err != nil {
-			w = "" // withWindow asks again, and says why if it must
-		}
-		found <- w
-	}()
-	var w string
-	var got bool
-	win = func() string {
-		if !got {
-			w, got = <-found, true
-		}
-		return w
+		return "", err
 	}
 	if err := b.ledger.Opened(req.Key, id); err != nil {
-		return "", none, err
+		return "", err
 	}
-	return id, win, b.leaveMarker(ctx, c, id, req.URL)
+	return id, b.leaveMarker(ctx, c, id, req.URL)
 }
 
 // markerPrefix starts the url an Open creates its page at (Intent.Marker).

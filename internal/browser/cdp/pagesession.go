@@ -5,7 +5,6 @@ package cdp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,7 +25,7 @@ type pageSession struct {
 	mac    bool   // the page reports a Mac (Mod is Meta there)
 	// enabling is the attach's Page.enable, sent and not yet awaited (see
 	// session); nil once awaited.
-	enabling *wire.Pending[wire.Empty]
+	enabling func(context.Context) (wire.Empty, error)
 
 	// Guarded by Browser.mu: steps running on the page, the dialogs dismissed
 	// while they ran, and a dialog that opened while none ran.
@@ -76,28 +75,20 @@ func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*page
 	// session's commands in order, so the caller's next command goes out right
 	// behind it and the two cost one round trip (on a remote browser, a round
 	// trip is the network's RTT); the caller checks the reply with enabled.
-	pe, err := wire.Send(c, r.SessionID, wire.PageEnable{})
-	if err != nil {
-		ps.mu.Unlock()
-		return nil, fmt.Errorf("%s: %w", wire.PageEnable{}.Method(), browser.ErrNotConnected)
-	}
-	ps.enabling = pe
+	ps.enabling = send(c, r.SessionID, wire.PageEnable{})
 	return ps, nil
 }
 
 // enabled waits for the reply of the attach's Page.enable, when it has not
-// been awaited yet. The session must be locked.
+// been awaited yet; it is awaited once, whatever the outcome. The session
+// must be locked.
 func (ps *pageSession) enabled(ctx context.Context) error {
 	if ps.enabling == nil {
 		return nil
 	}
-	_, err := ps.enabling.Wait(ctx)
-	if errors.Is(err, wire.ErrClosed) {
-		err = fmt.Errorf("%s: %w", wire.PageEnable{}.Method(), browser.ErrNotConnected)
-	}
-	if err == nil || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		ps.enabling = nil // answered: a failure is reported once, as the attach's was
-	}
+	wait := ps.enabling
+	ps.enabling = nil
+	_, err := wait(ctx)
 	return err
 }
 
