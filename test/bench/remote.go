@@ -355,12 +355,13 @@ func (p remotePhase) String() string {
 // remoteRow is one operation at one phase, against its raw baseline over the
 // same path, with the CDP commands each sent per operation.
 type remoteRow struct {
-	phase          remotePhase
-	name, baseName string
-	tw, base       sample
-	twReq, baseReq sample           // CDP commands per operation
-	methods        []netpath.Counts // the agent's, per operation
-	note           string
+	phase            remotePhase
+	name, baseName   string
+	tw, base         sample
+	twReq, baseReq   sample           // CDP commands per operation
+	twTurn, baseTurn sample           // their turns (netpath.Counts)
+	methods          []netpath.Counts // the agent's, per operation
+	note             string
 }
 
 // parsePaths reads -remote-paths: comma-separated CDP RTTs in ms, each
@@ -504,9 +505,15 @@ func remoteSpawn(ctx context.Context, l *lab, r *remoteLab, ph remotePhase, rep 
 func (row *remoteRow) add(tw, base time.Duration, twReq, baseReq netpath.Counts) {
 	row.tw = append(row.tw, ms(tw))
 	row.base = append(row.base, ms(base))
-	row.twReq = append(row.twReq, float64(twReq.Messages))
-	row.baseReq = append(row.baseReq, float64(baseReq.Messages))
-	row.methods = append(row.methods, twReq)
+	row.count(twReq, baseReq)
+}
+
+func (row *remoteRow) count(tw, base netpath.Counts) {
+	row.twReq = append(row.twReq, float64(tw.Messages))
+	row.baseReq = append(row.baseReq, float64(base.Messages))
+	row.twTurn = append(row.twTurn, float64(tw.Turns))
+	row.baseTurn = append(row.baseTurn, float64(base.Turns))
+	row.methods = append(row.methods, tw)
 }
 
 func remoteOpen(ctx context.Context, l *lab, r *remoteLab, ph remotePhase, rep *report) error {
@@ -651,9 +658,7 @@ func remoteCleanup(ctx context.Context, l *lab, r *remoteLab, ph remotePhase, re
 		b1 := r.rawRelay.Counts()
 		row.tw = append(row.tw, ms(de.At.Sub(t0)))
 		row.base = append(row.base, bd)
-		row.twReq = append(row.twReq, float64(a1.Minus(a0).Messages))
-		row.baseReq = append(row.baseReq, float64(b1.Minus(b0).Messages))
-		row.methods = append(row.methods, a1.Minus(a0))
+		row.count(a1.Minus(a0), b1.Minus(b0))
 	}
 	rep.remote = append(rep.remote, row)
 	return nil
@@ -663,18 +668,19 @@ func remoteCleanup(ctx context.Context, l *lab, r *remoteLab, ph remotePhase, re
 func (r *report) remoteMarkdown() string {
 	var b strings.Builder
 	b.WriteString("\n## Remote pool: agent ↔ Chromium over a network path (ms)\n\n")
-	fmt.Fprintf(&b, "Chromium runs in a network namespace of its own (%s), reached over a veth pair; the round-trip time is added by a user-space relay in the bench process (test/bench/netpath), because this kernel has no netem: each direction's bytes are held for RTT/2, in order, without throttling. The agent and the raw baseline each connect through their own relay with the same delay; the relay counts the CDP commands each sends (*CDP cmds*: per operation, p50 and max over the repetitions, counted from the operation's start to its end). \"API … RTT\" delays the agent's connection to the API server the same way (on loopback); the bench's client and the controller stay direct.\n\n", r.remoteNS)
-	b.WriteString("| path | case | tabwarden p50 | p99 | baseline (same path) | base p50 | base p99 | ratio p50 | ratio p99 | (tw − base) p50 ÷ RTT | CDP cmds tabwarden p50 (max) | CDP cmds baseline p50 | reps |\n")
-	b.WriteString("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "Chromium runs in a network namespace of its own (%s), reached over a veth pair; the round-trip time is added by a user-space relay in the bench process (test/bench/netpath), because this kernel has no netem: each direction's bytes are held for RTT/2, in order, without throttling. The agent and the raw baseline each connect through their own relay with the same delay; the relay counts the CDP commands each sends (*cmds*: per operation, p50 and max over the repetitions, counted from the operation's start to its end) and their *turns*: runs of commands sent back to back with nothing from the browser delivered in between (a command awaited before the next is a turn of its own; pipelined ones share one; the browser's events count as something delivered, so turns can overstate the round trips waited for). \"API … RTT\" delays the agent's connection to the API server the same way (on loopback); the bench's client and the controller stay direct.\n\n", r.remoteNS)
+	b.WriteString("| path | case | tabwarden p50 | p99 | baseline (same path) | base p50 | base p99 | ratio p50 | ratio p99 | (tw − base) p50 ÷ RTT | tabwarden cmds p50 (max) | turns p50 (max) | baseline cmds | turns | reps |\n")
+	b.WriteString("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.remote {
 		extra := "–"
 		if x.phase.cdpRTT > 0 {
 			extra = fmt.Sprintf("%.1f", (x.tw.p50()-x.base.p50())/ms(x.phase.cdpRTT))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f (%.0f) | %.0f | %d |\n", x.phase, x.name,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f (%.0f) | %.0f (%.0f) | %.0f | %.0f | %d |\n", x.phase, x.name,
 			fmtMS(x.tw.p50()), fmtMS(x.tw.p99()), x.baseName, fmtMS(x.base.p50()), fmtMS(x.base.p99()),
 			ratio(x.tw.p50(), x.base.p50()), ratio(x.tw.p99(), x.base.p99()), extra,
-			x.twReq.p50(), slices.Max(append(sample{0}, x.twReq...)), x.baseReq.p50(), len(x.tw))
+			x.twReq.p50(), slices.Max(append(sample{0}, x.twReq...)), x.twTurn.p50(), slices.Max(append(sample{0}, x.twTurn...)),
+			x.baseReq.p50(), x.baseTurn.p50(), len(x.tw))
 	}
 	b.WriteString("\nThe agent's CDP commands per operation, by method (summed over the repetitions ÷ repetitions; the driver's 1 s Target.getTargets refresh lands in some windows):\n\n")
 	seen := map[string]bool{}

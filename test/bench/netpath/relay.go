@@ -42,15 +42,23 @@ type Relay struct {
 
 // Counts is what a client sent through a relay: its WebSocket messages (text
 // or binary, each counted once at its final frame) by CDP method ("?" when
-// the message names none or is compressed).
+// the message names none or is compressed), and its turns.
+//
+// A turn is a run of messages the client sent back to back, with nothing
+// from the server delivered to it in between: a client that waits for each
+// reply before its next command takes a turn per command, one that pipelines
+// commands takes one turn for them. The server's events count as something
+// delivered, so turns overstate the round trips a client waited for when
+// events interleave; they show a cut round trip as one turn fewer.
 type Counts struct {
 	Messages int
+	Turns    int
 	ByMethod map[string]int
 }
 
 // Minus is c less an earlier snapshot.
 func (c Counts) Minus(before Counts) Counts {
-	out := Counts{Messages: c.Messages - before.Messages, ByMethod: map[string]int{}}
+	out := Counts{Messages: c.Messages - before.Messages, Turns: c.Turns - before.Turns, ByMethod: map[string]int{}}
 	for m, n := range c.ByMethod {
 		if d := n - before.ByMethod[m]; d != 0 {
 			out.ByMethod[m] = d
@@ -108,16 +116,19 @@ func (r *Relay) RTT() time.Duration { return 2 * time.Duration(r.oneWay.Load()) 
 func (r *Relay) Counts() Counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := Counts{Messages: r.count.Messages, ByMethod: make(map[string]int, len(r.count.ByMethod))}
+	out := Counts{Messages: r.count.Messages, Turns: r.count.Turns, ByMethod: make(map[string]int, len(r.count.ByMethod))}
 	for m, n := range r.count.ByMethod {
 		out.ByMethod[m] = n
 	}
 	return out
 }
 
-func (r *Relay) record(method string) {
+func (r *Relay) record(method string, newTurn bool) {
 	r.mu.Lock()
 	r.count.Messages++
+	if newTurn {
+		r.count.Turns++
+	}
 	r.count.ByMethod[method]++
 	r.mu.Unlock()
 }
@@ -180,11 +191,23 @@ func (r *Relay) serve(client net.Conn) {
 		r.untrack(client)
 		return
 	}
-	ws := &wsCounter{record: r.record}
+	// down is when the server's bytes were last delivered to the client;
+	// up when the client's last message was read. A message read after a
+	// delivery begins a turn.
+	var down atomic.Int64
+	var up int64
+	ws := &wsCounter{record: func(method string) {
+		now := time.Now().UnixNano()
+		r.record(method, down.Load() > up)
+		up = now
+	}}
 	var pair sync.WaitGroup
 	pair.Add(2)
-	go func() { defer pair.Done(); r.pipe(client, server, ws.feed) }()
-	go func() { defer pair.Done(); r.pipe(server, client, nil) }()
+	go func() { defer pair.Done(); r.pipe(client, server, ws.feed, nil) }()
+	go func() {
+		defer pair.Done()
+		r.pipe(server, client, nil, func() { down.Store(time.Now().UnixNano()) })
+	}()
 	pair.Wait()
 	r.untrack(client, server)
 }
@@ -195,8 +218,9 @@ type chunk struct {
 }
 
 // pipe copies src to dst, each chunk at its read time plus the one-way delay,
-// in order. seen (may be nil) sees each chunk as it is read.
-func (r *Relay) pipe(src, dst net.Conn, seen func([]byte)) {
+// in order. seen (may be nil) sees each chunk as it is read, wrote (may be
+// nil) each chunk as it is written.
+func (r *Relay) pipe(src, dst net.Conn, seen func([]byte), wrote func()) {
 	q := make(chan chunk, 4096)
 	go func() {
 		defer close(q)
@@ -222,6 +246,9 @@ func (r *Relay) pipe(src, dst net.Conn, seen func([]byte)) {
 		}
 		if d := time.Until(c.due); d > 0 {
 			time.Sleep(d)
+		}
+		if wrote != nil {
+			wrote() // before the write: the reader may react before Write returns
 		}
 		_, werr = dst.Write(c.b)
 		if werr != nil {

@@ -170,6 +170,29 @@ func TestRelayCountsCDPCommands(t *testing.T) {
 	if got.Messages != 5 || got.ByMethod["Target.getTargets"] != 2 || got.ByMethod["Target.createTarget"] != 3 {
 		t.Fatalf("counted %d messages (%s), want Target.createTarget 3, Target.getTargets 2", got.Messages, got)
 	}
+	// Each Call waited for its reply: a turn each.
+	if got.Turns != 5 {
+		t.Fatalf("%d turns for 5 calls each awaited, want 5", got.Turns)
+	}
+	// Two commands sent back to back, then awaited: one turn.
+	before = r.Counts()
+	p1, err := wire.Send(c, "", wire.GetTargets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := wire.Send(c, "", wire.GetTargets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p1.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p2.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Counts().Minus(before); got.Messages != 2 || got.Turns != 1 {
+		t.Fatalf("pipelined pair: %d messages in %d turns, want 2 in 1", got.Messages, got.Turns)
+	}
 	if s := got.String(); s != "Target.createTarget 3, Target.getTargets 2" {
 		t.Fatalf("String() = %q", s)
 	}
