@@ -345,9 +345,9 @@ type remotePhase struct {
 }
 
 func (p remotePhase) String() string {
-	s := fmt.Sprintf("CDP %v RTT", p.cdpRTT)
+	s := fmt.Sprintf("CDP %d ms RTT", p.cdpRTT.Milliseconds())
 	if p.apiRTT > 0 {
-		s += fmt.Sprintf(", API %v RTT", p.apiRTT)
+		s += fmt.Sprintf(", API %d ms RTT", p.apiRTT.Milliseconds())
 	}
 	return s
 }
