@@ -1,6 +1,8 @@
 // Command bench measures tabwarden against the browser's and the API server's
 // own floors on this machine: spawn adoption, open, cleanup, actions, API cost
-// per operation, and scale. It starts the embedded control plane (kube-apiserver and
+// per operation, scale, and a remote pool (remote.go: Chromium in a network
+// namespace of its own behind a user-space delay relay, at 0, 10 and 50 ms
+// RTT; needs root). It starts the embedded control plane (kube-apiserver and
 // etcd from hack/envtest.sh), the controller and a CDP agent on headless
 // Chromium, serves the fixture site on 127.0.0.1, prints a Markdown table and
 // writes it with the machine's description to bench/results/<date>.md.
