@@ -399,6 +399,11 @@ func remoteSection(ctx context.Context, l *lab, restCfg *rest.Config, rep *repor
 	}
 	ns := l.cfg.remoteNs
 	rep.remoteNS = r.ns.Name
+	defer func() {
+		if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+			rep.note("load average at the end of the remote section: " + strings.Join(strings.Fields(string(l))[:3], " "))
+		}
+	}()
 	for _, ph := range phases {
 		r.setRTT(ph.cdpRTT, ph.apiRTT)
 		logf("remote, %v: %d repetitions (cleanup: %v)", ph, l.cfg.remoteReps, ns)
