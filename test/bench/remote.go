@@ -369,10 +369,10 @@ type remoteRow struct {
 func parsePaths(s string) ([]remotePhase, error) {
 	var out []remotePhase
 	for _, f := range strings.Split(s, ",") {
-		c, a, _ := strings.Cut(strings.TrimSpace(f), "+")
+		c, a, plus := strings.Cut(strings.TrimSpace(f), "+")
 		cm, err := strconv.Atoi(c)
 		am := 0
-		if err == nil && a != "" {
+		if err == nil && plus {
 			am, err = strconv.Atoi(a)
 		}
 		if err != nil || cm < 0 || am < 0 {
