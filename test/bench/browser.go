@@ -358,6 +358,11 @@ func browserSections(ctx context.Context, cfg config, restCfg *rest.Config, rep 
 			return fmt.Errorf("action: %w", err)
 		}
 	}
+	if cfg.sections["remote"] {
+		if err := remoteSection(ctx, l, restCfg, rep); err != nil {
+			return fmt.Errorf("remote: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -1,6 +1,8 @@
 // Command bench measures tabwarden against the browser's and the API server's
 // own floors on this machine: spawn adoption, open, cleanup, actions, API cost
-// per operation, and scale. It starts the embedded control plane (kube-apiserver and
+// per operation, scale, and a remote pool (remote.go: Chromium in a network
+// namespace of its own behind a user-space delay relay, at 0, 10 and 50 ms
+// RTT; needs root). It starts the embedded control plane (kube-apiserver and
 // etcd from hack/envtest.sh), the controller and a CDP agent on headless
 // Chromium, serves the fixture site on 127.0.0.1, prints a Markdown table and
 // writes it with the machine's description to bench/results/<date>.md.
@@ -57,18 +59,31 @@ type config struct {
 	profileDir string
 	date       string
 	logFile    string
+	// remoteReps is the repetitions of each remote case per path setting
+	// (cleanup: a quarter of it for 10 pages, a tenth for 50, at least one).
+	remoteReps int
+	// remotePaths are the remote section's path settings (-remote-paths),
+	// remoteNs its cleanup sizes.
+	remotePaths string
+	remoteNs    []int
 }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-role" {
 		os.Exit(roleMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "-netfwd" {
+		os.Exit(netfwdMain(os.Args[2:]))
+	}
 	var (
 		short    = flag.Bool("short", false, "a quick look: few repetitions, small N and S (under two minutes)")
 		out      = flag.String("out", "", "results file (default bench/results/<date>.md; \"-\" prints only)")
-		sections = flag.String("sections", "spawn,open,cleanup,action,scale", "sections to run")
+		sections = flag.String("sections", "spawn,open,cleanup,action,remote,scale", "sections to run (remote: Chromium in a network namespace behind a delay relay; needs root)")
 		scale    = flag.String("scale", "", "comma-separated session counts for the scale case (default 500,1000,2000; -short 10,20; e.g. 1000,2000,5000,10000 for the long run)")
 		reps     = flag.Int("reps", 0, "repetitions for spawn and open (default 200; -short 20)")
+		rreps    = flag.Int("remote-reps", 0, "repetitions of each remote case per path setting (default 20; -short 2)")
+		rclean   = flag.String("remote-cleanup", "", "the remote section's cleanup sizes, e.g. 10,50 (default 10,50; -short 10; none: 0)")
+		rpaths   = flag.String("remote-paths", "", "the remote section's paths: CDP RTTs in ms, each optionally +API RTT in ms (default 0,10,50,10+10; -short 50)")
 		qps      = flag.Float64("role-qps", 2000, "client QPS of the controller and agent in the scale case (run.Common.QPS; 0 = the shipped default 200/400)")
 		workers  = flag.Int("ctl-workers", 0, "experiment: run the scale case's controller with this many workers per reconciler (0: as shipped)")
 		memLimit = flag.Int("role-memory-limit", 0, "run the scale case's controller and agent as under a container memory limit of this many MiB: GOMEMLIMIT at 90 % of it, the soft limit the roles set in a container (0: none, as the bench's processes have no limit; the limit itself is not enforced)")
@@ -94,11 +109,31 @@ func main() {
 		cfg.cleanNs = []int{1, 10}
 		cfg.cleanReps = map[int]int{1: 1, 10: 1}
 		cfg.scaleS = []int{10, 20}
+		cfg.remoteReps, cfg.remotePaths, cfg.remoteNs = 2, "50", []int{10}
 	} else {
 		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 200, 200, 10, 3
 		cfg.cleanNs = []int{1, 10, 50}
 		cfg.cleanReps = map[int]int{1: 200, 10: 30, 50: 10}
 		cfg.scaleS = []int{500, 1000, 2000}
+		cfg.remoteReps, cfg.remotePaths, cfg.remoteNs = 20, "0,10,50,10+10", []int{10, 50}
+	}
+	if *rpaths != "" {
+		cfg.remotePaths = *rpaths
+	}
+	if *rclean != "" {
+		cfg.remoteNs = nil
+		for _, f := range strings.Split(*rclean, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				fail(fmt.Errorf("-remote-cleanup: %w", err))
+			}
+			if n > 0 {
+				cfg.remoteNs = append(cfg.remoteNs, n)
+			}
+		}
+	}
+	if *rreps > 0 {
+		cfg.remoteReps = *rreps
 	}
 	if *reps > 0 {
 		cfg.spawnReps, cfg.openReps = *reps, *reps
@@ -185,7 +220,7 @@ func benchMain(ctx context.Context, cfg config) error {
 	}
 	defer func() { _ = env.Stop() }()
 	rep := &report{cfg: cfg, machine: describeMachine(ctx, env.BinaryAssetsDirectory)}
-	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] || cfg.sections["action"] {
+	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] || cfg.sections["action"] || cfg.sections["remote"] {
 		if err := browserSections(ctx, cfg, restCfg, rep); err != nil {
 			return err
 		}

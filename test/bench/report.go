@@ -47,6 +47,8 @@ type report struct {
 	profiles string
 	legs     []*legs
 	elapsed  time.Duration
+	remote   []remoteRow
+	remoteNS string
 }
 
 func (r *report) latency(name string, tw sample, baseName string, base sample, note string) {
@@ -229,6 +231,9 @@ func (r *report) markdown() string {
 				float64(all.writes())/p, c.c.ctl.breakdown(p, true), c.c.agt.breakdown(p, true))
 		}
 		b.WriteString("\nReads here are almost all served by the informer caches; GET/LIST counted above are direct API reads (e.g. the agent's profile GET through the API reader).\n")
+	}
+	if len(r.remote) > 0 {
+		b.WriteString(r.remoteMarkdown())
 	}
 	if len(r.scale) > 0 {
 		b.WriteString(r.scaleMarkdown())

@@ -119,6 +119,9 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	if err := b.dialogGate(ps, step.Kind); err != nil {
 		return browser.ActResult{}, err
 	}
+	if err := ps.enabled(ctx); err != nil {
+		return browser.ActResult{}, err
+	}
 
 	// A mutating step registers its page's evidence: the Page.windowOpen events
 	// the page fires while the step runs, counted for ActResult.Spawns and, with
@@ -378,13 +381,16 @@ func targetArgs(t browser.Target) *scriptTarget {
 }
 
 // pressRelease is a real left click at x, y: press and release only (a mouse
-// move to a background tab waits for a frame that never comes).
+// move to a background tab waits for a frame that never comes). The release
+// goes out right behind the press (the session's input is handled in order):
+// one round trip to the browser for the click, not two.
 func pressRelease(ctx context.Context, c *wire.Conn, sess string, x, y float64) error {
-	if _, err := call(ctx, c, sess, wire.DispatchMouseEvent{Type: wire.MousePressed, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 1, ClickCount: 1}); err != nil {
+	press := send(c, sess, wire.DispatchMouseEvent{Type: wire.MousePressed, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 1, ClickCount: 1})
+	_, rerr := call(ctx, c, sess, wire.DispatchMouseEvent{Type: wire.MouseReleased, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 0, ClickCount: 1})
+	if _, err := press(ctx); err != nil {
 		return err
 	}
-	_, err := call(ctx, c, sess, wire.DispatchMouseEvent{Type: wire.MouseReleased, X: x, Y: y, Button: wire.ButtonLeft, Buttons: 0, ClickCount: 1})
-	return err
+	return rerr
 }
 
 // navigateStep loads u in the page and waits for the new document's load.

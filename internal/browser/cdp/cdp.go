@@ -278,6 +278,25 @@ func call[R any](ctx context.Context, c *wire.Conn, session string, cmd wire.Com
 	return r, err
 }
 
+// send is call in two halves: the command goes out now, and wait returns its
+// reply. Commands on one session are handled in order, so a command whose
+// reply the next one does not need is sent and awaited after it: the two cost
+// one round trip to the browser, not two (on a remote browser, one network
+// RTT each).
+func send[R any](c *wire.Conn, session string, cmd wire.Command[R]) (wait func(context.Context) (R, error)) {
+	p, err := wire.Send(c, session, cmd)
+	return func(ctx context.Context) (R, error) {
+		var r R
+		if err == nil {
+			r, err = p.Wait(ctx)
+		}
+		if errors.Is(err, wire.ErrClosed) {
+			return r, fmt.Errorf("%s: %w", cmd.Method(), browser.ErrNotConnected)
+		}
+		return r, err
+	}
+}
+
 // attach opens a flattened session on a page; detach ends it.
 func attach(ctx context.Context, c *wire.Conn, id string) (string, func(), error) {
 	r, err := call(ctx, c, "", wire.AttachToTarget{TargetID: id, Flatten: true})

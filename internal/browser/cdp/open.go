@@ -168,7 +168,12 @@ func (b *Browser) leaveMarker(ctx context.Context, c *wire.Conn, id, u string) e
 		return fmt.Errorf("open: load %s in page %s: %w", u, id, err)
 	}
 	defer ps.mu.Unlock()
-	if _, err := call(ctx, ps.c, ps.id, wire.Navigate{URL: u}); err != nil {
+	// The navigate goes out right behind the attach's Page.enable (session).
+	_, err = call(ctx, ps.c, ps.id, wire.Navigate{URL: u})
+	if eerr := ps.enabled(ctx); err == nil {
+		err = eerr
+	}
+	if err != nil {
 		return fmt.Errorf("open: load %s in page %s: %w", u, id, err)
 	}
 	// Open returns once the browser reports the page at its url, as a create

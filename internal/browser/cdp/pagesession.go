@@ -24,6 +24,9 @@ type pageSession struct {
 	world  int64  // execution context id of the isolated world; 0: none
 	nonce  string // the world's nonce (page.js init)
 	mac    bool   // the page reports a Mac (Mod is Meta there)
+	// enabling is the attach's Page.enable, sent and not yet awaited (see
+	// session); nil once awaited.
+	enabling func(context.Context) (wire.Empty, error)
 
 	// Guarded by Browser.mu: steps running on the page and the cancel of the
 	// running one; the dialog the page shows (left for a dialog step), when it
@@ -57,6 +60,10 @@ func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*page
 	b.mu.Unlock()
 	ps.mu.Lock()
 	if ps.id != "" {
+		if err := ps.enabled(ctx); err != nil {
+			ps.mu.Unlock()
+			return nil, err
+		}
 		return ps, nil
 	}
 	r, err := call(ctx, c, "", wire.AttachToTarget{TargetID: page, Flatten: true})
@@ -71,12 +78,25 @@ func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*page
 	ps.id = r.SessionID
 	b.mu.Unlock()
 	// Page events tell of JavaScript dialogs, which block the page (and every
-	// step) until answered.
-	if _, err := call(ctx, c, r.SessionID, wire.PageEnable{}); err != nil {
-		ps.mu.Unlock()
-		return nil, err
-	}
+	// step) until answered. Sent without waiting: the browser handles the
+	// session's commands in order, so the caller's next command goes out right
+	// behind it and the two cost one round trip (on a remote browser, a round
+	// trip is the network's RTT); the caller checks the reply with enabled.
+	ps.enabling = send(c, r.SessionID, wire.PageEnable{})
 	return ps, nil
+}
+
+// enabled waits for the reply of the attach's Page.enable, when it has not
+// been awaited yet; it is awaited once, whatever the outcome. The session
+// must be locked.
+func (ps *pageSession) enabled(ctx context.Context) error {
+	if ps.enabling == nil {
+		return nil
+	}
+	wait := ps.enabling
+	ps.enabling = nil
+	_, err := wait(ctx)
+	return err
 }
 
 // onDialog handles a JavaScript dialog on a page the driver acts on.

@@ -315,27 +315,63 @@ func Call[R any](ctx context.Context, c *Conn, session string, cmd Command[R]) (
 	return out, err
 }
 
+// Pending is a command sent whose reply has not been awaited yet: a caller
+// that needs no reply before its next command sends it with Send and waits
+// later, so that commands on one session go out back to back (the browser
+// handles a session's commands in order) and a path's round trip is paid once.
+type Pending[R any] struct {
+	c      *Conn
+	id     int64
+	method string
+	ch     chan reply
+}
+
+// Send sends cmd on session and returns at once; Wait returns its reply.
+func Send[R any](c *Conn, session string, cmd Command[R]) (*Pending[R], error) {
+	id, ch, err := c.send(session, cmd.Method(), cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &Pending[R]{c: c, id: id, method: cmd.Method(), ch: ch}, nil
+}
+
+// Wait returns the reply of a sent command, as Call would.
+func (p *Pending[R]) Wait(ctx context.Context) (R, error) {
+	var out R
+	err := p.c.await(ctx, p.id, p.method, p.ch, &out)
+	return out, err
+}
+
 var emptyObject = []byte("{}")
 
 func (c *Conn) call(ctx context.Context, session, method string, params, out any) error {
+	id, ch, err := c.send(session, method, params)
+	if err != nil {
+		return err
+	}
+	return c.await(ctx, id, method, ch, out)
+}
+
+// send writes one command and registers for its reply.
+func (c *Conn) send(session, method string, params any) (int64, chan reply, error) {
 	id := c.nextID.Add(1)
 	raw, err := json.Marshal(params)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	if bytes.Equal(raw, emptyObject) {
 		raw = nil // no parameters: none sent
 	}
 	b, err := json.Marshal(message{ID: id, Method: method, Params: raw, SessionID: session})
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	ch := make(chan reply, 1)
 	c.mu.Lock()
 	select {
 	case <-c.closed:
 		c.mu.Unlock()
-		return fmt.Errorf("%w: %v", ErrClosed, c.err)
+		return 0, nil, fmt.Errorf("%w: %v", ErrClosed, c.err)
 	default:
 	}
 	c.pending[id] = ch
@@ -352,8 +388,13 @@ func (c *Conn) call(ctx context.Context, session, method string, params, out any
 		c.mu.Unlock()
 		// A failed or interrupted write leaves the websocket unusable.
 		c.Close()
-		return fmt.Errorf("%s: %w: %v", method, ErrClosed, err)
+		return 0, nil, fmt.Errorf("%s: %w: %v", method, ErrClosed, err)
 	}
+	return id, ch, nil
+}
+
+// await waits for the reply of command id and decodes it into out.
+func (c *Conn) await(ctx context.Context, id int64, method string, ch chan reply, out any) error {
 	select {
 	case r := <-ch:
 		if r.err != nil {

@@ -288,3 +288,43 @@ func TestUnixPath(t *testing.T) {
 		t.Error("an http endpoint taken for a unix one")
 	}
 }
+
+// Send puts commands on the wire back to back; the browser handles a
+// session's commands in order, so a page created, attached, then sent
+// Page.enable and a navigation without waiting between the last two gets both
+// replies, in order, and is where the navigation says.
+func TestSendPipelines(t *testing.T) {
+	ctx := tctx(t)
+	c, _ := dial(t)
+	tr, err := wire.Call(ctx, c, "", wire.CreateTarget{URL: "about:blank", Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = wire.Call(ctx, c, "", wire.CloseTarget{TargetID: tr.TargetID}) }()
+	a, err := wire.Call(ctx, c, "", wire.AttachToTarget{TargetID: tr.TargetID, Flatten: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enable, err := wire.Send(c, a.SessionID, wire.PageEnable{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nav, err := wire.Send(c, a.SessionID, wire.Navigate{URL: "about:blank#sent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nav.Wait(ctx); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	if _, err := enable.Wait(ctx); err != nil {
+		t.Fatalf("Page.enable, awaited after the navigate's reply: %v", err)
+	}
+	// An error reply comes back through Wait.
+	bad, err := wire.Send(c, "no-such-session", wire.PageEnable{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Wait(ctx); err == nil {
+		t.Fatal("Page.enable on no session: no error")
+	}
+}
