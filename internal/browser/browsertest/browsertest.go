@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -65,11 +66,27 @@ type Caps struct {
 	// restart is proven by test/e2e/extension's restart tests), so the
 	// reconnect test does not run.
 	NoLinkCut bool
+	// Simulated: the world is a model of a browser (the fake), not a real
+	// one; it serves only the fixture pages it models, and a case whose page
+	// it does not serve is skipped. A real browser's world serves every page:
+	// a missing one fails the case under CI=true (notServed).
+	Simulated bool
 }
 
 // Capabilities is implemented by worlds whose driver differs (Caps).
 type Capabilities interface {
 	Caps() Caps
+}
+
+// notServed ends a case whose fixture page the world does not serve: skipped
+// on a simulated world, failed on a real browser's under CI=true (a real
+// component's case never skips there).
+func (e *env) notServed(page string) {
+	e.t.Helper()
+	if !capsOf(e.w).Simulated && os.Getenv("CI") == "true" {
+		e.t.Fatalf("CI=true: the real browser's world serves no %s page; its world must implement the page's interface", page)
+	}
+	e.t.Skipf("the simulated world serves no %s page", page)
 }
 
 func capsOf(w World) Caps {

@@ -27,7 +27,7 @@ type Dialogs interface {
 func testDialog(t *testing.T, e *env) {
 	d, ok := e.w.(Dialogs)
 	if !ok {
-		t.Skip("the world serves no /dialog page")
+		e.notServed("/dialog")
 	}
 	win, user := e.userWindow(1)
 	p := e.open(browser.OpenRequest{Key: "k", URL: d.DialogURL(), WindowID: win})

@@ -16,7 +16,7 @@ import (
 func testFill(t *testing.T, e *env) {
 	v, ok := e.w.(Verbs)
 	if !ok {
-		t.Skip("the world serves no /verbs page")
+		e.notServed("/verbs")
 	}
 	win, user := e.userWindow(1)
 	p := e.open(browser.OpenRequest{Key: "k", URL: v.VerbsURL(), WindowID: win})

@@ -27,7 +27,7 @@ type Reading interface {
 func testOutline(t *testing.T, e *env) {
 	r, ok := e.w.(Reading)
 	if !ok {
-		t.Skip("the world serves no /reading page")
+		e.notServed("/reading")
 	}
 	const older = 700
 	p := e.open(browser.OpenRequest{Key: "k", URL: r.ReadingURL(older)})

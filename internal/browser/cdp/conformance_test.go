@@ -200,3 +200,12 @@ func devicePixels(t testing.TB, v any) (int, int) {
 	h, _ := a[1].(float64)
 	return int(w + 0.5), int(h + 0.5)
 }
+
+// The real browser's world serves every fixture page the suite has a case for.
+var _ interface {
+	browsertest.Verbs
+	browsertest.Dialogs
+	browsertest.Reading
+	browsertest.Screens
+	browsertest.Focus
+} = (*cdpWorld)(nil)

@@ -63,6 +63,9 @@ func (w world) ReadingURL(older int) string {
 	return url
 }
 
+// Caps: the fake is a model of a browser; it models only some fixture pages.
+func (w world) Caps() browsertest.Caps { return browsertest.Caps{Simulated: true} }
+
 // DialogURL models the fixture's /dialog page (browsertest.Dialogs).
 func (w world) DialogURL() string {
 	url := "https://site.example/dialog"

@@ -309,3 +309,11 @@ func (w *extWorld) Box(t testing.TB, id, selector string) (int, int) {
 	return w.devicePixels(t, id, fmt.Sprintf(
 		`(() => { const r = document.querySelector(%q).getBoundingClientRect(); return [r.width * devicePixelRatio, r.height * devicePixelRatio]; })()`, selector))
 }
+
+// The real extension's world serves every fixture page the suite has a case for.
+var _ interface {
+	browsertest.Verbs
+	browsertest.Dialogs
+	browsertest.Reading
+	browsertest.Screens
+} = (*extWorld)(nil)
