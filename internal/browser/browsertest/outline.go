@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
-	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 // Reading is implemented by worlds that serve the fixture's /reading page
@@ -17,6 +16,23 @@ import (
 type Reading interface {
 	// ReadingURL is /reading with `older` older messages.
 	ReadingURL(older int) string
+	// ReadingPage is what the page shows that the case looks for.
+	ReadingPage() ReadingPage
+}
+
+// ReadingPage is the content of /reading the outline case checks, as the
+// fixture writes it (testenv.ReadingPage).
+type ReadingPage struct {
+	// Subject is the e-mail's subject heading; Body a sentence of its body.
+	Subject, Body string
+	// Hidden starts every text the page hides; none may be in an outline.
+	Hidden string
+	// Older starts the text of every older message; Item(i) is message i's
+	// (1-based).
+	Older string
+	Item  func(i int) string
+	// Archived is the title a click on the Archive button sets.
+	Archived string
 }
 
 // testOutline observes /reading and reads its outline: the e-mail's subject,
@@ -29,6 +45,7 @@ func testOutline(t *testing.T, e *env) {
 	if !ok {
 		e.notServed("/reading")
 	}
+	rp := r.ReadingPage()
 	const older = 700
 	p := e.open(browser.OpenRequest{Key: "k", URL: r.ReadingURL(older)})
 	observe := func(offset int) *browser.PageObservation {
@@ -42,7 +59,7 @@ func testOutline(t *testing.T, e *env) {
 			if o = res.Observation; o == nil {
 				return errors.New("no observation")
 			}
-			if offset == 0 && !strings.Contains(outlineText(o.Outline), fixture.ReadingItem(1)) {
+			if offset == 0 && !strings.Contains(outlineText(o.Outline), rp.Item(1)) {
 				return errors.New("the page has not loaded yet")
 			}
 			return nil
@@ -54,14 +71,14 @@ func testOutline(t *testing.T, e *env) {
 	if o.OutlineOffset != 0 || !o.OutlineMore {
 		t.Errorf("first chunk: offset %d, more %v; want 0 and more (%d older messages)", o.OutlineOffset, o.OutlineMore, older)
 	}
-	for _, want := range []string{`- heading "` + fixture.ReadingSubject + `" [level=2]`, fixture.ReadingBody, `"Regards, Ada"`,
+	for _, want := range []string{`- heading "` + rp.Subject + `" [level=2]`, rp.Body, `"Regards, Ada"`,
 		`- table`, `- columnheader: "Region"`, `- cell: "North"`, `- cell: "1200"`, `Ada Lovelace`, `: "quarterly"`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the outline lacks %q:\n%s", want, head(text))
 		}
 	}
-	if strings.Contains(text, fixture.ReadingHidden) {
-		t.Errorf("the outline shows hidden content (%s…):\n%s", fixture.ReadingHidden, head(text))
+	if strings.Contains(text, rp.Hidden) {
+		t.Errorf("the outline shows hidden content (%s…):\n%s", rp.Hidden, head(text))
 	}
 	// Interactive nodes carry the elements' ids.
 	byName := map[string]browser.OutlineNode{}
@@ -90,7 +107,7 @@ func testOutline(t *testing.T, e *env) {
 			t.Errorf("chunk at %d: %d nodes, only %d fit %d bytes (%d)", chunk.OutlineOffset, len(chunk.Outline), n, browser.OutlineChunkBytes, len(s))
 		}
 		for _, n := range chunk.Outline {
-			if strings.HasPrefix(n.Text, fixture.ReadingOlder) {
+			if strings.HasPrefix(n.Text, rp.Older) {
 				seen[n.Text]++
 			}
 		}
@@ -109,7 +126,7 @@ func testOutline(t *testing.T, e *env) {
 		}
 	}
 	for i := 1; i <= older; i++ {
-		if c := seen[fixture.ReadingItem(i)]; c != 1 {
+		if c := seen[rp.Item(i)]; c != 1 {
 			t.Errorf("older message %d is in %d chunks, want 1", i, c)
 		}
 	}
@@ -123,7 +140,7 @@ func testOutline(t *testing.T, e *env) {
 	noErr(t, "click the outline's Archive ref", e.actStep(p.ID, browser.Step{Kind: browser.StepClick, Target: browser.Target{Ref: archive.ID, Document: o.Document}}))
 	if v, ok := e.w.(Verbs); ok {
 		e.eventually("the Archive click reached the page", func() error {
-			if got := v.Title(t, p.ID); got != fixture.TitleArchived {
+			if got := v.Title(t, p.ID); got != rp.Archived {
 				return errors.New("title " + got)
 			}
 			return nil

@@ -209,3 +209,14 @@ var _ interface {
 	browsertest.Screens
 	browsertest.Focus
 } = (*cdpWorld)(nil)
+
+// ReadingPage is the fixture's /reading content (browsertest.Reading); the
+// package's own tests cannot import testenv (testenv.ReadingPage), which
+// imports this driver.
+func (w *cdpWorld) ReadingPage() browsertest.ReadingPage {
+	return browsertest.ReadingPage{
+		Subject: fixture.ReadingSubject, Body: fixture.ReadingBody,
+		Hidden: fixture.ReadingHidden, Older: fixture.ReadingOlder, Item: fixture.ReadingItem,
+		Archived: fixture.TitleArchived,
+	}
+}

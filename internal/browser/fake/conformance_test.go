@@ -9,6 +9,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser/browsertest"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // world is the fake's outside: the user and the pages act on the fake directly.
@@ -114,3 +115,6 @@ func (w world) Viewport(t testing.TB, id string) (int, int) {
 
 // Box is the box of every fake element: 200x40.
 func (w world) Box(t testing.TB, id, selector string) (int, int) { return 200, 40 }
+
+// ReadingPage is the fixture's /reading content (browsertest.Reading).
+func (w world) ReadingPage() browsertest.ReadingPage { return testenv.ReadingPage() }

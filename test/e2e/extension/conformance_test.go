@@ -11,6 +11,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/browsertest"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // extWorld is the world outside the extension driver: the test's own DevTools
@@ -317,3 +318,6 @@ var _ interface {
 	browsertest.Reading
 	browsertest.Screens
 } = (*extWorld)(nil)
+
+// ReadingPage is the fixture's /reading content (browsertest.Reading).
+func (w *extWorld) ReadingPage() browsertest.ReadingPage { return testenv.ReadingPage() }
