@@ -73,12 +73,15 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 		return ctrl.Result{}, err
 	}
 	live := recorded && !ended(w)
-	if recorded && !r.adoptSpawnsOf(ctx, w, rec) {
+	if recorded && !a.modelCurrent(ctx) {
 		// The browser is back, but the adopter has not taken its snapshot:
 		// what the page spawned while the link was down is not known yet.
 		// Letting go of the record now would leave such a spawn owned by
 		// nobody. The snapshot wakes every window; the requeue is a fallback.
 		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if recorded {
+		r.adoptSpawnsOf(ctx, w, rec)
 	}
 	switch {
 	case !recorded:
@@ -127,36 +130,37 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 	return ctrl.Result{}, nil
 }
 
-// adoptSpawnsOf adopts the pages the window's page spawned, and those an action
-// in the window caused, that are not adopted yet, before its record is
-// dropped: after that the driver can no longer see them as spawned from the
-// session (a popup opened while the browser link was down, reported on the
-// reconnect that also runs this cleanup). It waits first until the adopter has
-// handled every event the driver reported so far, so a spawn reported but not
-// handled yet is adopted while the page is still the session's (a page about
-// to close drains again after its close: closeRecorded).
-//
-// It reports false when the model cannot tell yet (the events not handled
-// within spawnDrainTimeout, or not connected and synced since the last
-// reconnect): the caller must not let go of the record then.
-// Adoption itself is best effort: the adopter retries on its own, and a
-// failure here must not hold the cleanup.
-func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) bool {
-	a := r.agent
-	// The model is trusted only once the adopter has handled what the driver
-	// reported so far: a disconnect and reconnect it has not handled yet
-	// leave the model of the old connection looking ready, without the pages
-	// spawned while the link was down (the fuzz, seed 1 episode 203).
+// modelCurrent reports whether the agent's model can tell what the browser's
+// pages spawned: it waits until the adopter has handled every event the driver
+// reported so far, so a spawn reported but not handled yet is adopted before a
+// page is let go of (a page about to close drains again after its close:
+// closeRecorded), then asks whether the model is connected and synced. A
+// disconnect and reconnect the adopter has not handled yet leave the model of
+// the old connection looking ready, without the pages spawned while the link
+// was down (the fuzz, seed 1 episode 203). It reports false when the events
+// are not handled within spawnDrainTimeout, or when not synced since the last
+// reconnect: the caller must not let go of a record then.
+func (a *Agent) modelCurrent(ctx context.Context) bool {
 	wait, cancel := context.WithTimeout(ctx, spawnDrainTimeout)
 	err := a.eventsHandled(wait)
 	cancel()
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Waiting for the browser's events before letting go of a page", "page", rec.Page)
+		ctrl.LoggerFrom(ctx).Error(err, "Waiting for the browser's events before letting go of pages")
 		return false
 	}
-	if ready, _ := a.model.state(); !ready {
-		return false
-	}
+	ready, _ := a.model.state()
+	return ready
+}
+
+// adoptSpawnsOf adopts the pages the window's page spawned, and those an action
+// in the window caused, that are not adopted yet, before its record is
+// dropped: after that the driver can no longer see them as spawned from the
+// session (a popup opened while the browser link was down, reported on the
+// reconnect that also runs this cleanup). The caller checked modelCurrent.
+// Adoption is best effort: the adopter retries on its own, and a failure here
+// must not hold the cleanup.
+func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWindow, rec browser.Record) {
+	a := r.agent
 	o := owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name}
 	for _, p := range a.model.spawnsOf(rec.Page) {
 		if _, recorded := a.model.record(p.ID); recorded {
@@ -178,7 +182,6 @@ func (r *WindowReconciler) adoptSpawnsOf(ctx context.Context, w *twv1.BrowserWin
 			ctrl.LoggerFrom(ctx).Error(err, "Adopting a page an action of the window caused before letting it go failed", "page", p.ID, "action", key)
 		}
 	}
-	return true
 }
 
 // ended reports whether the window's page is closed or gone for good.
@@ -299,7 +302,7 @@ func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSessio
 // finds the records of the pages not closed yet and closes them one by one).
 func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.BrowserSession) error {
 	a := r.agent
-	if ready, _ := a.model.state(); !ready || !a.model.knowsRecords() {
+	if !a.modelCurrent(ctx) || !a.model.knowsRecords() {
 		return nil
 	}
 	// Read from the API server, not the cache: each window's disposition
@@ -335,11 +338,7 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 		if st.TabID != rec.Page {
 			continue
 		}
-		if !r.adoptSpawnsOf(ctx, w, rec) {
-			// The model cannot tell what this page spawned yet: its window's
-			// own cleanup closes it once it can.
-			continue
-		}
+		r.adoptSpawnsOf(ctx, w, rec)
 		owns := st.OwnsWindow
 		wg.Add(1)
 		sem <- struct{}{}
