@@ -198,13 +198,17 @@ func TestBurstPlacement(t *testing.T) {
 				g.Expect(n[""]).To(Equal(tc.wantPending))
 			}, "1s").Should(Succeed())
 			if tc.wantPending > 0 {
-				var list twv1.BrowserSessionList
-				g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-				for _, s := range list.Items {
-					if s.Status.ProfileName == "" {
-						g.Expect(condOf(s.Status.Conditions, twv1.RegisteredCondition).Reason).To(Equal(twv1.ReasonNoProfile))
+				// Each unplaced session says why once its status is written (its
+				// reconcile may still be queued behind the placements).
+				g.Eventually(func(g Gomega) {
+					var list twv1.BrowserSessionList
+					g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+					for _, s := range list.Items {
+						if s.Status.ProfileName == "" {
+							g.Expect(condOf(s.Status.Conditions, twv1.RegisteredCondition).Reason).To(Equal(twv1.ReasonNoProfile), "session %s", s.Name)
+						}
 					}
-				}
+				}).Should(Succeed())
 			}
 		})
 	}

@@ -84,6 +84,11 @@ func TestIncident(t *testing.T) {
 		g.Expect(get(t, second).Status.TabID).To(BeEmpty())
 		g.Expect(b.PageCount()).To(Equal(pagesBefore))
 	}, "1s").Should(Succeed())
+	// The hold is told where it stops something: one Warning on the held window
+	// (kubectl describe browserwindow form), none on the session for the spawn
+	// itself, whose condition already says it (three writes per spawn).
+	g.Eventually(func() []string { return eventReasons(t, ns, "form") }).Should(ContainElement(twv1.ReasonUnacknowledgedSpawns))
+	g.Expect(eventReasons(t, ns, "taxes")).NotTo(ContainElement(twv1.ReasonUnacknowledgedSpawns))
 
 	// 3. The popup's own spawn is adopted too, transitively.
 	attach, err := b.Spawn(compose, "https://mail.example/attachment", false)

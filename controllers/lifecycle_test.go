@@ -284,7 +284,9 @@ func TestIdleTimeout(t *testing.T) {
 	b.UserOpenWindow("https://user.example/")
 	startRoles(t, "idle", b)
 	s := session(ns, "sleepy", "idle")
-	s.Spec.IdleTimeout = &metav1.Duration{Duration: 3 * time.Second}
+	// Long enough for both pages to open first on a loaded 2-core machine
+	// (activity is kept to the second: a window's creation and open times).
+	s.Spec.IdleTimeout = &metav1.Duration{Duration: 6 * time.Second}
 	g.Expect(k8s.Create(ctx, s)).To(Succeed())
 	tmp, keep := openWindow(ns, "tmp", "sleepy", "https://work.example/tmp"), openWindow(ns, "keep", "sleepy", "https://work.example/keep")
 	keep.Spec.Disposition = twv1.DispositionKeep

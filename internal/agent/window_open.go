@@ -47,8 +47,16 @@ func (r *WindowReconciler) reconcileOpen(ctx context.Context, s *twv1.BrowserSes
 	}
 	siblings = a.withHeld(siblings)
 	if unacked := unacknowledgedOf(siblings); len(unacked) > 0 {
-		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonUnacknowledgedSpawns,
-			heldMessage(s, unacked))
+		msg := heldMessage(s, unacked)
+		if c := apimeta.FindStatusCondition(w.Status.Conditions, twv1.OpenedCondition); c == nil || c.Reason != twv1.ReasonUnacknowledgedSpawns {
+			// The hold is told when it stops something: here, and by the refused
+			// action's ActionRefused Event. A spawn acknowledged before the
+			// session's next step costs no Event (docs/design.md, "Writes per
+			// operation"). Event notes are limited to 1 KiB: the condition holds
+			// the command for every window.
+			a.recorder.Eventf(w, s, corev1.EventTypeWarning, twv1.ReasonUnacknowledgedSpawns, "Hold", "%s", truncate(msg, 1000))
+		}
+		setWindowCondition(w, twv1.OpenedCondition, metav1.ConditionFalse, twv1.ReasonUnacknowledgedSpawns, msg)
 		return ctrl.Result{}, nil
 	}
 	if !a.profileRead.Load() {
