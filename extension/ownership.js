@@ -17,7 +17,7 @@ import { CLOSED_BY_KEY, CLOSED_KEEP, CommandError, KIND_BOUND, KIND_OPENED, KIND
 // uses) before the remove, with Page events on: a beforeunload prompt is accepted (leaving is
 // what was asked), any other dialog dismissed (no answer on anyone's behalf). Every step is
 // bounded; a tab still open after CLOSE_BOUND_MS throws `failed` (the agent retries) instead
-// of stalling the ownership queue.
+// of hanging the close (the remove runs outside the ownership queue).
 export const CLOSE_STEP_MS = 1000;
 export const CLOSE_BOUND_MS = 5000;
 const TIMED_OUT = Symbol("timed out");
