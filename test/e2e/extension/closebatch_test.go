@@ -99,6 +99,25 @@ func TestSessionPagesCloseConcurrently(t *testing.T) {
 		}
 	}
 
+	// The floor, for the timings: the same number of pages removed by one
+	// chrome.tabs.remove of their ids, evaluated in the extension's service
+	// worker (no ownership check, no last-tab rule, no dialog handling).
+	floor := open(win, "floor")
+	sw, err := waitWorker(ctx, 30*time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	swSess, err := devtools.attach(ctx, sw.TargetID)
+	g.Expect(err).NotTo(HaveOccurred())
+	ids := make([]string, len(floor))
+	for i, p := range floor {
+		ids[i] = p.id
+	}
+	t0 := time.Now()
+	g.Expect(devtools.eval(ctx, swSess, "chrome.tabs.remove(["+strings.Join(ids, ",")+"]).then(() => true)", nil)).To(Succeed())
+	record(t, fmt.Sprintf("raw chrome.tabs.remove of %d tabs", n), time.Since(t0))
+	devtools.detach(ctx, swSess)
+	gone(floor)
+	closeAll(floor) // the tabs are gone: each close answers closed:false and drops its record
+
 	// A user window with only the session's pages: one blank tab keeps it.
 	bare := open(bareWin, "bare")
 	g.Expect(devtools.closeTarget(ctx, bareTargets[0])).To(Succeed()) // the user closes their tab
