@@ -142,7 +142,8 @@ func TestSessionPagesCloseConcurrently(t *testing.T) {
 	for owner := range recordsByOwner(g) {
 		g.Expect(strings.HasPrefix(owner, fmt.Sprintf("closebatch-%d-", run))).To(BeFalse(), "record of %s left", owner)
 	}
-	// The blank tab's window is the user's: close it like a user, leaving the browser as it was.
+	// Both windows are the user's: close them like a user, leaving the browser as it was.
+	_ = devtools.closeTarget(ctx, userTargets[0])
 	for id, u := range chromePages(g) {
 		if w, err := windowOfTarget(ctx, id); err == nil && w == bareChromeWin && u == "about:blank" {
 			_ = devtools.closeTarget(ctx, id)
