@@ -12,8 +12,10 @@
 //   * keep the ownership ledger in chrome.storage.session (which tabs it opened for which
 //     owner, which spawns it saw and adopted, which tabs are bound for use and never closed),
 //     so cleanup still works after Chrome suspends and restarts this worker,
-//   * serialize every ownership-changing operation through ONE promise chain, so the
-//     "never close the user's last tab" check cannot be raced by a concurrent cleanup.
+//   * serialize every ownership-changing decision through ONE promise chain, so the
+//     "never close the user's last tab" check cannot be raced by a concurrent cleanup; the
+//     tabs a close or cleanup decided to remove are removed concurrently, outside the chain
+//     (a tab whose remove is in flight counts as gone for every later decision).
 //
 // Chrome may terminate a service worker at any moment and start a fresh one on the next event.
 // So: every listener is registered synchronously at top level (see the bottom of this file),
@@ -152,11 +154,11 @@ export function createWorker(chrome, deps = {}) {
       case "close": {
         const owner = requireOwner(args); // refuse before queueing
         const tabId = requireId(args.tabId, "tabId");
-        return ledger.serial(() => ownership.closeOwned(owner, tabId));
+        return ownership.closeOwned(owner, tabId); // decided in the queue, removed outside it
       }
       case "cleanup": {
         const owner = requireOwner(args);
-        return ledger.serial(() => ownership.cleanup(owner));
+        return ownership.cleanup(owner); // likewise
       }
       case "records":
         return ledger.serial(ledger.records); // a snapshot between, not during, ownership changes

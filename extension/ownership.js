@@ -1,7 +1,8 @@
 // Opening, adopting, binding, releasing and closing tabs for an owner, and cleanup: only
 // what the owner opened or spawned is ever closed, and never the user's last tab of a window
 // (the last-tab rule: an about:blank tab takes its place). Every function here runs inside
-// the ownership queue (ledger.js serial).
+// the ownership queue (ledger.js serial), except close and cleanup, which queue their own
+// decisions and run the tabs' removes concurrently, outside it (see "closing" below).
 //
 // Part of the service worker: background.js's createWorker builds it with createOwnership,
 // giving it the ledger's lookups. It owns the set of tabs this worker created itself outside
@@ -16,7 +17,7 @@ import { CLOSED_BY_KEY, CLOSED_KEEP, CommandError, KIND_BOUND, KIND_OPENED, KIND
 // uses) before the remove, with Page events on: a beforeunload prompt is accepted (leaving is
 // what was asked), any other dialog dismissed (no answer on anyone's behalf). Every step is
 // bounded; a tab still open after CLOSE_BOUND_MS throws `failed` (the agent retries) instead
-// of stalling the ownership queue.
+// of hanging the close (the remove runs outside the ownership queue).
 export const CLOSE_STEP_MS = 1000;
 export const CLOSE_BOUND_MS = 5000;
 const TIMED_OUT = Symbol("timed out");
@@ -236,49 +237,197 @@ export function createOwnership({ chrome, session, now, setTimer, clearTimer, le
     return { released: true };
   }
 
+  // ---- closing: decided in the queue, removed concurrently ----------------------------------
+  //
+  // A close is decided inside the ownership queue and carried out outside it. The decision
+  // (is the tab recorded under the owner as opened or spawned, is it still open, would its
+  // window be left without a tab) reads the records and the browser and, where the window
+  // would be left with none, opens the about:blank placeholder, all in one queued task; the
+  // chrome.tabs.remove calls then run concurrently, out of the queue; their results (the
+  // records dropped, the closes remembered for adopt) are written back in another queued task.
+  // A tab whose close is in flight counts as gone for every later decision, so of two batches
+  // closing the last tabs of a window the later one opens the placeholder; its record stays
+  // until the result is written, so adopt still finds the owner of a spawn it made as it closed.
+  // Close requests that arrive while a decision is queued are decided together: a session's
+  // pages, sent as one close per page, are decided in one or two tasks, not one each.
+
+  // Closes in flight: tabId -> { windowId, ownsWindow, done } (done: the close's result).
+  // Process handles only: a worker that dies takes its removes with it, and the next one
+  // finds the records of tabs still open and closes them again.
+  const inFlight = new Map();
+
   /**
-   * Closes one recorded tab, keeping its window alive unless the window was created for this
-   * owner. Must run inside the queue. Returns whether a tab was removed; the record is dropped
-   * only when the tab is gone. A tab that is still open after a failed remove (Chrome refuses
-   * while the user drags a tab) keeps its record and throws `failed`: the agent retries.
+   * A queue of items handled in batches inside the ownership queue: items queued before the
+   * batch's task runs are handled by it. run(items) settles each item (resolve/reject).
    */
-  async function closeRecorded(rec) {
-    const tab = await ledger.lookupTab(rec.tabId);
-    if (!tab) {
-      await session.remove(recKey(rec.tabId)); // already gone (the user closed it): harmless
-      return false;
-    }
-    // The tab may have been dragged into another window since it was recorded; only the
-    // window we created for this owner, and only while the tab is still in it, may go.
-    const ownsWindow = !!rec.createdWindow && tab.windowId === rec.windowId;
-    if (!ownsWindow) {
-      const siblings = await chrome.tabs.query({ windowId: tab.windowId });
-      if (siblings.length <= 1) {
-        // Removing the last tab would close the user's window (and maybe the browser).
-        const blank = await chrome.tabs.create({ windowId: tab.windowId, url: "about:blank", active: false });
-        if (Number.isInteger(blank?.id)) ownTabs.add(blank.id);
-      }
-    }
-    let closed = true;
-    try {
-      await removeTab(rec.tabId);
-    } catch (e) {
-      // Gone between get and remove, or refused ("Tabs cannot be edited right now (user may
-      // be dragging a tab)"): only a second look tells. A tab still open stays recorded.
-      if (await ledger.lookupTab(rec.tabId)) {
-        throw new CommandError("failed", `tab ${rec.tabId} could not be closed (${e?.message ?? e}); it is still open and still recorded, retry`);
-      }
-      closed = false;
-    }
-    await session.remove(recKey(rec.tabId));
-    if (OWNED_KINDS.has(kindOf(rec))) await rememberClosed(rec);
-    return closed;
+  function batcher(run) {
+    let waiting = [];
+    return (item) =>
+      new Promise((resolve, reject) => {
+        waiting.push({ ...item, resolve, reject });
+        if (waiting.length > 1) return;
+        ledger
+          .serial(() => {
+            const batch = waiting;
+            waiting = [];
+            return run(batch).catch((e) => {
+              for (const it of batch) it.reject(e);
+            });
+          })
+          .catch(() => {});
+      });
   }
 
-  /** Remembers who closed an owned tab, for the tabs it spawned as it closed (adopt). */
-  async function rememberClosed(rec) {
-    const list = ((await session.get(CLOSED_BY_KEY)) ?? []).filter(([id]) => id !== rec.tabId);
-    list.push([rec.tabId, rec.owner]);
+  /**
+   * Decides the closes of items ({owner, tabId}) as one batch. Must run inside the queue.
+   * Returns one promise per item, of {closed} or a CommandError: not_owned for a live tab not
+   * recorded under the owner as opened or spawned, failed for a tab that could not be closed
+   * (its record is kept: the agent retries). The removes it starts run outside the queue.
+   */
+  async function decideCloses(items) {
+    const stored = await session.all();
+    const out = [];
+    const byTab = new Map(); // tabId -> the promise of its close decided in this batch
+    const accepted = []; // {rec, tab, result: {resolve, reject}}
+    const gone = [];
+    await Promise.all(
+      items.map(async ({ owner, tabId }, i) => {
+        let result = null;
+        try {
+          const rec = stored[recKey(tabId)];
+          // Idempotent: a close retried after it succeeded finds neither the record nor the
+          // tab. Tab ids are never reused, so the id cannot name someone else's tab.
+          if (!rec && !inFlight.has(tabId) && !(await ledger.tryGetTab(tabId))) {
+            out[i] = Promise.resolve({ closed: false });
+            return;
+          }
+          if (!rec || rec.owner !== owner) {
+            throw new CommandError("not_owned", `tab ${tabId} is not recorded under owner ${owner}; nothing was closed`);
+          }
+          if (!OWNED_KINDS.has(kindOf(rec))) {
+            throw new CommandError("not_owned", `tab ${tabId} is bound to ${owner}: used, never closed; release it instead`);
+          }
+          const flying = inFlight.get(tabId);
+          if (flying) {
+            out[i] = flying.done; // the same close, asked again
+            return;
+          }
+          if (byTab.has(tabId)) {
+            out[i] = byTab.get(tabId);
+            return;
+          }
+          const p = new Promise((resolve, reject) => (result = { resolve, reject }));
+          p.catch(() => {}); // answered to its own caller (below)
+          byTab.set(tabId, p);
+          out[i] = p;
+          const tab = await ledger.lookupTab(tabId);
+          if (!tab) {
+            gone.push(rec); // already gone (the user closed it): harmless
+            result.resolve({ closed: false });
+            return;
+          }
+          accepted.push({ rec, tab, result });
+        } catch (e) {
+          if (result) result.reject(e); // and whoever joined it in this batch
+          else {
+            out[i] = Promise.reject(e);
+            out[i].catch(() => {}); // answered to its own caller
+          }
+        }
+      }),
+    );
+    if (gone.length) await session.remove(gone.map((r) => recKey(r.tabId)));
+
+    // The last-tab rule, per window: the tabs leaving it are this batch's and those in flight.
+    // A window left with none keeps a blank tab, unless a tab leaving it was opened with the
+    // window for its owner (and is still in it): then the window was tabwarden's, and goes.
+    const leaving = new Set([...inFlight.keys(), ...accepted.map((a) => a.rec.tabId)]);
+    const byWindow = new Map();
+    for (const a of accepted) {
+      if (!byWindow.has(a.tab.windowId)) byWindow.set(a.tab.windowId, []);
+      byWindow.get(a.tab.windowId).push(a);
+    }
+    const go = [];
+    await Promise.all(
+      [...byWindow].map(async ([windowId, closing]) => {
+        try {
+          const siblings = await chrome.tabs.query({ windowId });
+          const stays = siblings.some((t) => !leaving.has(t.id));
+          const owned =
+            closing.some((a) => a.rec.createdWindow && a.rec.windowId === windowId) ||
+            [...inFlight.values()].some((f) => f.windowId === windowId && f.ownsWindow);
+          if (!stays && !owned) {
+            // Removing the last tabs would close the user's window (and maybe the browser).
+            const blank = await chrome.tabs.create({ windowId, url: "about:blank", active: false });
+            if (Number.isInteger(blank?.id)) ownTabs.add(blank.id);
+          }
+          go.push(...closing);
+        } catch (e) {
+          for (const a of closing) {
+            a.result.reject(new CommandError("failed", `tab ${a.rec.tabId} could not be closed (${e?.message ?? e}); it is still open and still recorded, retry`));
+          }
+        }
+      }),
+    );
+
+    // Out of the queue: every remove at once.
+    for (const a of go) {
+      const { rec, tab, result } = a;
+      const done = new Promise((resolve, reject) => {
+        removeTab(rec.tabId).then(
+          () => finishClose({ rec, error: null }).then(resolve, reject),
+          (error) => finishClose({ rec, error: error ?? new Error("failed") }).then(resolve, reject),
+        );
+      });
+      done.then(result.resolve, result.reject);
+      done.catch(() => {});
+      inFlight.set(rec.tabId, { windowId: tab.windowId, ownsWindow: !!rec.createdWindow && tab.windowId === rec.windowId, done });
+    }
+    return out;
+  }
+
+  /**
+   * Writes the results of finished removes, in batches inside the queue: the record goes
+   * only when the tab is gone. A tab that is still open after a failed remove (Chrome refuses
+   * while the user drags a tab) keeps its record and rejects `failed`: the agent retries.
+   */
+  const finishClose = batcher(async (batch) => {
+    const dropped = [];
+    const answers = [];
+    for (const it of batch) {
+      const { rec, error } = it;
+      try {
+        // Gone between get and remove, or refused ("Tabs cannot be edited right now (user
+        // may be dragging a tab)"): only a second look tells. A tab still open stays recorded.
+        if (error && (await ledger.lookupTab(rec.tabId))) {
+          throw new CommandError("failed", `tab ${rec.tabId} could not be closed (${error?.message ?? error}); it is still open and still recorded, retry`);
+        }
+        dropped.push(rec);
+        answers.push(() => it.resolve({ closed: !error }));
+      } catch (e) {
+        answers.push(() => it.reject(e));
+      } finally {
+        inFlight.delete(rec.tabId);
+      }
+    }
+    try {
+      if (dropped.length) {
+        await session.remove(dropped.map((r) => recKey(r.tabId)));
+        await rememberClosed(dropped.filter((r) => OWNED_KINDS.has(kindOf(r))));
+      }
+    } catch (e) {
+      for (const it of batch) it.reject(e);
+      return;
+    }
+    for (const answer of answers) answer();
+  });
+
+  /** Remembers who closed owned tabs, for the tabs they spawned as they closed (adopt). */
+  async function rememberClosed(recs) {
+    if (!recs.length) return;
+    const ids = new Set(recs.map((r) => r.tabId));
+    const list = ((await session.get(CLOSED_BY_KEY)) ?? []).filter(([id]) => !ids.has(id));
+    for (const r of recs) list.push([r.tabId, r.owner]);
     await session.set({ [CLOSED_BY_KEY]: list.slice(-CLOSED_KEEP) });
   }
 
@@ -288,41 +437,47 @@ export function createOwnership({ chrome, session, now, setTimer, clearTimer, le
     return hit ? { owner: hit[1], tabId } : undefined;
   }
 
-  async function closeOwned(owner, tabId) {
-    const rec = await session.get(recKey(tabId));
-    // Idempotent: a close retried after it succeeded (the host acted on a stale view, or lost
-    // our reply) finds neither the record (dropped by the first close) nor the tab. Nothing can
-    // be closed and nothing is refused; tab ids are never reused, so the id cannot name a tab
-    // that belongs to someone else.
-    if (!rec && !(await ledger.tryGetTab(tabId))) return { closed: false };
-    if (!rec || rec.owner !== owner) {
-      throw new CommandError("not_owned", `tab ${tabId} is not recorded under owner ${owner}; nothing was closed`);
-    }
-    if (!OWNED_KINDS.has(kindOf(rec))) {
-      throw new CommandError("not_owned", `tab ${tabId} is bound to ${owner}: used, never closed; release it instead`);
-    }
-    return { closed: await closeRecorded(rec) };
+  /**
+   * close: closes one tab recorded under owner. Requests that arrive together (the agent
+   * closing an ended session's pages, one request per page) are decided as one batch.
+   * Call outside the queue: it queues its own decision.
+   */
+  const decideBatch = batcher(async (batch) => {
+    const results = await decideCloses(batch);
+    batch.forEach((it, i) => results[i].then(it.resolve, it.reject));
+  });
+  function closeOwned(owner, tabId) {
+    return decideBatch({ owner, tabId });
   }
 
+  /**
+   * cleanup: closes every tab recorded under owner as opened or spawned (bound tabs are never
+   * closed; their records stay until release), all at once. Call outside the queue.
+   */
   async function cleanup(owner) {
-    // Bound tabs are never closed; their records stay until release.
-    const mine = (await session.withPrefix("rec:"))
-      .filter((r) => r.owner === owner && OWNED_KINDS.has(kindOf(r)))
-      .sort((a, b) => a.tabId - b.tabId);
+    const results = await ledger.serial(async () => {
+      const mine = (await session.withPrefix("rec:"))
+        .filter((r) => r.owner === owner && OWNED_KINDS.has(kindOf(r)))
+        .sort((a, b) => a.tabId - b.tabId);
+      const ps = await decideCloses(mine.map((r) => ({ owner, tabId: r.tabId })));
+      await session.remove(pendingKey(owner));
+      return { mine, ps };
+    });
     const closed = [];
     const kept = [];
     let why = "";
     // One tab that cannot be closed right now does not keep the others open; the cleanup
     // still fails (the agent retries), and the kept tab's record stays for that retry.
-    for (const rec of mine) {
-      try {
-        if (await closeRecorded(rec)) closed.push(rec.tabId);
-      } catch (e) {
-        kept.push(rec.tabId);
-        why ||= String(e?.message ?? e);
+    const settled = await Promise.allSettled(results.ps);
+    settled.forEach((s, i) => {
+      const tabId = results.mine[i].tabId;
+      if (s.status === "fulfilled") {
+        if (s.value.closed) closed.push(tabId);
+      } else {
+        kept.push(tabId);
+        why ||= String(s.reason?.message ?? s.reason);
       }
-    }
-    await session.remove(pendingKey(owner));
+    });
     if (kept.length) {
       throw new CommandError(
         "failed",
