@@ -6,7 +6,7 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # starts its own kube-apiserver or Chromium.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
 
-.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node run demo bench bench-short bench-deps envtest chromium clean lint fuzz partition chaos
+.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node test-deps run demo bench bench-short bench-deps envtest chromium clean lint fuzz partition chaos
 
 all: build
 
@@ -79,7 +79,12 @@ chromium:
 	@hack/chromium.sh
 
 ## test: every test, against a real kube-apiserver, real Chromium and the real extension.
-test: envtest chromium test-node test-go
+test: envtest chromium test-node test-deps test-go
+
+## test-deps: what the Go tests run besides Chromium and the API server: the MCP
+## Inspector's CLI (test/e2e/mcp), pinned in its package-lock.json.
+test-deps:
+	cd test/e2e/mcp/inspector && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --silent; }
 
 test-go:
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test $(GOTEST_FLAGS) ./...
