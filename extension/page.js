@@ -27,7 +27,10 @@
 //     clock, a counter, a live price) are NOT re-renders, so that a live page does not make
 //     every point stale forever; they rarely move the element under a point;
 //   * ids: e1, e2, … assigned once per element (a WeakMap element → id, a Map id → WeakRef),
-//     so a ref never names a replacement element, however alike.
+//     so a ref never names a replacement element, however alike. An element of a same-origin
+//     iframe's document is f<k>.e<n>: f<k> names the frame's document (once per document), and
+//     a ref whose frame no longer shows that document (it navigated) is stale_ref. Walks go
+//     through open shadow roots and same-origin frames (see "the composed tree" below).
 //
 // Ops (args in braces) and results; errors are returned as data, never thrown:
 //   init({world})            first call in a new world: a new document id, epoch 0, no refs;
@@ -263,8 +266,15 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     }
   }
 
+  // docOf is el's document (the page's when el has none).
+  function docOf(el) {
+    return el.ownerDocument || document;
+  }
+
   function styleOf(el) {
-    return (el.ownerDocument.defaultView || window).getComputedStyle(el);
+    const d = docOf(el);
+    const v = d && d !== document ? d.defaultView : null;
+    return v ? v.getComputedStyle(el) : getComputedStyle(el);
   }
 
   // eachElement calls f on every element of the page in flat-tree order, frames included
@@ -300,7 +310,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     for (let d = doc; d !== document;) {
       const fe = frameOf(d);
       if (!fe || !fe.isConnected || frameDoc(fe) !== d) return false;
-      d = fe.ownerDocument;
+      d = docOf(fe);
     }
     return true;
   }
@@ -316,7 +326,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       const cs = styleOf(fe);
       x += r.left + fe.clientLeft + (parseFloat(cs.paddingLeft) || 0);
       y += r.top + fe.clientTop + (parseFloat(cs.paddingTop) || 0);
-      d = fe.ownerDocument;
+      d = docOf(fe);
     }
     return { x, y };
   }
@@ -325,19 +335,19 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
   // the part of it every frame on the way (and the page's viewport) shows (clip), or null
   // when its frame is gone.
   function boxOf(el) {
-    const o = originOf(el.ownerDocument);
+    const o = originOf(docOf(el));
     if (!o) return null;
     const r = el.getBoundingClientRect();
     const box = { left: r.left + o.x, top: r.top + o.y, right: r.right + o.x, bottom: r.bottom + o.y, width: r.width, height: r.height };
     const clip = { left: Math.max(box.left, 0), top: Math.max(box.top, 0), right: Math.min(box.right, innerWidth), bottom: Math.min(box.bottom, innerHeight) };
-    for (let d = el.ownerDocument; d !== document;) {
+    for (let d = docOf(el); d !== document;) {
       const fo = originOf(d);
       const w = d.defaultView;
       clip.left = Math.max(clip.left, fo.x);
       clip.top = Math.max(clip.top, fo.y);
       clip.right = Math.min(clip.right, fo.x + w.innerWidth);
       clip.bottom = Math.min(clip.bottom, fo.y + w.innerHeight);
-      d = frameOf(d).ownerDocument;
+      d = docOf(frameOf(d));
     }
     box.clip = clip;
     return box;
@@ -394,7 +404,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
   function idOf(el) {
     let id = S.ids.get(el);
     if (!id) {
-      const d = el.ownerDocument;
+      const d = docOf(el);
       let prefix = "";
       if (d !== document) {
         let f = S.frames.get(d);
@@ -558,7 +568,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       }
       const w = S.refs.get(target.ref);
       const el = w && w.deref();
-      if (el && !live(el.ownerDocument)) {
+      if (el && !live(docOf(el))) {
         const f = String(target.ref).split(".")[0];
         return fail("stale_ref", `the element ${target.ref} named was in frame ${f}, which has since navigated or been removed (a ref never names the frame's new document): observe again`);
       }
