@@ -27,7 +27,10 @@
 //     clock, a counter, a live price) are NOT re-renders, so that a live page does not make
 //     every point stale forever; they rarely move the element under a point;
 //   * ids: e1, e2, … assigned once per element (a WeakMap element → id, a Map id → WeakRef),
-//     so a ref never names a replacement element, however alike.
+//     so a ref never names a replacement element, however alike. An element of a same-origin
+//     iframe's document is f<k>.e<n>: f<k> names the frame's document (once per document), and
+//     a ref whose frame no longer shows that document (it navigated) is stale_ref. Walks go
+//     through open shadow roots and same-origin frames (see "the composed tree" below).
 //
 // Ops (args in braces) and results; errors are returned as data, never thrown:
 //   init({world})            first call in a new world: a new document id, epoch 0, no refs;
@@ -80,6 +83,11 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     "[role=treeitem]",
   ].join(",");
 
+  const MUTATIONS = {
+    subtree: true, childList: true, attributes: true,
+    attributeFilter: ["style", "class", "hidden", "open"],
+  };
+
   function fail(reason, message, candidates) {
     const e = { reason, message };
     if (candidates) {
@@ -125,6 +133,13 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       next: 1,
       ids: new WeakMap(),
       refs: new Map(),
+      // frames: a same-origin frame's document → its id (f1, f2, …), once per document, so
+      // that a frame that navigates gets a new id and its old refs are refused.
+      frames: new WeakMap(),
+      nextFrame: 1,
+      // watched: the shadow roots and frame documents whose re-renders and scrolls count too.
+      watched: new WeakSet(),
+      frameWins: [],
       view: viewState(),
       // scrolled: element → "left,top" last seen, so that a scroll event that fires
       // late (a background tab renders no frames) is not counted twice.
@@ -135,7 +150,9 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     // A scroll or resize counts once: when the position or size differs from the one
     // last seen, whether sync() or the event sees it first.
     const onView = (ev) => {
-      const el = ev && ev.target;
+      let el = ev && ev.target;
+      // A frame's document scrolled: counted as its scrolling element.
+      if (el && el.nodeType === Node.DOCUMENT_NODE && el !== document) el = el.scrollingElement;
       if (el && el.nodeType === Node.ELEMENT_NODE) {
         const pos = `${el.scrollLeft},${el.scrollTop}`;
         if (st.scrolled.get(el) !== pos) {
@@ -150,17 +167,19 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
         bump();
       }
     };
+    st.onView = onView;
     st.mo = new MutationObserver((records) => { if (records.some(rerenders)) bump(); });
-    st.mo.observe(document, {
-      subtree: true, childList: true, attributes: true,
-      attributeFilter: ["style", "class", "hidden", "open"],
-    });
+    st.mo.observe(document, MUTATIONS);
     addEventListener("scroll", onView, { capture: true, passive: true });
     addEventListener("resize", onView, { passive: true });
     st.stop = () => {
       st.mo.disconnect();
       removeEventListener("scroll", onView, { capture: true });
       removeEventListener("resize", onView);
+      for (const w of st.frameWins) {
+        const win = w.deref();
+        if (win) win.removeEventListener("scroll", onView, { capture: true });
+      }
     };
     return st;
   }
@@ -190,12 +209,212 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     }
   }
 
+  // --- the composed tree: open shadow roots, slots and same-origin frames ---
+  //
+  // Every walk of the page (observe's elements, the outline, text targets, hit tests) goes
+  // through the flat tree: an element with an open shadow root shows that root's children,
+  // a <slot> the light nodes assigned to it (else its fallback content), so slotted content
+  // comes once, where it renders, and unslotted light children (not rendered) not at all.
+  // Closed shadow roots are unreachable (element.shadowRoot is null). A frame (<iframe>,
+  // <frame>) whose document this world may read (same origin, in process) shows that
+  // document; any other frame (cross-origin: a SecurityError or null) is a leaf the outline
+  // marks as unreachable.
+
+  // frameDoc is the document of a same-origin frame element, else null.
+  function frameDoc(el) {
+    if (el.localName !== "iframe" && el.localName !== "frame") return null;
+    try {
+      const d = el.contentDocument;
+      return d && d.documentElement ? d : null;
+    } catch (e) {
+      return null; // cross-origin
+    }
+  }
+
+  // frameOrigin is what the outline says of a frame: its src's origin.
+  function frameOrigin(el) {
+    if (el.hasAttribute("srcdoc") && el.hasAttribute("sandbox")) return "sandboxed";
+    const src = el.getAttribute("src");
+    if (!src) return "about:blank";
+    try {
+      const u = new URL(src, el.baseURI);
+      return u.origin !== "null" ? u.origin : u.protocol;
+    } catch (e) {
+      return "";
+    }
+  }
+
+  // flatKids: the nodes rendered as el's children.
+  function flatKids(el) {
+    if (el.shadowRoot) return el.shadowRoot.childNodes;
+    if (el.localName === "slot" && typeof el.assignedNodes === "function") {
+      const a = el.assignedNodes();
+      if (a.length) return a;
+    }
+    return el.childNodes;
+  }
+
+  // watch has re-renders and scrolls of a shadow root or a frame's document count in the
+  // render epoch too.
+  function watch(root) {
+    if (S.watched.has(root)) return;
+    S.watched.add(root);
+    S.mo.observe(root, MUTATIONS);
+    if (root.nodeType === Node.DOCUMENT_NODE && root.defaultView) {
+      root.defaultView.addEventListener("scroll", S.onView, { capture: true, passive: true });
+      S.frameWins.push(new WeakRef(root.defaultView));
+    }
+  }
+
+  // docOf is el's document (the page's when el has none).
+  function docOf(el) {
+    return el.ownerDocument || document;
+  }
+
+  function styleOf(el) {
+    const d = docOf(el);
+    const v = d && d !== document ? d.defaultView : null;
+    return v ? v.getComputedStyle(el) : getComputedStyle(el);
+  }
+
+  // eachElement calls f on every element of the page in flat-tree order, frames included
+  // (a frame's own box first, then its document when it is rendered and readable).
+  function eachElement(f) {
+    const walk = (el) => {
+      f(el);
+      const d = frameDoc(el);
+      if (d) {
+        const r = el.getBoundingClientRect();
+        if (r.width > 0 && r.height > 0) {
+          watch(d);
+          walk(d.documentElement);
+        }
+        return;
+      }
+      if (el.shadowRoot) watch(el.shadowRoot);
+      for (const c of flatKids(el)) if (c.nodeType === 1) walk(c);
+    };
+    if (document.documentElement) walk(document.documentElement);
+  }
+
+  // frameOf is the frame element holding doc, or null for the page's own document.
+  function frameOf(doc) {
+    if (doc === document) return null;
+    const w = doc.defaultView;
+    return (w && w.frameElement) || null;
+  }
+
+  // live says whether doc is still shown: the page's document, or the document its frame
+  // element shows, in a frame still on the page (every frame on the way, too).
+  function live(doc) {
+    for (let d = doc; d !== document;) {
+      const fe = frameOf(d);
+      if (!fe || !fe.isConnected || frameDoc(fe) !== d) return false;
+      d = docOf(fe);
+    }
+    return true;
+  }
+
+  // originOf is where doc's viewport sits in the page's viewport: the content box of its
+  // frame (border and padding), frame in frame.
+  function originOf(doc) {
+    let x = 0, y = 0;
+    for (let d = doc; d !== document;) {
+      const fe = frameOf(d);
+      if (!fe) return null;
+      const r = fe.getBoundingClientRect();
+      const cs = styleOf(fe);
+      x += r.left + fe.clientLeft + (parseFloat(cs.paddingLeft) || 0);
+      y += r.top + fe.clientTop + (parseFloat(cs.paddingTop) || 0);
+      d = docOf(fe);
+    }
+    return { x, y };
+  }
+
+  // boxOf is el's box in the page's viewport ({left, top, right, bottom, width, height}) and
+  // the part of it every frame on the way (and the page's viewport) shows (clip), or null
+  // when its frame is gone.
+  function boxOf(el) {
+    const o = originOf(docOf(el));
+    if (!o) return null;
+    const r = el.getBoundingClientRect();
+    const box = { left: r.left + o.x, top: r.top + o.y, right: r.right + o.x, bottom: r.bottom + o.y, width: r.width, height: r.height };
+    const clip = { left: Math.max(box.left, 0), top: Math.max(box.top, 0), right: Math.min(box.right, innerWidth), bottom: Math.min(box.bottom, innerHeight) };
+    for (let d = docOf(el); d !== document;) {
+      const fo = originOf(d);
+      const w = d.defaultView;
+      clip.left = Math.max(clip.left, fo.x);
+      clip.top = Math.max(clip.top, fo.y);
+      clip.right = Math.min(clip.right, fo.x + w.innerWidth);
+      clip.bottom = Math.min(clip.bottom, fo.y + w.innerHeight);
+      d = docOf(frameOf(d));
+    }
+    box.clip = clip;
+    return box;
+  }
+
+  // deepHit is the element at a point of the page's viewport: into open shadow roots and
+  // same-origin frames (document.elementFromPoint stops at a shadow host or a frame).
+  function deepHit(x, y) {
+    let hit = document.elementFromPoint(x, y);
+    let ox = 0, oy = 0;
+    while (hit) {
+      while (hit.shadowRoot) {
+        const inner = hit.shadowRoot.elementFromPoint(x - ox, y - oy);
+        if (!inner || inner === hit) break;
+        hit = inner;
+      }
+      const d = frameDoc(hit);
+      if (!d) return hit;
+      const o = originOf(d);
+      if (!o) return hit;
+      ox = o.x;
+      oy = o.y;
+      const inner = d.elementFromPoint(x - ox, y - oy);
+      if (!inner) return hit;
+      hit = inner;
+    }
+    return hit;
+  }
+
+  // holds says whether a is b or holds it: an ancestor across shadow roots and frames.
+  function holds(a, b) {
+    for (let n = b; n;) {
+      if (n === a) return true;
+      if (n.parentNode) n = n.parentNode;
+      else if (n.host) n = n.host;
+      else if (n.nodeType === Node.DOCUMENT_NODE) n = frameOf(n);
+      else return false;
+    }
+    return false;
+  }
+
+  // focused says whether el (or something inside it) has the keyboard focus in its own
+  // document or shadow root.
+  function focused(el) {
+    const root = el.getRootNode();
+    const a = root.activeElement;
+    return a === el || (a && el.contains(a));
+  }
+
   // --- elements ---
 
+  // idOf is el's ref: e<n>, once per element; an element of a frame's document names its
+  // frame first: f<k>.e<n>.
   function idOf(el) {
     let id = S.ids.get(el);
     if (!id) {
-      id = "e" + S.next++;
+      const d = docOf(el);
+      let prefix = "";
+      if (d !== document) {
+        let f = S.frames.get(d);
+        if (!f) {
+          f = "f" + S.nextFrame++;
+          S.frames.set(d, f);
+        }
+        prefix = f + ".";
+      }
+      id = prefix + "e" + S.next++;
       S.ids.set(el, id);
       S.refs.set(id, new WeakRef(el));
     }
@@ -247,7 +466,8 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     const by = el.getAttribute("aria-labelledby");
     if (by) {
       const t = collapse(by.split(/\s+/).map((id) => {
-        const n = document.getElementById(id);
+        const root = el.getRootNode();
+        const n = typeof root.getElementById === "function" ? root.getElementById(id) : null;
         return n ? n.textContent : "";
       }).join(" "));
       if (t) return t;
@@ -282,12 +502,14 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     return r.width > 0 && r.height > 0;
   }
 
-  function inViewport(r) {
-    return r.right > 0 && r.bottom > 0 && r.left < innerWidth && r.top < innerHeight;
+  // inViewport says whether some of el shows in the page's viewport (and its frames').
+  function inViewport(el) {
+    const b = boxOf(el);
+    return !!b && b.clip.right > b.clip.left && b.clip.bottom > b.clip.top;
   }
 
   function describe(el) {
-    const r = el.getBoundingClientRect();
+    const r = boxOf(el) || el.getBoundingClientRect();
     return {
       id: idOf(el), role: roleOf(el), name: truncate(nameOf(el)),
       x: Math.round(r.left), y: Math.round(r.top), width: Math.round(r.width), height: Math.round(r.height),
@@ -295,17 +517,22 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
   }
 
   function interactive() {
-    return Array.from(document.querySelectorAll(INTERACTIVE)).filter(rendered);
+    const out = [];
+    eachElement((el) => {
+      if (el.matches(INTERACTIVE) && rendered(el)) out.push(el);
+    });
+    return out;
   }
 
   // --- targets ---
 
   // centre returns the viewport point to click on el: the centre of its visible part,
   // or another point of it when something else covers the centre.
+  // Points are in the page's viewport, whatever frame el is in.
   function centre(el) {
-    const r = el.getBoundingClientRect();
-    const left = Math.max(r.left, 0), right = Math.min(r.right, innerWidth);
-    const top = Math.max(r.top, 0), bottom = Math.min(r.bottom, innerHeight);
+    const b = boxOf(el);
+    if (!b) return null;
+    const { left, right, top, bottom } = b.clip;
     if (right <= left || bottom <= top) return null;
     const points = [
       [(left + right) / 2, (top + bottom) / 2],
@@ -315,8 +542,8 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       [(left + right) / 2, top + 3 * (bottom - top) / 4],
     ];
     for (const [x, y] of points) {
-      const hit = document.elementFromPoint(x, y);
-      if (hit && (hit === el || el.contains(hit) || hit.contains(el) && hit.localName === "label")) {
+      const hit = deepHit(x, y);
+      if (hit && (holds(el, hit) || holds(hit, el) && hit.localName === "label")) {
         return { x, y };
       }
     }
@@ -324,8 +551,10 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
   }
 
   function reveal(el) {
-    const r = el.getBoundingClientRect();
-    if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
+    const b = boxOf(el);
+    if (!b) return;
+    const c = b.clip;
+    if (c.top > b.top || c.left > b.left || c.bottom < b.bottom || c.right < b.right) {
       el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" });
       sync();
     }
@@ -339,6 +568,10 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       }
       const w = S.refs.get(target.ref);
       const el = w && w.deref();
+      if (el && !live(docOf(el))) {
+        const f = String(target.ref).split(".")[0];
+        return fail("stale_ref", `the element ${target.ref} named was in frame ${f}, which has since navigated or been removed (a ref never names the frame's new document): observe again`);
+      }
       if (!el || !el.isConnected) {
         return fail("stale_ref", `the element ${target.ref} named is gone from the page (removed or replaced): observe again`);
       }
@@ -414,14 +647,14 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     if (!loc.id) return loc;
     const el = S.refs.get(loc.id).deref();
     el.focus({ preventScroll: true });
-    if (document.activeElement !== el && !el.contains(document.activeElement)) {
+    if (!focused(el)) {
       return fail("target_not_found", `<${el.localName}> cannot take the keyboard focus: target a text field`);
     }
     try {
       if (typeof el.value === "string" && typeof el.setSelectionRange === "function") {
         el.setSelectionRange(el.value.length, el.value.length);
       } else if (el.isContentEditable) {
-        const sel = getSelection();
+        const sel = (el.ownerDocument.defaultView || window).getSelection();
         sel.selectAllChildren(el);
         sel.collapseToEnd();
       }
@@ -436,7 +669,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
   function textField(target) {
     const loc = locate(target);
     if (loc.error) return { loc };
-    const hit = loc.id ? S.refs.get(loc.id).deref() : document.elementFromPoint(loc.x, loc.y);
+    const hit = loc.id ? S.refs.get(loc.id).deref() : deepHit(loc.x, loc.y);
     const el = hit && hit.closest ? hit.closest("input, textarea, [contenteditable]") : null;
     const text = el && (el.isContentEditable || el.localName === "textarea" || (el.localName === "input" && TEXT_INPUTS.has(el.type)));
     if (!text) {
@@ -452,13 +685,13 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     if (f.loc.error) return f.loc;
     const el = f.el;
     el.focus({ preventScroll: true });
-    if (document.activeElement !== el && !el.contains(document.activeElement)) {
+    if (!focused(el)) {
       return fail("target_not_found", `<${el.localName}> cannot take the keyboard focus`);
     }
     if (typeof el.select === "function") {
       el.select();
     } else {
-      getSelection().selectAllChildren(el);
+      (el.ownerDocument.defaultView || window).getSelection().selectAllChildren(el);
     }
     return { x: f.loc.x, y: f.loc.y };
   }
@@ -466,7 +699,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
   function choose(target, text) {
     const loc = locate(target);
     if (loc.error) return loc;
-    const hit = loc.id ? S.refs.get(loc.id).deref() : document.elementFromPoint(loc.x, loc.y);
+    const hit = loc.id ? S.refs.get(loc.id).deref() : deepHit(loc.x, loc.y);
     const el = hit && hit.closest ? hit.closest("select") : null;
     if (!el) {
       return fail("target_not_found", `<${hit ? hit.localName : "?"}> is not a drop-down (<select>): target one (role combobox or listbox in an observation)`);
@@ -629,8 +862,12 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       if (node.nodeType !== 1) return;
       const el = node;
       const tag = el.localName;
+      if ((tag === "iframe" || tag === "frame") && el.getAttribute("aria-hidden") !== "true") {
+        frameNode(el, frame);
+        return;
+      }
       if (OUTLINE_SKIP.has(tag) || el.getAttribute("aria-hidden") === "true") return;
-      const cs = getComputedStyle(el);
+      const cs = styleOf(el);
       if (cs.display === "none") return;
       const visible = cs.visibility === "visible";
       if (cs.display !== "contents") {
@@ -658,14 +895,14 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       const block = cs.display !== "contents" && !cs.display.startsWith("inline");
       if (!role) {
         if (block) flush(frame);
-        for (const c of el.childNodes) visit(c, frame, visible);
+        for (const c of flatKids(el)) visit(c, frame, visible);
         if (block) flush(frame);
         return;
       }
       flush(frame);
       if (!visible) {
         // The node itself is hidden; a visible child still shows, at this level.
-        for (const c of el.childNodes) visit(c, frame, false);
+        for (const c of flatKids(el)) visit(c, frame, false);
         flush(frame);
         return;
       }
@@ -678,12 +915,34 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       if (!push(line)) return;
       frame.children++;
       const child = { line, depth: frame.depth + 1, pending: [], children: 0 };
-      for (const c of el.childNodes) visit(c, child, visible);
+      for (const c of flatKids(el)) visit(c, child, visible);
       flush(child);
       if (!stopped && child.children === 0 && !line.name && !line.text && OUTLINE_DROP_EMPTY.has(role) && out.length === at + 1) {
         out.pop();
         frame.children--;
       }
+    };
+    // A frame is a node "iframe" named by its title, else its src's origin: a same-origin
+    // frame holds its document's content; another (cross-origin, out of process) says that
+    // the page script cannot read it.
+    const frameNode = (el, frame) => {
+      const cs = styleOf(el);
+      const r = el.getBoundingClientRect();
+      if (cs.display === "none" || cs.visibility !== "visible" || r.width === 0 || r.height === 0) return;
+      flush(frame);
+      const d = frameDoc(el);
+      const line = {
+        depth: frame.depth, role: "iframe", name: collapse(el.getAttribute("title") || el.getAttribute("aria-label") || frameOrigin(el)).slice(0, OUTLINE_NAME_MAX),
+        text: d ? "" : `a frame of ${frameOrigin(el) || "another origin"} the page script cannot reach (cross-origin): its content and elements are not observed`,
+        id: "", level: 0, checked: false, disabled: false,
+      };
+      if (!push(line)) return;
+      frame.children++;
+      if (!d || !d.body) return;
+      watch(d);
+      const child = { line, depth: frame.depth + 1, pending: [], children: 0 };
+      for (const c of d.body.childNodes) visit(c, child, styleOf(d.body).visibility === "visible");
+      flush(child);
     };
     const root = { line: null, depth: 0, pending: [], children: 0 };
     if (document.body) {
@@ -730,9 +989,8 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       if (found.error) return found;
       el = found.el;
     }
-    const r = el.getBoundingClientRect();
-    const left = Math.max(r.left, 0), top = Math.max(r.top, 0);
-    const right = Math.min(r.right, innerWidth), bottom = Math.min(r.bottom, innerHeight);
+    const b = boxOf(el);
+    const { left, top, right, bottom } = b ? b.clip : { left: 0, top: 0, right: 0, bottom: 0 };
     if (right - left < 1 || bottom - top < 1) {
       return fail("target_not_found", "the element is outside the viewport; a screenshot never scrolls: scroll to it first (a Scroll step), or take the viewport");
     }
@@ -741,7 +999,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
 
   function observe(max, outlineOffset, outlineBytes) {
     max = Math.min(Math.max(Number(max) || 200, 1), MAX_ELEMENTS);
-    const visible = interactive().filter((el) => inViewport(el.getBoundingClientRect()));
+    const visible = interactive().filter(inViewport);
     const o = info();
     o.elements = visible.slice(0, max).map(describe);
     o.truncated = visible.length > max;

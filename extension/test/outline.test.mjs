@@ -77,7 +77,7 @@ function all(n, out = []) {
 /** The page function in a context whose document's body is body: returns observe(args). */
 function pageWith(body) {
   const document = {
-    body, title: "Mail", readyState: "complete",
+    body, documentElement: body, title: "Mail", readyState: "complete",
     querySelectorAll: (sel) => all(body).filter((el) => el.matches(sel)),
     getElementById: () => null,
   };

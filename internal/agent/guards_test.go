@@ -58,6 +58,9 @@ func TestObservationsBindRefs(t *testing.T) {
 		{name: "unknown observation (before a restart)", ref: "o1.e4", session: "s1", generation: 3, page: "p1", reason: "stale_ref"},
 		{name: "point of another session", obs: id, point: true, session: "s2", generation: 3, page: "p1", reason: "stale_coordinates"},
 		{name: "malformed ref", ref: "e4", session: "s1", generation: 3, page: "p1", reason: "stale_ref"},
+		{name: "ref of an element in frame f2", ref: id + ".f2.e4", session: "s1", generation: 3, page: "p1"},
+		{name: "malformed frame ref", ref: id + ".f2", session: "s1", generation: 3, page: "p1", reason: "stale_ref"},
+		{name: "malformed frame path", ref: id + ".f2.f3.e4", session: "s1", generation: 3, page: "p1", reason: "stale_ref"},
 	} {
 		tg, reason, msg := tab.resolve(tc.ref, tc.obs, tc.point, 10, 20, tc.session, tc.generation, tc.page)
 		if reason != tc.reason {
@@ -67,7 +70,7 @@ func TestObservationsBindRefs(t *testing.T) {
 		if reason == "" && tc.point && (tg.Document != "d1" || tg.Epoch != 7 || !tg.Point || tg.X != 10) {
 			t.Errorf("%s: target %+v carries the observation's document and epoch", tc.name, tg)
 		}
-		if reason == "" && !tc.point && (tg.Document != "d1" || tg.Ref != "e4") {
+		if want := strings.TrimPrefix(tc.ref, id+"."); reason == "" && !tc.point && (tg.Document != "d1" || tg.Ref != want) {
 			t.Errorf("%s: target %+v names the element in the observation's document", tc.name, tg)
 		}
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,12 +93,17 @@ func (t *observations) forgetSession(uid types.UID) {
 	}
 }
 
-// splitRef splits a ref "o3.e12" into its observation id and element id.
+// refPattern is a ref: its observation, the frame its element is in when that is
+// not the page's own document (a same-origin iframe's), and the element.
+var refPattern = regexp.MustCompile(`^o[0-9]+\.(f[0-9]+\.)?e[0-9]+$`)
+
+// splitRef splits a ref "o3.e12" (or "o3.f2.e12", an element of frame f2) into
+// its observation id and element id ("e12", "f2.e12": the page script's id).
 func splitRef(ref string) (obs, element string, err error) {
-	obs, element, ok := strings.Cut(ref, ".")
-	if !ok || !strings.HasPrefix(obs, "o") || !strings.HasPrefix(element, "e") {
-		return "", "", fmt.Errorf("ref %q is not of the form o<observation>.e<element>, e.g. o3.e12", ref)
+	if !refPattern.MatchString(ref) {
+		return "", "", fmt.Errorf("ref %q is not of the form o<observation>.e<element> (o<observation>.f<frame>.e<element> in a frame), e.g. o3.e12", ref)
 	}
+	obs, element, _ = strings.Cut(ref, ".")
 	return obs, element, nil
 }
 

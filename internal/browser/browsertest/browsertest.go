@@ -123,6 +123,7 @@ func Run(t *testing.T, factory Factory) {
 		{"SelectAndHoverReachThePage", testSelect},
 		{"ObserveReadsTheOutline", testOutline},
 		{"FillIsCheckedThenTyped", testFill},
+		{"FramesAndShadowRootsAreReached", testFrames},
 		{"DialogsWaitForADialogStep", testDialog},
 		{"ScreenshotTakesViewportAndElement", testScreenshot},
 		{"EventOrder", testEventOrder},

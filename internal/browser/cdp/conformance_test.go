@@ -165,6 +165,9 @@ func TestConformance(t *testing.T) {
 // DialogURL is the fixture's /dialog page (browsertest.Dialogs).
 func (w *cdpWorld) DialogURL() string { return site.Path("/dialog") }
 
+// FramesURL is the fixture's /frames page (browsertest.Frames).
+func (w *cdpWorld) FramesURL() string { return site.Path("/frames") }
+
 // VerbsURL is the fixture's /verbs page (browsertest.Verbs).
 func (w *cdpWorld) VerbsURL() string { return site.Path("/verbs") }
 
@@ -204,6 +207,7 @@ func devicePixels(t testing.TB, v any) (int, int) {
 // The real browser's world serves every fixture page the suite has a case for.
 var _ interface {
 	browsertest.Verbs
+	browsertest.Frames
 	browsertest.Dialogs
 	browsertest.Reading
 	browsertest.Screens

@@ -240,6 +240,15 @@ func (w *extWorld) ReadingURL(older int) string {
 	return fx.Path(fmt.Sprintf("/reading?older=%d&conformance=%d-%d", older, time.Now().UnixNano(), w.n))
 }
 
+// FramesURL is the fixture's /frames page (browsertest.Frames), at a url of
+// its own (target finds pages by url).
+func (w *extWorld) FramesURL() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	return fx.Path(fmt.Sprintf("/frames?conformance=%d-%d", time.Now().UnixNano(), w.n))
+}
+
 // VerbsURL is the fixture's /verbs page (browsertest.Verbs), at a url of its
 // own (target finds pages by url).
 func (w *extWorld) VerbsURL() string {
@@ -314,6 +323,7 @@ func (w *extWorld) Box(t testing.TB, id, selector string) (int, int) {
 // The real extension's world serves every fixture page the suite has a case for.
 var _ interface {
 	browsertest.Verbs
+	browsertest.Frames
 	browsertest.Dialogs
 	browsertest.Reading
 	browsertest.Screens
