@@ -182,6 +182,30 @@ func devtoolsHTTP(t *testing.T, path string, out any) {
 	}
 }
 
+// userClose asks Chromium to close page id and reports whether it still knew
+// the page: a page whose earlier close landed meanwhile is answered 404 (No
+// such target id), which is the close the user wanted, not a failure.
+func userClose(t *testing.T, id string) bool {
+	t.Helper()
+	req, err := http.NewRequestWithContext(tctx(t), http.MethodGet, chrome.HTTPURL+"/json/close/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("closing %s: %v", id, err)
+	}
+	defer func() { _ = resp.Body.Close() }() // the body is read; a close error changes nothing
+	body, _ := io.ReadAll(resp.Body)
+	switch {
+	case resp.StatusCode == http.StatusNotFound && !isOpen(t, id):
+		return false
+	case resp.StatusCode != http.StatusOK:
+		t.Fatalf("closing %s: %s %s", id, resp.Status, body)
+	}
+	return true
+}
+
 // isOpen reports whether Chromium still lists the page.
 func isOpen(t *testing.T, id string) bool {
 	t.Helper()
@@ -222,7 +246,9 @@ func userCloses(t *testing.T, id string) {
 	// Chromium drops a close that lands while the page commits a navigation
 	// (see closeRetry): the user clicks the tab's close button again.
 	for range 10 {
-		devtoolsHTTP(t, "/json/close/"+id, nil)
+		if !userClose(t, id) {
+			return // gone meanwhile: the earlier click took effect
+		}
 		for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if !isOpen(t, id) {
 				return
