@@ -77,3 +77,35 @@ func TestScreenshotOnChromium(t *testing.T) {
 	}).Should(BeTrue(), "the screenshot goes with its action")
 	g.Expect(u.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: elRef.Name}, &twv1.BrowserScreenshot{})).To(Succeed(), "another action's stays")
 }
+
+// TestScreenshotOfALyingBackgroundTabOnChromium: a page in a background tab
+// that tells its own scripts it is shown (document.visibilityState "visible",
+// document.hidden false) is still refused page_not_visible: the page script
+// asks in tabwarden's isolated world, which the page cannot reach, so the page
+// neither gets a capture that waits for a frame never drawn nor is brought to
+// the front.
+func TestScreenshotOfALyingBackgroundTabOnChromium(t *testing.T) {
+	g, ctx, h := begin(t, 30*time.Second)
+	ns := newNamespace(t)
+	u := testenv.UserClient(t, cfg, ns, "ada")
+	startRoles(t, "liar")
+	s := session(ns, "liar", "liar")
+	s.Spec.Placement = twv1.PlacementTab
+	g.Expect(u.Create(ctx, s)).To(Succeed())
+	first := openWindow(ns, "first", "liar", site.Path("/landing?tab=1"))
+	g.Expect(u.Create(ctx, first)).To(Succeed())
+	waitOpen(t, g, first)
+	liar := openWindow(ns, "liar", "liar", site.Path("/visible-liar"))
+	g.Expect(u.Create(ctx, liar)).To(Succeed())
+	tab := waitOpen(t, g, liar)
+	g.Eventually(func() string { return pages(t, h)[tab].Title }).Should(Equal("Liar visible"), "the page's own world believes it is shown")
+
+	agent := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "liar", Thread: s.Spec.Thread, Timeout: time.Minute}
+	act := agent.Act("liar", twv1.ActionStep{Type: twv1.StepScreenshot})
+	g.Expect(act.Status.Phase).To(Equal(twv1.ActionRefused), "status %+v", act.Status)
+	g.Expect(act.Status.Reason).To(Equal(twv1.ReasonPageNotVisible), "status %+v", act.Status)
+	g.Expect(act.Status.Steps).To(Or(BeEmpty(), ContainElement(HaveField("Screenshot", BeNil()))))
+	var shots twv1.BrowserScreenshotList
+	g.Expect(k8s.List(ctx, &shots, client.InNamespace(ns))).To(Succeed())
+	g.Expect(shots.Items).To(BeEmpty(), "nothing was captured")
+}
