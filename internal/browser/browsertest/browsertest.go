@@ -111,7 +111,7 @@ func Run(t *testing.T, factory Factory) {
 		f    func(*testing.T, *env)
 		// page: the fixture page the case needs, when it needs one; a
 		// simulated world that does not serve it does not run the case.
-		page string
+		page   string
 		serves func(World) bool
 	}{
 		{"OpenIsIdempotentByKeyAndNeverFocuses", testOpen, "", nil},
