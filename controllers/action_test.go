@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,7 @@ func contactsSite(b *fake.Browser) {
 		fake.Element{Role: "link", Name: "Print view", Spawn: "https://contacts.example/print", NoOpener: true},
 		fake.Element{Role: "textbox", Name: "Search"},
 		fake.Element{Role: "combobox", Name: "Country", Options: []string{"Canada", "France"}},
+		fake.Element{Role: "button", Name: "Attachment", File: true},
 	)
 	b.SetSite(formURL, fake.Element{Role: "textbox", Name: "Name"}, fake.Element{Role: "button", Name: "Submit"})
 }
@@ -49,10 +51,12 @@ func contactsSite(b *fake.Browser) {
 // by a thread through a scripted agent with the user's identity.
 type actionWorld struct {
 	ns, profile string
-	b           *fake.Browser
-	s           *twv1.BrowserSession
-	contacts    *twv1.BrowserWindow
-	agent       *testenv.ScriptedAgent
+	// uploads is the profile's upload directory: it holds resume.txt.
+	uploads  string
+	b        *fake.Browser
+	s        *twv1.BrowserSession
+	contacts *twv1.BrowserWindow
+	agent    *testenv.ScriptedAgent
 	// user is the person (or AI agent) driving the session: the shipped
 	// tabwarden-edit role in the namespace, nothing more.
 	user client.Client
@@ -63,6 +67,14 @@ func newActionWorld(t *testing.T, g *WithT, profile string, opts agent.Options) 
 	w := &actionWorld{ns: newNamespace(t), profile: profile, b: fake.New()}
 	w.user = testenv.UserClient(t, cfg, w.ns, "ada")
 	contactsSite(w.b)
+	// The admin lets the profile's sessions upload the files of one directory.
+	w.uploads = t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(w.uploads, "resume.txt"), []byte("Ada Lovelace\n"), 0o600)).To(Succeed())
+	if err := testenv.EnsureProfile(context.Background(), k8s, profile, twv1.DriverFake); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	g.Expect(k8s.Patch(context.Background(), &twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: profile}},
+		client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":{"uploadDirectory":%q}}`, w.uploads))))).To(Succeed())
 	opts.Profile, opts.Driver, opts.Browser, opts.LeaseNamespace = profile, twv1.DriverFake, w.b, access.SystemNamespace
 	testenv.StartAgent(t, cfg, opts)
 	w.s = session(w.ns, "taxes", profile)
@@ -209,7 +221,7 @@ func TestGuardCoverage(t *testing.T) {
 
 	startController(t)
 	// steps are one step of each type, valid on the contacts page.
-	var selectTarget func(*twv1.ActionTarget) *twv1.ActionTarget
+	var selectTarget, uploadTarget func(*twv1.ActionTarget) *twv1.ActionTarget
 	steps := func(target *twv1.ActionTarget) map[twv1.StepType]twv1.ActionStep {
 		return map[twv1.StepType]twv1.ActionStep{
 			twv1.StepObserve:  observe(),
@@ -235,12 +247,21 @@ func TestGuardCoverage(t *testing.T) {
 			twv1.StepDialog: {Type: twv1.StepDialog, Answer: twv1.DialogDismiss},
 
 			twv1.StepScreenshot: {Type: twv1.StepScreenshot, Target: target},
+			// A file input: Search is a text field, so its Upload aims at the
+			// Attachment input (the other guards' targets are used as given).
+			twv1.StepUpload: {Type: twv1.StepUpload, Target: uploadTarget(target), Files: []string{"resume.txt"}},
 		}
 	}
 	sendButton := &twv1.ActionTarget{Text: "Search"}
 	selectTarget = func(t *twv1.ActionTarget) *twv1.ActionTarget {
 		if t == sendButton {
 			return &twv1.ActionTarget{Text: "Country"}
+		}
+		return t
+	}
+	uploadTarget = func(t *twv1.ActionTarget) *twv1.ActionTarget {
+		if t == sendButton {
+			return &twv1.ActionTarget{Text: "Attachment"}
 		}
 		return t
 	}

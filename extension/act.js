@@ -1,7 +1,7 @@
 // tabwarden's `act` command: one curated step on a tab the host's owner has recorded.
 //
 // The host sends a step (observe, navigate, click, type, press, scroll, wait, back, forward,
-// reload, hover, select, fill, screenshot), never a method
+// reload, hover, select, fill, screenshot, upload), never a method
 // name or an expression. The worker runs it with the `debugger` permission, the only way an
 // extension can produce trusted input (chrome.scripting's synthetic events are untrusted and
 // need host permissions, which tabwarden does not ask for):
@@ -45,12 +45,12 @@ export { ActRefusal, validateStep, parseKey } from "./step.js";
 export const ATTRIBUTION_GRACE_MS = 1000;
 // Steps after which a late tab may still be the act's doing (a noopener link's tab is reported
 // late); after observe, scroll and wait the window closes with the step.
-const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward", "reload", "select", "fill"]);
+const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward", "reload", "select", "fill", "upload"]);
 // Mutating steps run whole on one debugger session, whose Page.windowOpen announcements the
 // act's result counts (`spawns`); navigate and the history moves (whose loads run outside
 // one) have no `spawns` (the agent cannot tell), nor do the steps that change nothing, nor
 // fill (its fields may be typed through more than one call).
-const WATCHED = new Set(["click", "select", "type", "press", "dialog"]);
+const WATCHED = new Set(["click", "select", "type", "press", "dialog", "upload"]);
 // An act marker without an end older than this died with its worker.
 export const ACT_MARKER_TTL_MS = 5 * 60_000;
 export const NAVIGATE_TIMEOUT_MS = 30_000;
@@ -730,6 +730,11 @@ export function createActor(deps) {
         case "select":
           // page.js sets the drop-down's value and fires input and change, as a choice would.
           await page("select", { target: s.target, text: s.text });
+          return {};
+        case "upload":
+          // page.js builds the files in the isolated world, sets the input's files and fires
+          // input and change, as a pick in the file chooser would; no chooser opens.
+          await page("upload", { target: s.target, files: s.files });
           return {};
         case "type":
           await typeText(send, page, s);

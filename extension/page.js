@@ -60,6 +60,11 @@
 //   select({target, text})   chooses the option of the target <select> whose label (else
 //                            value) is text, as the user's choice would: the value set, then
 //                            input and change events (bubbling): {x, y, value}
+//   upload({target, files})  puts files ([{name, type, lastModified, data}], data in base64) into
+//                            the file input the target names (the input, a <label> whose control
+//                            it is, or an element holding exactly one), as the user's pick in
+//                            the file chooser would: the input's files replaced, then input and
+//                            change events (bubbling): {x, y, files: [names]}
 //   scroll({dx, dy})         scrolls the page (or the scrollable element under the viewport's
 //                            centre when the page itself cannot scroll): {scrollX, scrollY, epoch}
 //   hasText({text})          {found}: whether the page's visible text or title contains text
@@ -87,6 +92,32 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     subtree: true, childList: true, attributes: true,
     attributeFilter: ["style", "class", "hidden", "open"],
   };
+
+  // isInteractive: the elements an observation lists and a target may name. A
+  // <label> of a file input the page hides (styled upload buttons) is one: the
+  // label is what the user clicks to pick a file.
+  function isInteractive(el) {
+    return el.matches(INTERACTIVE) || fileLabel(el);
+  }
+
+  function fileLabel(el) {
+    if (el.localName !== "label") return false;
+    const c = el.control;
+    return !!c && c.localName === "input" && c.type === "file" && !rendered(c);
+  }
+
+  // fileControl is the file input el names: el itself, the control of a
+  // <label>, or the one file input inside el (none: null).
+  function fileControl(el) {
+    if (!el) return null;
+    if (el.localName === "input") return el.type === "file" ? el : null;
+    if (el.localName === "label") {
+      const c = el.control;
+      return c && c.localName === "input" && c.type === "file" ? c : null;
+    }
+    const inside = typeof el.querySelectorAll === "function" ? el.querySelectorAll("input[type=file]") : [];
+    return inside.length === 1 ? inside[0] : null;
+  }
 
   function fail(reason, message, candidates) {
     const e = { reason, message };
@@ -433,6 +464,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     const explicit = collapse(el.getAttribute("role")).split(" ")[0];
     if (explicit) return explicit;
     const tag = el.localName;
+    if (tag === "label") return "button"; // a file input's label (isInteractive)
     switch (tag) {
       case "a": case "area": return "link";
       case "button": case "summary": return "button";
@@ -447,6 +479,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
           case "range": return "slider";
           case "number": return "spinbutton";
           case "search": return "searchbox";
+          case "file": return "button";
           default: return "textbox";
         }
       }
@@ -485,6 +518,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       }
       const p = collapse(el.getAttribute("placeholder") || el.title);
       if (p) return p;
+      if (tag === "input" && t === "file") return "Choose file";
       return "";
     }
     const t = textOf(el);
@@ -519,7 +553,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
   function interactive() {
     const out = [];
     eachElement((el) => {
-      if (el.matches(INTERACTIVE) && rendered(el)) out.push(el);
+      if (isInteractive(el) && rendered(el)) out.push(el);
     });
     return out;
   }
@@ -721,6 +755,32 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     return { x: loc.x, y: loc.y, value: o.value };
   }
 
+  function upload(target, files) {
+    if (!Array.isArray(files) || files.length === 0) return fail("bad_request", "an upload needs files");
+    const loc = locate(target);
+    if (loc.error) return loc;
+    const hit = loc.id ? S.refs.get(loc.id).deref() : deepHit(loc.x, loc.y);
+    const input = fileControl(hit) || fileControl(hit && hit.closest ? hit.closest("label") : null);
+    if (!input) {
+      return fail("target_not_found", `<${hit ? hit.localName : "?"}> is not a file input: target the <input type=file>, its label, or the element holding it (role button, e.g. "Choose file", in an observation)`);
+    }
+    if (input.disabled) return fail("target_not_found", "the file input is disabled");
+    if (files.length > 1 && !input.multiple) {
+      return fail("target_not_found", `the file input takes one file (it has no multiple attribute), not ${files.length}: upload one`);
+    }
+    const dt = new DataTransfer();
+    for (const f of files) {
+      const bin = atob(String(f.data || ""));
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      dt.items.add(new File([bytes], String(f.name), { type: String(f.type || ""), lastModified: Number(f.lastModified) || Date.now() }));
+    }
+    input.files = dt.files;
+    input.dispatchEvent(new Event("input", { bubbles: true, composed: true }));
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    return { x: loc.x, y: loc.y, files: Array.from(input.files, (f) => f.name) };
+  }
+
   function scrollableAtCentre() {
     let n = document.elementFromPoint(innerWidth / 2, innerHeight / 2);
     for (; n && n !== document.documentElement && n !== document.body; n = n.parentElement) {
@@ -878,7 +938,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
         flush(frame);
         return;
       }
-      if (el.matches(INTERACTIVE)) {
+      if (isInteractive(el)) {
         if (!visible) return;
         flush(frame);
         const t = (el.getAttribute("type") || "").toLowerCase();
@@ -1014,6 +1074,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       case "locate": return locate(args.target);
       case "focus": return focus(args.target);
       case "select": return choose(args.target, args.text);
+      case "upload": return upload(args.target, args.files);
       case "field": {
         const f = textField(args.target);
         return f.loc.error ? f.loc : { x: f.loc.x, y: f.loc.y };

@@ -17,7 +17,11 @@ const MAX_OUTLINE_NODES = 5000;
 const MAX_OUTLINE_TEXT = 4096; // characters; page.js sends at most 1000 per node
 export const MAX_FILL_FIELDS = 20;
 export const STEP_KINDS = new Set(["observe", "navigate", "click", "type", "press", "scroll", "wait", "back", "forward", "reload", "hover", "select", "fill",
-  "screenshot", "dialog"]);
+  "screenshot", "dialog", "upload"]);
+// An upload's files: at most this many, and this many bytes together (the API's bounds;
+// the data arrives in base64).
+export const MAX_UPLOAD_FILES = 10;
+export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 // A screenshot's image is answered only up to this many bytes (the agent's bound; its base64
 // fits the host's 2 MiB frame); a larger one is answered with its size and no data.
 export const MAX_SHOT_BYTES = 768 * 1024;
@@ -137,6 +141,25 @@ export function validateStep(step) {
       s.text = text(step.text, "text", 1024);
       if (s.text === "") throw invalid("select needs text: the option's label or value");
       break;
+    case "upload": {
+      s.target = target(step.target);
+      if (!s.target) throw invalid("upload needs a target (the file input, or its label): a ref (with its document), a text, a selector, or a point");
+      if (!Array.isArray(step.files) || step.files.length === 0) throw invalid("upload needs files: a list of {name, type, lastModified, data (base64)}");
+      if (step.files.length > MAX_UPLOAD_FILES) throw invalid(`upload takes at most ${MAX_UPLOAD_FILES} files`);
+      let total = 0;
+      s.files = step.files.map((f, i) => {
+        if (!f || typeof f !== "object" || Array.isArray(f)) throw invalid(`files[${i}] must be an object {name, type, lastModified, data}`);
+        const name = text(f.name, `files[${i}].name`, 255);
+        if (name === "" || /[\\/]/.test(name)) throw invalid(`files[${i}].name must be a base name (no path)`);
+        const type = text(f.type, `files[${i}].type`, 255);
+        const lastModified = int(f.lastModified, `files[${i}].lastModified`, { min: 0, max: 8.64e15 });
+        if (typeof f.data !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(f.data)) throw invalid(`files[${i}].data must be base64`);
+        total += Math.floor(f.data.length * 3 / 4);
+        if (total > MAX_UPLOAD_BYTES + 2) throw invalid(`an upload's files are at most ${MAX_UPLOAD_BYTES} bytes together`);
+        return { name, type, lastModified, data: f.data };
+      });
+      break;
+    }
     case "fill": {
       if (!Array.isArray(step.fields) || step.fields.length === 0) throw invalid("fill needs fields: a list of {target, text}");
       if (step.fields.length > MAX_FILL_FIELDS) throw invalid(`fill takes at most ${MAX_FILL_FIELDS} fields`);

@@ -5,7 +5,7 @@ import (
 )
 
 // StepType is what one step of a BrowserAction does.
-// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover;Select;Fill;Screenshot;Dialog
+// +kubebuilder:validation:Enum=Observe;Navigate;Click;Type;Press;Scroll;Wait;Back;Forward;Reload;Hover;Select;Fill;Screenshot;Dialog;Upload
 type StepType string
 
 const (
@@ -54,18 +54,25 @@ const (
 	// goes to a BrowserScreenshot in the action's namespace that the step's
 	// result names (never into the action's status).
 	StepScreenshot StepType = "Screenshot"
+	// StepUpload puts files into a file input (target: the <input type=file>,
+	// its label, or an element holding exactly one file input), as the user's
+	// choice in the file picker would: the input's files are set, then input
+	// and change events. files name files in the directory the profile's admin
+	// allows (BrowserProfile spec.uploadDirectory); a profile without one
+	// refuses every Upload (upload_not_allowed).
+	StepUpload StepType = "Upload"
 )
 
 // StepTypes lists every step type; the guard coverage test classifies each.
 var StepTypes = []StepType{StepObserve, StepNavigate, StepClick, StepTypeText, StepPress, StepScroll, StepWait, StepBack, StepForward, StepReload, StepHover, StepSelect, StepFill,
-	StepScreenshot, StepDialog}
+	StepScreenshot, StepDialog, StepUpload}
 
 // Mutating reports whether a step changes the page (and so is refused while the
 // session waits for the user or has unacknowledged spawns). Observe, Scroll and
 // Wait only read or move the viewport; Back, Forward and Reload load a document.
 func (t StepType) Mutating() bool {
 	switch t {
-	case StepNavigate, StepClick, StepTypeText, StepPress, StepBack, StepForward, StepReload, StepSelect, StepFill:
+	case StepNavigate, StepClick, StepTypeText, StepPress, StepBack, StepForward, StepReload, StepSelect, StepFill, StepUpload:
 		return true
 	case StepDialog:
 		// Answering lets the page's script go on, and it may change the page or spawn.
@@ -97,7 +104,7 @@ func (p ActionPhase) Finished() bool {
 	return p == ActionSucceeded || p == ActionRefused || p == ActionFailed
 }
 
-// ActionTarget is what a Click, Type, Hover, Select or Screenshot step (or a Fill step's field) aims at: exactly one of ref, text or
+// ActionTarget is what a Click, Type, Hover, Select, Upload or Screenshot step (or a Fill step's field) aims at: exactly one of ref, text or
 // a point (x and y with the observation they were read from).
 // +kubebuilder:validation:XValidation:rule="(has(self.ref) ? 1 : 0) + (has(self.text) ? 1 : 0) + (has(self.x) || has(self.y) ? 1 : 0) == 1",message="a target is exactly one of ref (from an Observe step, e.g. {ref: o3.e12}), text (the element's visible text, e.g. {text: \"Send\"}) or a point with its observation (e.g. {x: 120, y: 340, observation: o3})"
 // +kubebuilder:validation:XValidation:rule="has(self.x) == has(self.y)",message="a point target needs both x and y, for example {x: 120, y: 340, observation: o3}"
@@ -143,6 +150,8 @@ type ActionTarget struct {
 // +kubebuilder:validation:XValidation:rule="self.type != 'Click' || has(self.target)",message="a Click step needs a target, for example {type: Click, target: {ref: o3.e12}} or {type: Click, target: {text: \"Send\"}}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Hover' || has(self.target)",message="a Hover step needs a target, for example {type: Hover, target: {ref: o3.e7}} or {type: Hover, target: {text: \"Menu\"}}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Select' || (has(self.target) && has(self.text))",message="a Select step needs a target (the drop-down) and text (the option's label or value), for example {type: Select, target: {ref: o3.e5}, text: \"Canada\"}"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Upload' || (has(self.target) && has(self.files))",message="an Upload step needs a target (the file input, or its label) and files (names in the profile's upload directory), for example {type: Upload, target: {ref: o3.e9}, files: [\"resume.pdf\"]}"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Upload' || !has(self.files)",message="files belong to an Upload step only, for example {type: Upload, target: {text: \"Attach\"}, files: [\"resume.pdf\"]}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Fill' || has(self.fields)",message="a Fill step needs fields, each a target and its text, for example {type: Fill, fields: [{target: {ref: o3.e4}, text: \"Ada\"}, {target: {text: \"Email\"}, text: \"ada@example.com\"}]}"
 // +kubebuilder:validation:XValidation:rule="self.type == 'Fill' || !has(self.fields)",message="fields belong to a Fill step only; for one field use {type: Type, target: {ref: o3.e4}, text: \"Ada\"} or {type: Fill, fields: [{target: {ref: o3.e4}, text: \"Ada\"}]}"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Type' || has(self.text)",message="a Type step needs text, for example {type: Type, target: {ref: o3.e4}, text: \"Ada Lovelace\"}"
@@ -157,7 +166,7 @@ type ActionTarget struct {
 // +kubebuilder:validation:XValidation:rule="self.type == 'Observe' || !has(self.outlineOffset)",message="outlineOffset pages through an Observe step's outline; only an Observe step takes it, for example {type: Observe, outlineOffset: 400} (an earlier observation's outline.nextOffset)"
 type ActionStep struct {
 	// type is Observe, Navigate, Click, Type, Press, Scroll, Wait, Back, Forward,
-	// Reload, Hover, Select, Fill, Screenshot or Dialog.
+	// Reload, Hover, Select, Fill, Screenshot, Dialog or Upload.
 	// +required
 	Type StepType `json:"type,omitempty"`
 	// url to load (Navigate): http, https or about:blank.
@@ -166,7 +175,7 @@ type ActionStep struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://') || self == 'about:blank'",message="url must be http(s) or about:blank, for example https://example.com/form"
 	URL string `json:"url,omitempty"`
-	// target is what Click, Type, Hover and Select aim at (Type without a target types
+	// target is what Click, Type, Hover, Select and Upload aim at (Type without a target types
 	// into the focused element), and the element a Screenshot takes (none: the
 	// viewport).
 	// +optional
@@ -215,6 +224,20 @@ type ActionStep struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=20
 	Fields []FillField `json:"fields,omitempty"`
+	// files (Upload) name the files to put into the file input, in order: each
+	// a path relative to the profile's spec.uploadDirectory (for example
+	// "resume.pdf" or "2026/receipt.png"), never absolute and never leaving it
+	// (no ".." segment; a symbolic link that points out of it is refused). More
+	// than one needs an input that takes several (multiple). At most 10 files
+	// and 10 MiB in all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=255
+	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('/') && !self.contains('\\\\') && self.split('/').all(s, s != '..' && s != '.' && s != '')",message="a file is a path relative to the profile's upload directory, without '..', '.', empty or backslash segments, for example \"resume.pdf\" or \"2026/receipt.png\""
+	Files []string `json:"files,omitempty"`
 	// answer (Dialog) is Accept (OK) or Dismiss (Cancel) for the JavaScript
 	// dialog the page shows.
 	// +optional
@@ -626,3 +649,7 @@ type BrowserActionList struct {
 func init() {
 	SchemeBuilder.Register(&BrowserAction{}, &BrowserActionList{})
 }
+
+// MaxUploadBytes bounds the files of one Upload step, together: their content
+// travels in the step's one call into the page.
+const MaxUploadBytes = 10 << 20

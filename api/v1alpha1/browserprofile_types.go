@@ -72,6 +72,19 @@ type BrowserProfileSpec struct {
 	// services are out of the pages' reach. Written by the admin.
 	// +optional
 	URLPolicy *URLPolicy `json:"urlPolicy,omitempty"`
+
+	// uploadDirectory is the directory, on the agent's machine, whose files
+	// Upload steps of sessions on this profile may put into the pages' file
+	// inputs: an absolute path. An Upload names files relative to it and never
+	// reaches outside it (no "..", no symbolic link out of it, regular files
+	// only). Unset: every Upload is refused (upload_not_allowed). Uploading
+	// sends a file's content to the site the page shows, so the admin puts
+	// here only what sessions may send. Written by the admin.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="uploadDirectory is an absolute path on the agent's machine, for example /srv/tabwarden/uploads"
+	UploadDirectory string `json:"uploadDirectory,omitempty"`
 }
 
 // URLPolicy is a profile's rule for the destinations its sessions open and

@@ -144,6 +144,12 @@ const (
 	// (a background tab, a minimized window): Chromium draws no picture of a
 	// hidden page, and tabwarden never brings a tab to the front to make one.
 	ReasonPageNotVisible = "page_not_visible"
+	// ReasonUploadNotAllowed: an Upload names a file the profile does not let
+	// sessions send: the profile has no spec.uploadDirectory, or the file is
+	// not a regular file inside it (missing, a directory, a link out of it),
+	// or the files are larger than MaxUploadBytes. The hint is the corrected
+	// call (the files the directory offers) or the admin's patch.
+	ReasonUploadNotAllowed = "upload_not_allowed"
 
 	// ReasonRegistered: the object is registered.
 	ReasonRegistered = "Registered"

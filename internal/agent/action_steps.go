@@ -118,7 +118,8 @@ func (run *actionRun) unacknowledged(ctx context.Context) ([]string, error) {
 
 // step runs step i: its guards (checkStep: waiting_for_user,
 // session_finished, unacknowledged_spawns, focus_violation, url_not_allowed;
-// then stale_ref, stale_coordinates), then the driver, which refuses
+// then stale_ref, stale_coordinates; an Upload's files, upload_not_allowed),
+// then the driver, which refuses
 // ambiguous, missing and stale targets from the page's state.
 func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (twv1.StepResult, *refusal, error) {
 	a, act := run.agent, run.act
@@ -145,6 +146,16 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 	bstep, rf := run.browserStep(step, s)
 	if rf != nil {
 		return refused(rf)
+	}
+	if step.Type == twv1.StepUpload {
+		files, rf, err := a.uploadFiles(ctx, act, step)
+		switch {
+		case err != nil:
+			return res, nil, err
+		case rf != nil:
+			return refused(rf)
+		}
+		bstep.Files = files
 	}
 	var base int
 	if run.spawned != nil {
@@ -194,6 +205,9 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 	if d := out.Dialog; d != nil {
 		res.Dialog = &twv1.OpenDialog{Type: truncate(d.Type, 16), Message: truncate(d.Message, 1024), DefaultPrompt: truncate(d.DefaultPrompt, 1024)}
 		res.Message = dialogLeftOpen(res.Dialog)
+	}
+	if step.Type == twv1.StepUpload && res.Message == "" {
+		res.Message = uploaded(bstep.Files)
 	}
 	if o := out.Observation; o != nil {
 		id := a.observations.add(observation{session: s.UID, sessionGeneration: s.Generation, page: run.page.Page, document: o.Document, epoch: o.Epoch, at: time.Now()})
@@ -286,6 +300,8 @@ func (run *actionRun) browserStep(step twv1.ActionStep, s *twv1.BrowserSession) 
 		bs.Kind = browser.StepHover
 	case twv1.StepSelect:
 		bs.Kind = browser.StepSelect
+	case twv1.StepUpload:
+		bs.Kind = browser.StepUpload
 	case twv1.StepDialog:
 		bs.Kind = browser.StepDialog
 		bs.Accept = step.Answer == twv1.DialogAccept

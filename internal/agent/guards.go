@@ -76,6 +76,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepDialog:   applies("answering lets the page's script go on, which may change the page and spawn"),
 
 		twv1.StepScreenshot: na("takes a picture of the page; it cannot spawn and changes nothing"),
+		twv1.StepUpload:     applies("changes the page (the file input's change handler may submit the form or spawn)"),
 	},
 	twv1.ReasonDirtySession: all(na("not a refusal: a reprimand condition on a session that ended with pages open; actions on an ended session are refused as session_finished")),
 	twv1.ReasonStaleCoordinates: {
@@ -95,6 +96,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepDialog:   na("takes no target; it answers the dialog the page shows"),
 
 		twv1.StepScreenshot: applies("a point target is checked against its observation's document and render epoch"),
+		twv1.StepUpload:     applies("a point target is checked against its observation's document and render epoch"),
 	},
 	twv1.ReasonAmbiguousTarget: {
 		twv1.StepObserve:  na("takes no target"),
@@ -113,6 +115,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepDialog:   na("takes no target"),
 
 		twv1.StepScreenshot: applies("a text target must match one visible element"),
+		twv1.StepUpload:     applies("a text target must match one visible element"),
 	},
 	twv1.ReasonProfileMismatch:             all(applies("an action naming another profile than the session's is refused before any step runs")),
 	twv1.ReasonNoKeepalive:                 all(applies("a warning on any step of a session driven long on a host that ends idle connections, without keepalive")),
@@ -134,6 +137,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepDialog:   applies("would answer the page's dialog under the user"),
 
 		twv1.StepScreenshot: na("takes a picture of the page; it never scrolls, moves the pointer or focuses, so the user's work is not disturbed"),
+		twv1.StepUpload:     applies("would change the page's form under the user"),
 	},
 	twv1.ReasonFocusViolation: {
 		twv1.StepObserve:  na("the driver reads the page without focusing it"),
@@ -152,6 +156,7 @@ var GuardCoverage = map[string]map[twv1.StepType]Coverage{
 		twv1.StepDialog:   na("the driver answers the dialog over the protocol without activating the tab"),
 
 		twv1.StepScreenshot: na("the driver captures the page without activating the tab or its window"),
+		twv1.StepUpload:     na("the driver sets the input's files in the page without activating the tab or opening a file chooser"),
 	},
 }
 

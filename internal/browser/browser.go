@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -252,7 +253,48 @@ const (
 	// (its box as it shows in the viewport: the step never scrolls), as
 	// Format, into ActResult.Screenshot. It never focuses or activates the tab.
 	StepScreenshot StepKind = "screenshot"
+	// StepUpload puts Files into the file input Target names (the
+	// <input type=file> itself, a <label> whose control it is, or an element
+	// holding exactly one): the input's files are replaced by Files, then input
+	// and change events (bubbling), as the user's pick in the file chooser
+	// would. A target that is no file input, or several files for an input
+	// without multiple, is ReasonTargetNotFound. Nothing is focused.
+	StepUpload StepKind = "upload"
 )
+
+// MaxUploadBytes bounds an upload step's files together (the API's bound).
+const MaxUploadBytes = 10 << 20
+
+// ValidUpload checks an upload step's fields (every driver's check).
+func ValidUpload(s Step) error {
+	if s.Target == (Target{}) || len(s.Files) == 0 {
+		return errors.New(`act: an upload needs a target and Files, for example Step{Kind: "upload", Target: Target{Text: "Attach"}, Files: []UploadFile{{Name: "resume.pdf", Data: data}}}`)
+	}
+	total := 0
+	for i, f := range s.Files {
+		if f.Name == "" || strings.ContainsAny(f.Name, "/\\") {
+			return fmt.Errorf("act: file %d of an upload needs a base name (no path), not %q", i, f.Name)
+		}
+		total += len(f.Data)
+	}
+	if total > MaxUploadBytes {
+		return fmt.Errorf("act: an upload's files are at most %d bytes together, not %d", MaxUploadBytes, total)
+	}
+	return nil
+}
+
+// UploadFile is one file of an upload step: its content, as the agent read it
+// from the profile's upload directory.
+type UploadFile struct {
+	// Name is the file's base name, as the page sees it (File.name).
+	Name string
+	// Type is its media type (File.type), from its extension; empty when unknown.
+	Type string
+	// LastModified is its modification time in ms since the epoch (File.lastModified).
+	LastModified int64
+	// Data is its content.
+	Data []byte
+}
 
 // Image formats of a screenshot step.
 const (
@@ -305,6 +347,8 @@ type Step struct {
 	OutlineOffset int
 	// Fields are the fields a fill step fills, in order.
 	Fields []FillField
+	// Files are what an upload step puts into its target's file input.
+	Files []UploadFile
 	// Accept answers a dialog step's dialog with OK (else Cancel).
 	Accept bool
 	// Screenshot: Format (FormatPNG, the default, or FormatJPEG), Quality

@@ -128,6 +128,7 @@ func Run(t *testing.T, factory Factory) {
 		{"SelectAndHoverReachThePage", testSelect, "/verbs", serves[Verbs]},
 		{"ObserveReadsTheOutline", testOutline, "/reading", serves[Reading]},
 		{"FillIsCheckedThenTyped", testFill, "/verbs", serves[Verbs]},
+		{"UploadPutsFilesIntoTheInput", testUpload, "/verbs", serves[Verbs]},
 		{"FramesAndShadowRootsAreReached", testFrames, "/frames", serves[Frames]},
 		{"DialogsWaitForADialogStep", testDialog, "/dialog", serves[Dialogs]},
 		{"ScreenshotTakesViewportAndElement", testScreenshot, "", nil},

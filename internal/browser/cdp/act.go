@@ -66,6 +66,8 @@ type scriptArgs struct {
 	// OutlineOffset and OutlineBytes: observe's outline chunk.
 	OutlineOffset int `json:"outlineOffset,omitempty"`
 	OutlineBytes  int `json:"outlineBytes,omitempty"`
+	// Files: an upload's files (page.js upload).
+	Files []scriptFile `json:"files,omitempty"`
 }
 
 // scriptTarget is a step's target for locate and focus: a ref (with its
@@ -128,7 +130,7 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	// a key, given to the new pages they announce (attributionLocked).
 	entry := int64(0)
 	switch step.Kind {
-	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress, browser.StepBack, browser.StepForward, browser.StepReload, browser.StepSelect, browser.StepFill, browser.StepDialog:
+	case browser.StepNavigate, browser.StepClick, browser.StepType, browser.StepPress, browser.StepBack, browser.StepForward, browser.StepReload, browser.StepSelect, browser.StepFill, browser.StepDialog, browser.StepUpload:
 		var done func()
 		entry, done = b.attribute(req.Key, req.Page)
 		defer done()
@@ -227,6 +229,8 @@ func validStep(s browser.Step) error {
 			return errors.New(`act: a select needs a target and Text, for example Step{Kind: "select", Target: Target{Ref: "e5", Document: obs.Document}, Text: "Canada"}`)
 		}
 		return nil
+	case browser.StepUpload:
+		return browser.ValidUpload(s)
 	case browser.StepFill:
 		if len(s.Fields) == 0 {
 			return errors.New(`act: a fill needs Fields, for example Step{Kind: "fill", Fields: []FillField{{Target: Target{Text: "Name"}, Text: "Ada"}}}`)
@@ -334,6 +338,8 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 		return browser.ActResult{}, b.selectStep(ctx, ps, s.Target, s.Text)
 	case browser.StepFill:
 		return browser.ActResult{}, b.fillStep(ctx, ps, s.Fields)
+	case browser.StepUpload:
+		return browser.ActResult{}, b.uploadStep(ctx, ps, s.Target, s.Files)
 	case browser.StepDialog:
 		return browser.ActResult{}, b.answer(ctx, ps, s.Accept, s.Text)
 	case browser.StepScreenshot:

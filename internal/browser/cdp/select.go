@@ -40,3 +40,28 @@ func (b *Browser) fillStep(ctx context.Context, ps *pageSession, fields []browse
 	}
 	return nil
 }
+
+// scriptFile is one file of an upload as the page script takes it (Data in
+// base64, as encoding/json writes a []byte).
+type scriptFile struct {
+	Name         string `json:"name"`
+	Type         string `json:"type"`
+	LastModified int64  `json:"lastModified"`
+	Data         []byte `json:"data"`
+}
+
+// uploadStep puts files into the file input target names: the page script's
+// upload op builds the files in the isolated world, sets the input's files
+// and dispatches input and change events, as the user's pick in the file
+// chooser would. No file path reaches the browser (its host may be another
+// machine's) and no file chooser opens.
+func (b *Browser) uploadStep(ctx context.Context, ps *pageSession, t browser.Target, files []browser.UploadFile) error {
+	sf := make([]scriptFile, len(files))
+	for i, f := range files {
+		sf[i] = scriptFile{Name: f.Name, Type: f.Type, LastModified: f.LastModified, Data: f.Data}
+	}
+	var out struct {
+		Files []string `json:"files"`
+	}
+	return b.run(ctx, ps, "upload", scriptArgs{Target: targetArgs(t), Files: sf}, &out)
+}

@@ -174,6 +174,21 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			return wireStep{}, err
 		}
 		ws.Target = t
+	case browser.StepUpload:
+		if err := browser.ValidUpload(st); err != nil {
+			return wireStep{}, err
+		}
+		if len(st.Files) > maxUploadFiles {
+			return bad("upload takes at most %d files", maxUploadFiles)
+		}
+		t, err := wireTargetOf(st.Target, epoch)
+		if err != nil {
+			return wireStep{}, err
+		}
+		ws.Target = t
+		for _, f := range st.Files {
+			ws.Files = append(ws.Files, wireFile{Name: f.Name, Type: f.Type, LastModified: f.LastModified, Data: f.Data})
+		}
 	case browser.StepFill:
 		if len(st.Fields) == 0 || len(st.Fields) > maxFillFields {
 			return bad("fill needs 1-%d fields, each a target and its text", maxFillFields)
@@ -226,7 +241,7 @@ func wireStepOf(st browser.Step, epoch int64) (wireStep, error) {
 			ws.TimeoutMs = 1
 		}
 	default:
-		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload, hover, select, fill or dialog", st.Kind)
+		return bad("unknown step kind %q; use observe, navigate, click, type, press, scroll, wait, back, forward, reload, hover, select, fill, dialog, screenshot or upload", st.Kind)
 	}
 	return ws, nil
 }
@@ -241,6 +256,9 @@ func clipString(s string, n int) string {
 	}
 	return s
 }
+
+// maxUploadFiles bounds an upload step (the API lists at most 10 files).
+const maxUploadFiles = 10
 
 // maxFillFields bounds a fill step (the API lists at most 20 fields).
 const maxFillFields = 20

@@ -192,6 +192,9 @@ type wireStep struct {
 	// OutlineOffset is observe's first outline node.
 	OutlineOffset int         `json:"outlineOffset,omitempty"`
 	Fields        []wireField `json:"fields,omitempty"`
+	// Files are an upload's files (their data in base64, as encoding/json
+	// writes a []byte).
+	Files []wireFile `json:"files,omitempty"`
 	// Accept answers a dialog step's dialog with OK (true) or Cancel.
 	Accept *bool `json:"accept,omitempty"`
 	// Format, Quality, Scale and MaxBytes: a screenshot's.
@@ -199,6 +202,14 @@ type wireStep struct {
 	Quality  int     `json:"quality,omitempty"`
 	Scale    float64 `json:"scale,omitempty"`
 	MaxBytes int     `json:"maxBytes,omitempty"`
+}
+
+// wireFile is one file of an upload step.
+type wireFile struct {
+	Name         string `json:"name"`
+	Type         string `json:"type,omitempty"`
+	LastModified int64  `json:"lastModified,omitempty"`
+	Data         []byte `json:"data"`
 }
 
 // wireField is one field of a fill step.

@@ -30,6 +30,9 @@ type Element struct {
 	Navigate string
 	// Options makes the element a drop-down offering these labels (select).
 	Options []string
+	// File makes the element a file input (upload); Multiple lets it take
+	// more than one file.
+	File, Multiple bool
 	// Hidden leaves the element out of observations and the outline (a
 	// display:none node): it cannot be targeted either.
 	Hidden bool
@@ -148,6 +151,8 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (res browser.
 		return browser.ActResult{}, nil
 	case browser.StepSelect:
 		return browser.ActResult{}, b.selectLocked(t, step)
+	case browser.StepUpload:
+		return browser.ActResult{}, b.uploadLocked(t, step)
 	case browser.StepDialog:
 		b.answerLocked(t, step.Accept, step.Text)
 		return browser.ActResult{}, nil

@@ -32,6 +32,9 @@ type tab struct {
 	hovered string
 	// selected maps a drop-down's name to the option a select step chose (Selected).
 	selected map[string]string
+	// uploaded maps a file input's name to the names of the files an upload
+	// step put into it (Uploaded).
+	uploaded map[string][]string
 	// filled maps a text field's name to the text a fill step left in it (Filled).
 	filled map[string]string
 	// Pages that resist closing (ArmBeforeUnload, OpenDialog, CrashPage): a

@@ -102,3 +102,46 @@ func (b *Browser) fillLocked(t *tab, step browser.Step) error {
 	}
 	return nil
 }
+
+// Uploaded returns the names of the files an upload step put into the file
+// input named name on a page (nil for none).
+func (b *Browser) Uploaded(page, name string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.tabs[page]; ok {
+		return slices.Clone(t.uploaded[name])
+	}
+	return nil
+}
+
+// uploadLocked puts step.Files into the file input step.Target names,
+// refusing as the real drivers do.
+func (b *Browser) uploadLocked(t *tab, step browser.Step) error {
+	tg := step.Target
+	if tg.Selector != "" {
+		tg = browser.Target{Text: tg.Selector}
+	}
+	if err := browser.ValidUpload(browser.Step{Target: tg, Files: step.Files}); err != nil {
+		return err
+	}
+	idx, err := b.locateLocked(t, tg)
+	if err != nil {
+		return err
+	}
+	e := b.sites[t.url][idx]
+	if !e.File {
+		return &browser.ActError{Reason: "target_not_found", Message: fmt.Sprintf("%s %q is not a file input: target the <input type=file>, its label, or the element holding it", e.Role, e.Name)}
+	}
+	if len(step.Files) > 1 && !e.Multiple {
+		return &browser.ActError{Reason: "target_not_found", Message: fmt.Sprintf("the file input takes one file (it has no multiple attribute), not %d: upload one", len(step.Files))}
+	}
+	if t.uploaded == nil {
+		t.uploaded = map[string][]string{}
+	}
+	names := make([]string, len(step.Files))
+	for i, f := range step.Files {
+		names[i] = f.Name
+	}
+	t.uploaded[e.Name] = names
+	return nil
+}

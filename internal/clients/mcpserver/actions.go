@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -41,7 +42,9 @@ func addActionTools(s *mcp.Server, h *handlers) {
 			"consecutive Fill steps are one step that checks every field before typing into any), Dialog (answer: Accept or Dismiss, and text to answer " +
 			"a prompt with Accept: answers the JavaScript dialog a step made the page open; that step's result shows it as dialog, and every other " +
 			"step is refused as dialog_open until a Dialog step answers it; unanswered it is dismissed after 5 minutes; with none showing, " +
-			"no_dialog). The first refused or failed step ends the call. Returns the last observation and " +
+			"no_dialog), Upload (ref or target_text of a file input or its label, and file: a name in the upload directory the profile's admin " +
+			"allows, e.g. resume.pdf; consecutive Upload steps with the same target put their files in together; a name the directory does not " +
+			"hold is refused as upload_not_allowed, listing the files it offers). The first refused or failed step ends the call. Returns the last observation and " +
 			"the windows the page spawned (acknowledge them before the next mutating step).",
 		InputSchema: inputSchema[ActInput](func(s *jsonschema.Schema) {
 			nonEmpty(s, "session", "window", "thread")
@@ -52,7 +55,7 @@ func addActionTools(s *mcp.Server, h *handlers) {
 			for _, p := range []string{"x", "y", "outline_offset"} {
 				steps.Items.Properties[p].Minimum = jsonschema.Ptr(0.0)
 			}
-			nonEmpty(steps.Items, "url", "ref", "target_text", "observation", "text", "key", "duration")
+			nonEmpty(steps.Items, "url", "ref", "target_text", "observation", "text", "key", "duration", "file")
 		}),
 		Annotations: &mcp.ToolAnnotations{Title: "Act on a page", DestructiveHint: yes(), OpenWorldHint: yes()},
 	}, h.act)
@@ -69,10 +72,10 @@ type ObserveInput struct {
 
 // Step is one step of act.
 type Step struct {
-	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y), Wait (text or duration), Back, Forward, Reload, Hover (ref or target_text), Select (ref or target_text, and text), Fill (ref or target_text, and text; consecutive Fill steps fill their fields as one step) or Dialog (answer, and text for a prompt)"`
+	Type        string `json:"type" jsonschema:"what the step does: Observe, Navigate (url), Click (ref, target_text, or x and y with observation), Type (text), Press (key), Scroll (delta_y), Wait (text or duration), Back, Forward, Reload, Hover (ref or target_text), Select (ref or target_text, and text), Fill (ref or target_text, and text; consecutive Fill steps fill their fields as one step), Dialog (answer, and text for a prompt) or Upload (ref or target_text, and file; consecutive Upload steps with the same target are one step)"`
 	URL         string `json:"url,omitempty" jsonschema:"Navigate: the http(s) url to load"`
-	Ref         string `json:"ref,omitempty" jsonschema:"Click, Type, Hover or Select: the element's ref from an earlier observation, e.g. o3.e12"`
-	TargetText  string `json:"target_text,omitempty" jsonschema:"Click, Type, Hover or Select: the visible text of the one element to target (instead of ref)"`
+	Ref         string `json:"ref,omitempty" jsonschema:"Click, Type, Hover, Select or Upload: the element's ref from an earlier observation, e.g. o3.e12"`
+	TargetText  string `json:"target_text,omitempty" jsonschema:"Click, Type, Hover, Select or Upload: the visible text of the one element to target (instead of ref)"`
 	X           *int32 `json:"x,omitempty" jsonschema:"Click: viewport x in CSS pixels (with y and observation; refs are safer)"`
 	Y           *int32 `json:"y,omitempty" jsonschema:"Click: viewport y in CSS pixels"`
 	Observation string `json:"observation,omitempty" jsonschema:"Click by point: the observation (e.g. o3) x and y were read from"`
@@ -85,6 +88,9 @@ type Step struct {
 	OutlineOffset *int32 `json:"outline_offset,omitempty" jsonschema:"Observe: the first line of the page's outline to return (a truncated outline's nextOffset)"`
 	// Answer answers a Dialog step's dialog.
 	Answer string `json:"answer,omitempty" jsonschema:"Dialog: Accept (OK) or Dismiss (Cancel) the JavaScript dialog the page shows"`
+	// File is an Upload step's file (consecutive Upload steps with the same
+	// target are one step with their files).
+	File string `json:"file,omitempty" jsonschema:"Upload: the file to put into the file input, a path inside the profile's upload directory, e.g. resume.pdf (for several files, one Upload step per file with the same target; the input must take several)"`
 }
 
 // toAPI is s as a BrowserAction's step (its type matched case-insensitively);
@@ -104,6 +110,10 @@ func (s Step) toAPI() (twv1.ActionStep, error) {
 	if s.Ref != "" || s.TargetText != "" || s.X != nil || s.Y != nil {
 		st.Target = &twv1.ActionTarget{Ref: s.Ref, Text: s.TargetText, X: s.X, Y: s.Y, Observation: s.Observation}
 	}
+	if s.File != "" {
+		// One file; act joins consecutive Upload steps with the same target.
+		st.Files = []string{s.File}
+	}
 	if st.Type == twv1.StepFill {
 		// One field; act joins consecutive Fill steps into one.
 		f := twv1.FillField{Target: st.Target, Text: st.Text}
@@ -120,7 +130,8 @@ func (s Step) toAPI() (twv1.ActionStep, error) {
 }
 
 // apiSteps is act's steps as a BrowserAction's: consecutive Fill steps are
-// one Fill step whose fields are all checked before any is typed into.
+// one Fill step whose fields are all checked before any is typed into, and
+// consecutive Upload steps with the same target one Upload of their files.
 func apiSteps(in []Step) ([]twv1.ActionStep, error) {
 	steps := make([]twv1.ActionStep, 0, len(in))
 	for _, s := range in {
@@ -132,13 +143,28 @@ func apiSteps(in []Step) ([]twv1.ActionStep, error) {
 			steps[n-1].Fields = append(steps[n-1].Fields, st.Fields...)
 			continue
 		}
+		if n := len(steps); n > 0 && st.Type == twv1.StepUpload && steps[n-1].Type == twv1.StepUpload &&
+			st.Target != nil && steps[n-1].Target != nil && equality.Semantic.DeepEqual(*st.Target, *steps[n-1].Target) {
+			steps[n-1].Files = append(steps[n-1].Files, st.Files...)
+			continue
+		}
 		steps = append(steps, st)
 	}
 	return steps, nil
 }
 
-// stepsOf is st as act takes it: a Fill step is one Fill step per field.
+// stepsOf is st as act takes it: a Fill step is one Fill step per field, an
+// Upload one Upload step per file.
 func stepsOf(st twv1.ActionStep) []Step {
+	if st.Type == twv1.StepUpload && len(st.Files) > 0 {
+		var out []Step
+		for _, f := range st.Files {
+			s := stepOf(st)
+			s.File = f
+			out = append(out, s)
+		}
+		return out
+	}
 	if st.Type != twv1.StepFill {
 		return []Step{stepOf(st)}
 	}
