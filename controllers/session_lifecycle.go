@@ -22,7 +22,7 @@ import (
 //   - Active: spec.idleTimeout ends the session after that long without
 //     activity (IdleTimeout). Activity is a window created, opened or closed
 //     (status.lastActivityTime, kept from the windows as they change) and an
-//     action claimed, running or finished. Actions are looked at only when the
+//     action created, claimed, running or finished. Actions are looked at only when the
 //     idle deadline is reached, from the cache: driving a session costs no
 //     write per step.
 
@@ -99,8 +99,8 @@ func (r *SessionReconciler) idleTimer(ctx context.Context, s *twv1.BrowserSessio
 	return 0, nil
 }
 
-// actionActivity is when an action of the session was last claimed or
-// finished, and whether one runs now, from the cache.
+// actionActivity is when an action of the session was last created, claimed
+// or finished, and whether one runs now, from the cache.
 func (r *SessionReconciler) actionActivity(ctx context.Context, s *twv1.BrowserSession) (time.Time, bool, error) {
 	var list twv1.BrowserActionList
 	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{twv1.SessionRefIndex: s.Name}, client.UnsafeDisableDeepCopy); err != nil {
@@ -111,7 +111,10 @@ func (r *SessionReconciler) actionActivity(ctx context.Context, s *twv1.BrowserS
 	for i := range list.Items {
 		st := &list.Items[i].Status
 		running = running || st.Phase == twv1.ActionRunning
-		for _, t := range []*metav1.Time{st.StartTime, st.CompletionTime} {
+		// Creating an action is driving the session: an action the agent
+		// has not claimed yet (a busy agent, a slow watch) counts from then.
+		created := list.Items[i].CreationTimestamp
+		for _, t := range []*metav1.Time{&created, st.StartTime, st.CompletionTime} {
 			if t != nil && t.After(last) {
 				last = t.Time
 			}

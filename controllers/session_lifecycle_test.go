@@ -134,7 +134,8 @@ func TestUserWaitTimeout(t *testing.T) {
 func TestDrivenSessionDoesNotIdleOut(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(20 * time.Second)
-	const idle = 2 * time.Second
+	// 3 s: on a loaded machine an action may wait a second to be claimed.
+	const idle = 3 * time.Second
 	w := newLifecycleWorld(t, g, "driven", func(s *twv1.BrowserSessionSpec) {
 		s.IdleTimeout = &metav1.Duration{Duration: idle}
 	})
@@ -192,4 +193,53 @@ func TestHostilePagesCloseWithTheirSession(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(w.user.Get(ctx, client.ObjectKeyFromObject(w.s), &twv1.BrowserSession{}))
 	}).Should(BeTrue())
+}
+
+// TestPendingActionsAreActivity: creating an action is driving the session,
+// even while no agent has claimed it yet (a busy or restarting agent): a
+// session whose driver keeps creating actions never idles out; once the
+// driving stops it ends on time.
+func TestPendingActionsAreActivity(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(20 * time.Second)
+	const idle = 3 * time.Second
+	ns := newNamespace(t)
+	b := fake.New()
+	contactsSite(b)
+	user := testenv.UserClient(t, cfg, ns, "ada")
+	startController(t)
+	ag := startAgent(t, "pending-acts", b)
+	s := session(ns, "captcha", "pending-acts")
+	s.Spec.IdleTimeout = &metav1.Duration{Duration: idle}
+	g.Expect(user.Create(context.Background(), s)).To(Succeed())
+	page := openWindow(ns, "contacts", "captcha", contactsURL)
+	g.Expect(user.Create(context.Background(), page)).To(Succeed())
+	openedTabs(t, g, page)
+	// The agent stops: nothing claims the actions from here on.
+	ag.Stop()
+
+	create := func() {
+		t.Helper()
+		act := &twv1.BrowserAction{}
+		act.Namespace, act.GenerateName = ns, "drive-"
+		act.Spec = twv1.BrowserActionSpec{SessionRef: twv1.SessionReference{Name: "captcha"}, Thread: s.Spec.Thread,
+			WindowRef: twv1.ActionWindowReference{Name: "contacts"}, Steps: []twv1.ActionStep{observe()}}
+		g.Expect(user.Create(context.Background(), act)).To(Succeed())
+	}
+	for end := time.Now().Add(3 * idle); time.Now().Before(end); {
+		create()
+		time.Sleep(idle / 3)
+		cur := get(t, s)
+		g.Expect(cur.Status.EndReason).To(BeEmpty(), "driven at %s by actions no agent has claimed", time.Now())
+	}
+	var pending twv1.BrowserActionList
+	g.Expect(k8s.List(context.Background(), &pending, client.InNamespace(ns))).To(Succeed())
+	for _, a := range pending.Items {
+		g.Expect(a.Status.StartTime).To(BeNil(), "action %s was claimed: the agent is stopped", a.Name)
+	}
+	stopped := time.Now()
+	g.Eventually(func() string { return get(t, s).Status.EndReason }).Should(Equal(twv1.ReasonIdleTimeout))
+	took := time.Since(stopped)
+	t.Logf("last action created -> idle end: %s (idleTimeout %s)", took, idle)
+	g.Expect(took).To(BeNumerically("<", idle+3*time.Second), "an idle session ends on time")
 }
