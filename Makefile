@@ -82,9 +82,11 @@ chromium:
 test: envtest chromium test-node test-deps test-go
 
 ## test-deps: what the Go tests run besides Chromium and the API server: the MCP
-## Inspector's CLI (test/e2e/mcp), pinned in its package-lock.json.
+## Inspector's CLI (test/e2e/mcp), the newest that runs on the machine's Node and the
+## newest of all with the Node 22 it needs, each pinned in its package-lock.json.
 test-deps:
 	cd test/e2e/mcp/inspector && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --silent; }
+	cd test/e2e/mcp/inspector-latest && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --silent; }
 
 test-go:
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test $(GOTEST_FLAGS) ./...
