@@ -78,7 +78,7 @@ func main() {
 	var (
 		short    = flag.Bool("short", false, "a quick look: few repetitions, small N and S (under two minutes)")
 		out      = flag.String("out", "", "results file (default bench/results/<date>.md; \"-\" prints only)")
-		sections = flag.String("sections", "spawn,open,cleanup,action,remote,scale", "sections to run (remote: Chromium in a network namespace behind a delay relay; needs root)")
+		sections = flag.String("sections", "spawn,open,cleanup,action,remote,extension,scale", "sections to run (remote: Chromium in a network namespace behind a delay relay; needs root; extension: Chromium with the real extension, paired with an in-process host)")
 		scale    = flag.String("scale", "", "comma-separated session counts for the scale case (default 500,1000,2000; -short 10,20; e.g. 1000,2000,5000,10000 for the long run)")
 		reps     = flag.Int("reps", 0, "repetitions for spawn and open (default 200; -short 20)")
 		rreps    = flag.Int("remote-reps", 0, "repetitions of each remote case per path setting (default 20; -short 2)")
@@ -222,6 +222,11 @@ func benchMain(ctx context.Context, cfg config) error {
 	rep := &report{cfg: cfg, machine: describeMachine(ctx, env.BinaryAssetsDirectory)}
 	if cfg.sections["spawn"] || cfg.sections["open"] || cfg.sections["cleanup"] || cfg.sections["action"] || cfg.sections["remote"] {
 		if err := browserSections(ctx, cfg, restCfg, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.sections["extension"] {
+		if err := extensionSection(ctx, cfg, rep); err != nil {
 			return err
 		}
 	}
