@@ -93,6 +93,15 @@ func (d *devtools) Observe(ctx context.Context) (*Obs, error) {
 	return parseDevtoolsSnapshot(r.text), nil
 }
 
+// ObserveDetailed is take_snapshot verbose: the whole accessibility tree.
+func (d *devtools) ObserveDetailed(ctx context.Context) (*Obs, error) {
+	r, err := d.m.must(ctx, "take_snapshot", map[string]any{"pageId": d.page, "verbose": true})
+	if err != nil {
+		return nil, err
+	}
+	return parseDevtoolsSnapshot(r.text), nil
+}
+
 func (d *devtools) Click(ctx context.Context, e Elem) error {
 	_, err := d.m.must(ctx, "click", map[string]any{"pageId": d.page, "uid": e.Ref})
 	return err

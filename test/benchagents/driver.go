@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -76,6 +78,9 @@ type Driver interface {
 	Close()
 }
 
+// samplesDir, when set (-samples), receives every observation's raw result.
+var samplesDir string
+
 // meter calls one MCP server's tools and measures each call.
 type meter struct {
 	cs      *mcp.ClientSession
@@ -83,6 +88,9 @@ type meter struct {
 
 	mu    sync.Mutex
 	calls []callStat
+	// sample names the observations written to samplesDir (-samples).
+	sample  string
+	samples int
 }
 
 type callStat struct {
@@ -123,6 +131,16 @@ func (m *meter) call(ctx context.Context, tool string, args map[string]any) (res
 	r.isError = res.IsError
 	m.record(callStat{tool: tool, latency: lat, bytes: len(raw), observe: m.observe[tool], isError: res.IsError})
 	debugf("%s %v → error=%v %d bytes\n%s", tool, args, r.isError, len(raw), r.text)
+	if samplesDir != "" && m.observe[tool] {
+		m.mu.Lock()
+		m.samples++
+		name := fmt.Sprintf("%s-%02d", m.sample, m.samples)
+		m.mu.Unlock()
+		_ = os.WriteFile(filepath.Join(samplesDir, name+".txt"), []byte(r.text), 0o644)
+		if r.structured != nil {
+			_ = os.WriteFile(filepath.Join(samplesDir, name+".json"), r.structured, 0o644)
+		}
+	}
 	return r, nil
 }
 

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	rbacv1 "k8s.io/api/rbac/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -114,6 +114,9 @@ func runTool(ctx context.Context, cfg config, site *fixture.AgentSite, tool stri
 	for _, t := range cfg.tasks {
 		logf("%s: task %s (%s)", tool, t.id, t.name)
 		site.Reset()
+		m.mu.Lock()
+		m.sample, m.samples = tool+"-"+t.id, 0
+		m.mu.Unlock()
 		before, err := pageTargets(ctx, chrome.HTTPURL)
 		if err != nil {
 			return rows, err

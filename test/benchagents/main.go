@@ -52,6 +52,7 @@ func main() {
 		taskList = flag.String("tasks", "a,b,c,d,e", "the tasks to run")
 		pool     = flag.Bool("pool", true, "run tabwarden's profile as a pool (each session in a browser context of its own), the remote-pool kind")
 	)
+	flag.StringVar(&samplesDir, "samples", "", "write every observation's raw result into this directory (the parsers' test samples come from there)")
 	flag.BoolVar(&verbose, "v", false, "print every tool call and its result to stderr")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "tabwarden-bench-agents-")

@@ -96,7 +96,7 @@ func crossSiteLogin(ctx context.Context, d Driver, _ *fixture.AgentSite) error {
 	for _, f := range []struct{ label, value string }{{"Username", fixture.AgentUser}, {"Password", fixture.AgentPassword}} {
 		e, err := o.find("textbox", f.label)
 		if err != nil {
-			return fmt.Errorf("%w (the form is in a cross-site iframe)", err)
+			return fmt.Errorf("%w (the form is in a cross-site iframe%s)", err, iframeLine(o.Text))
 		}
 		if err := d.Type(ctx, e, f.value); err != nil {
 			return err
@@ -156,10 +156,15 @@ func click(ctx context.Context, d Driver, o *Obs, role, name string) error {
 }
 
 // observeFind observes until the element shows (at most three observations,
-// as a model looks again at a page that is still changing).
+// as a model looks again at a page that is still changing; the last one in
+// more detail where the tool has a way to ask for it).
 func observeFind(ctx context.Context, d Driver, role, name string) (*Obs, Elem, error) {
 	for i := 0; ; i++ {
-		o, err := d.Observe(ctx)
+		observe := d.Observe
+		if dd, ok := d.(detailer); ok && i == 2 {
+			observe = dd.ObserveDetailed
+		}
+		o, err := observe(ctx)
 		if err != nil {
 			return nil, Elem{}, err
 		}
@@ -169,4 +174,22 @@ func observeFind(ctx context.Context, d Driver, role, name string) (*Obs, Elem, 
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+}
+
+// iframeLine is what the observation says about the login iframe, when it
+// says why it shows nothing of it: ": <that line>".
+func iframeLine(text string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "iframe") && strings.Contains(l, "cross-origin") {
+			return "; the observation says: " + strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- "))
+		}
+	}
+	return ""
+}
+
+// detailer is a Driver whose tool can observe in more detail than by default
+// (chrome-devtools-mcp's take_snapshot verbose): what a model tries when an
+// element it expects is missing from the default snapshot.
+type detailer interface {
+	ObserveDetailed(ctx context.Context) (*Obs, error)
 }
