@@ -97,6 +97,7 @@ type callStat struct {
 	tool    string
 	latency time.Duration
 	bytes   int
+	text    int // of it, the text content blocks
 	observe bool
 	isError bool
 }
@@ -129,7 +130,7 @@ func (m *meter) call(ctx context.Context, tool string, args map[string]any) (res
 		r.structured, _ = json.Marshal(res.StructuredContent)
 	}
 	r.isError = res.IsError
-	m.record(callStat{tool: tool, latency: lat, bytes: len(raw), observe: m.observe[tool], isError: res.IsError})
+	m.record(callStat{tool: tool, latency: lat, bytes: len(raw), text: len(r.text), observe: m.observe[tool], isError: res.IsError})
 	debugf("%s %v → error=%v %d bytes\n%s", tool, args, r.isError, len(raw), r.text)
 	if samplesDir != "" && m.observe[tool] {
 		m.mu.Lock()
@@ -183,22 +184,25 @@ func firstLine(s string) string {
 type stats struct {
 	calls, observations int
 	meanObsBytes        int
+	meanObsText         int
 	p50                 time.Duration
 }
 
 func summarize(cs []callStat) stats {
 	s := stats{calls: len(cs)}
 	var lat []time.Duration
-	total := 0
+	total, text := 0, 0
 	for _, c := range cs {
 		lat = append(lat, c.latency)
 		if c.observe {
 			s.observations++
 			total += c.bytes
+			text += c.text
 		}
 	}
 	if s.observations > 0 {
 		s.meanObsBytes = total / s.observations
+		s.meanObsText = text / s.observations
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)

@@ -35,11 +35,12 @@ import (
 )
 
 type config struct {
-	dir     string
-	nodeDir string
-	pool    bool
-	tools   []string
-	tasks   []task
+	dir       string
+	nodeDir   string
+	pool      bool
+	tools     []string
+	tasks     []task
+	loadStart string
 	// admin is the control plane's administrator (tabwarden only); nil: run starts one.
 	admin *rest.Config
 }

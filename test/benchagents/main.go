@@ -65,7 +65,7 @@ func main() {
 	}
 	ctrl.SetLogger(zapr.NewLogger(zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(lf), zapcore.ErrorLevel))))
 	logf("role logs: %s", lf.Name())
-	cfg := config{dir: dir, pool: *pool, nodeDir: filepath.Join(testenv.Root(), "test", "benchagents", "node")}
+	cfg := config{dir: dir, pool: *pool, loadStart: loadavg(), nodeDir: filepath.Join(testenv.Root(), "test", "benchagents", "node")}
 	for _, t := range strings.Split(*tools, ",") {
 		cfg.tools = append(cfg.tools, strings.TrimSpace(t))
 	}

@@ -1,24 +1,51 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/tabwarden/tabwarden/internal/browser/chromium"
 )
+
+// loadavg is the 1-minute load average.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+func nodeVersion() string {
+	out, err := exec.Command("node", "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
 
 // markdown is the results table, a summary per tool and what each column means.
 func markdown(cfg config, rows []row, elapsed time.Duration) string {
 	var b strings.Builder
+	ver, err := chromium.Version(context.Background())
+	if err != nil {
+		ver = "Chromium (version unknown: " + err.Error() + ")"
+	}
 	fmt.Fprintf(&b, "# Agents benchmark: tabwarden, chrome-devtools-mcp and Playwright MCP on the same tasks\n\n")
 	fmt.Fprintf(&b, "`make bench-agents` (test/benchagents), %s, %d CPUs, %s/%s, %s; total %s.\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), elapsed.Round(time.Second))
-	fmt.Fprintf(&b, "Each tool on a fresh headless Chromium (same flags, fresh profile) whose first tab is the user's; tabwarden's profile pool=%v.\n\n", cfg.pool)
+	fmt.Fprintf(&b, "Load average at the start %s, at the end %s (the machine is shared). ", cfg.loadStart, loadavg())
+	fmt.Fprintf(&b, "Each tool on a fresh headless %s (same flags, fresh profile) whose first tab is the user's; Node %s for the peers; tabwarden's profile pool=%v (each session in a browser context of its own).\n\n", ver, nodeVersion(), cfg.pool)
 	names := map[string]string{}
 	for _, t := range tasks {
 		names[t.id] = t.name
 	}
-	b.WriteString("| task | tool | completed | tool calls | bytes per observation (mean) | p50 per call | pages left open | user's tab |\n")
+	b.WriteString("| task | tool | completed | tool calls | bytes per observation, mean (text blocks) | p50 per call | pages left open | user's tab |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---|\n")
 	for _, r := range rows {
 		done := "yes"
@@ -32,8 +59,8 @@ func markdown(cfg config, rows []row, elapsed time.Duration) string {
 		if r.pagesLeft > 0 {
 			left += " (" + escape(strings.Join(shortURLs(r.leftURLs), ", ")) + ")"
 		}
-		fmt.Fprintf(&b, "| %s %s | %s | %s | %d | %d | %d ms | %s | %s |\n", r.task, names[r.task], r.tool, done,
-			r.stats.calls, r.stats.meanObsBytes, r.stats.p50.Milliseconds(), left, escape(r.userTab))
+		fmt.Fprintf(&b, "| %s %s | %s | %s | %d | %d (%d) | %d ms | %s | %s |\n", r.task, names[r.task], r.tool, done,
+			r.stats.calls, r.stats.meanObsBytes, r.stats.meanObsText, r.stats.p50.Milliseconds(), left, escape(r.userTab))
 	}
 	b.WriteString("\n## Per tool\n\n| tool | tasks completed | tool calls | pages left open | tasks where the user's tab was touched |\n|---|---:|---:|---:|---:|\n")
 	var order []string
@@ -87,7 +114,8 @@ func markdown(cfg config, rows []row, elapsed time.Duration) string {
   count too).
 - **bytes per observation**: the mean size of the JSON-RPC result of the tool's snapshot call
   (tabwarden observe, chrome-devtools-mcp take_snapshot, Playwright browser_snapshot), what enters
-  the model's context.
+  the model's context; in parentheses its text content blocks alone (tabwarden also returns the
+  observation as structured content, the peers return text only).
 - **p50 per call**: the median latency of the task's tool calls, client-side.
 - **pages left open**: page targets in Chromium's own /json/list after the task ended that were
   not there before it began (the user's tab and earlier tasks' leftovers excluded).
