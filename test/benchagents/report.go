@@ -112,7 +112,7 @@ func markdown(cfg config, rows []row, elapsed time.Duration) string {
 - **tool calls**: every MCP tool call of the task, ending it included (tabwarden: start_session,
   open_window, observe, act, list_owned, acknowledge, finish; a refusal and the call its hint names
   count too).
-- **bytes per observation**: the mean size of the JSON-RPC result of the tool's snapshot call
+- **bytes per observation**: the mean size of the tool result (as JSON) of the tool's snapshot call
   (tabwarden observe, chrome-devtools-mcp take_snapshot, Playwright browser_snapshot), what enters
   the model's context; in parentheses its text content blocks alone (tabwarden also returns the
   observation as structured content, the peers return text only).
@@ -127,7 +127,10 @@ How each scripted agent ends a task: tabwarden calls finish (the session's tempo
 pages close); the peers have no session, so the agent closes the page it opened itself
 (chrome-devtools-mcp close_page, Playwright browser_tabs close), as their docs suggest; pages a
 page spawned are not pages the agent opened. Each agent opens its task's page in a new tab
-(new_page, browser_tabs new) rather than navigating whatever tab is current.
+(new_page, browser_tabs new) rather than navigating whatever tab is current. When an element it
+expects is missing, an agent observes again, at most three times; chrome-devtools-mcp's last look
+is take_snapshot with verbose: true (its default snapshot lists the shadow-root listbox of task c
+without its options), counted like any call.
 `)
 	return b.String()
 }

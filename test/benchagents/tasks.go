@@ -89,8 +89,9 @@ func readAndReply(ctx context.Context, d Driver, _ *fixture.AgentSite) error {
 
 // b: the login form lives in a frame of another site.
 func crossSiteLogin(ctx context.Context, d Driver, _ *fixture.AgentSite) error {
-	o, err := d.Observe(ctx)
-	if err != nil {
+	// The frame loads after the page: look again when the form is not there yet.
+	o, _, err := observeFind(ctx, d, "textbox", "Username")
+	if o == nil {
 		return err
 	}
 	for _, f := range []struct{ label, value string }{{"Username", fixture.AgentUser}, {"Password", fixture.AgentPassword}} {
