@@ -78,10 +78,10 @@ func evaluate(ctx context.Context, t target, expr string) (json.RawMessage, erro
 			continue
 		}
 		if r.Error != nil {
-			return nil, fmt.Errorf("Runtime.evaluate: %s", r.Error.Message)
+			return nil, fmt.Errorf("evaluating in the page: %s", r.Error.Message)
 		}
 		if r.Result.ExceptionDetails != nil {
-			return nil, fmt.Errorf("Runtime.evaluate: exception %v", r.Result.ExceptionDetails)
+			return nil, fmt.Errorf("evaluating in the page: exception %v", r.Result.ExceptionDetails)
 		}
 		return r.Result.Result.Value, nil
 	}
