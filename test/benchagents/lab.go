@@ -19,6 +19,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -35,9 +37,12 @@ import (
 )
 
 type config struct {
-	dir       string
-	nodeDir   string
-	pool      bool
+	dir     string
+	nodeDir string
+	pool    bool
+	// stdio runs tabwarden's MCP server as an agent does, `tabwarden mcp` over
+	// stdio (built for the run); false serves it in process.
+	stdio     bool
 	tools     []string
 	tasks     []task
 	loadStart string
@@ -262,7 +267,8 @@ func startPeer(ctx context.Context, cfg config, cmd *exec.Cmd, client *mcp.Clien
 
 // startTabwarden starts what tabwarden's MCP server needs (the control plane
 // unless cfg has one, the controller, a CDP agent attached to chrome's DevTools
-// port) and serves the MCP server in process to a user allowed in benchNS.
+// port) and runs the MCP server (cfg.stdio: `tabwarden mcp`; else in process)
+// as a user allowed in benchNS.
 func startTabwarden(ctx context.Context, cfg config, chrome *chromium.Process, mc *mcp.Client) (Driver, func(), error) {
 	var stops []func()
 	stopAll := func() {
@@ -359,6 +365,32 @@ func startTabwarden(ctx context.Context, cfg config, chrome *chromium.Process, m
 		return uc.List(ctx, &twv1.BrowserSessionList{}, client.InNamespace(benchNS)) == nil, nil
 	}); err != nil {
 		return fail(fmt.Errorf("RBAC never let %s in: %w", benchUser, err))
+	}
+	if cfg.stdio {
+		// As an agent runs it: the built binary over stdio, with the user's kubeconfig.
+		bin := filepath.Join(cfg.dir, "tabwarden")
+		logf("tabwarden: building %s", bin)
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/tabwarden")
+		build.Dir, build.Stderr = testenv.Root(), os.Stderr
+		if err := build.Run(); err != nil {
+			return fail(fmt.Errorf("go build ./cmd/tabwarden: %w", err))
+		}
+		kc := clientcmdapi.NewConfig()
+		kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: userCfg.Host, CertificateAuthorityData: userCfg.CAData}
+		kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificateData: userCfg.CertData, ClientKeyData: userCfg.KeyData, Token: userCfg.BearerToken}
+		kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "user", Namespace: benchNS}
+		kc.CurrentContext = "envtest"
+		path := filepath.Join(cfg.dir, "user.kubeconfig")
+		if err := clientcmd.WriteToFile(*kc, path); err != nil {
+			return fail(err)
+		}
+		cs, err := startPeer(ctx, cfg, exec.Command(bin, "mcp", "--kubeconfig", path, "--timeout", "90s"), mc)
+		if err != nil {
+			return fail(err)
+		}
+		stops = append(stops, func() { _ = cs.Close() })
+		d := &tabwarden{m: &meter{cs: cs, observe: map[string]bool{"observe": true}}, profile: profile}
+		return d, stopAll, nil
 	}
 	sctx, scancel := context.WithCancel(ctx)
 	srv := mcpserver.New(&ops.Ops{Client: uc, Namespace: benchNS}, mcpserver.Options{Version: "bench", Timeout: 90 * time.Second, Hold: sctx})

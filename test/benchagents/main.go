@@ -1,6 +1,6 @@
 // Command benchagents runs the same scripted tasks, on the same Chromium and
 // on the fixture's agent pages (internal/local/fixture/agents.go), through
-// three MCP servers: tabwarden's own (in process, over a real kube-apiserver,
+// three MCP servers: tabwarden's own (`tabwarden mcp` over stdio, over a real kube-apiserver,
 // the controller and a CDP agent attached to Chromium's DevTools port, the
 // remote-pool kind), chrome-devtools-mcp (--browserUrl) and Playwright MCP
 // (--cdp-endpoint), each on a fresh headless Chromium with the same flags and
@@ -50,6 +50,7 @@ func main() {
 		date     = flag.String("date", time.Now().Format("2006-01-02"), "date in the results file name")
 		tools    = flag.String("tools", "tabwarden,chrome-devtools-mcp,playwright-mcp", "the MCP servers to run")
 		taskList = flag.String("tasks", "a,b,c,d,e", "the tasks to run")
+		stdio    = flag.Bool("stdio", true, "run tabwarden's MCP server as an agent does: the built `tabwarden mcp` over stdio (false: in process)")
 		pool     = flag.Bool("pool", true, "run tabwarden's profile as a pool (each session in a browser context of its own), the remote-pool kind")
 	)
 	flag.StringVar(&samplesDir, "samples", "", "write every observation's raw result into this directory (the parsers' test samples come from there)")
@@ -65,7 +66,7 @@ func main() {
 	}
 	ctrl.SetLogger(zapr.NewLogger(zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(lf), zapcore.ErrorLevel))))
 	logf("role logs: %s", lf.Name())
-	cfg := config{dir: dir, pool: *pool, loadStart: loadavg(), nodeDir: filepath.Join(testenv.Root(), "test", "benchagents", "node")}
+	cfg := config{dir: dir, pool: *pool, stdio: *stdio, loadStart: loadavg(), nodeDir: filepath.Join(testenv.Root(), "test", "benchagents", "node")}
 	for _, t := range strings.Split(*tools, ",") {
 		cfg.tools = append(cfg.tools, strings.TrimSpace(t))
 	}

@@ -40,7 +40,7 @@ func markdown(cfg config, rows []row, elapsed time.Duration) string {
 	fmt.Fprintf(&b, "`make bench-agents` (test/benchagents), %s, %d CPUs, %s/%s, %s; total %s.\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "Load average at the start %s, at the end %s (the machine is shared). ", cfg.loadStart, loadavg())
-	fmt.Fprintf(&b, "Each tool on a fresh headless %s (same flags, fresh profile) whose first tab is the user's; Node %s for the peers; tabwarden's profile pool=%v (each session in a browser context of its own).\n\n", ver, nodeVersion(), cfg.pool)
+	fmt.Fprintf(&b, "Each tool on a fresh headless %s (same flags, fresh profile) whose first tab is the user's; Node %s for the peers; tabwarden's profile pool=%v (each session in a browser context of its own), its MCP server %s.\n\n", ver, nodeVersion(), cfg.pool, transport(cfg))
 	names := map[string]string{}
 	for _, t := range tasks {
 		names[t.id] = t.name
@@ -148,4 +148,11 @@ func shortURLs(us []string) []string {
 		out = append(out, u)
 	}
 	return out
+}
+
+func transport(cfg config) string {
+	if cfg.stdio {
+		return "`tabwarden mcp` over stdio like the peers"
+	}
+	return "in process"
 }
