@@ -150,7 +150,7 @@ func (d *devtools) SwitchTo(ctx context.Context, part string) error {
 				return nil
 			}
 		}
-		if try == 5 {
+		if try == 15 {
 			return fmt.Errorf("no page at %q in list_pages", part)
 		}
 		time.Sleep(300 * time.Millisecond)

@@ -161,7 +161,7 @@ func (p *playwright) SwitchTo(ctx context.Context, part string) error {
 				return err
 			}
 		}
-		if try == 5 {
+		if try == 15 {
 			return fmt.Errorf("no tab at %q in browser_tabs", part)
 		}
 		time.Sleep(300 * time.Millisecond)

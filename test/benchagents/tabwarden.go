@@ -168,7 +168,7 @@ func (t *tabwarden) SwitchTo(ctx context.Context, part string) error {
 			t.window = w.Window
 			return nil
 		}
-		if try == 5 {
+		if try == 15 {
 			return fmt.Errorf("no window at %q in list_owned", part)
 		}
 		time.Sleep(300 * time.Millisecond)
