@@ -17,6 +17,8 @@ type tabwarden struct {
 	thread  string
 	session string
 	window  string
+	// spawned are the windows the last act said its page spawned.
+	spawned []string
 }
 
 func (t *tabwarden) Name() string { return "tabwarden" }
@@ -102,8 +104,18 @@ func (t *tabwarden) act(ctx context.Context, tool string, args map[string]any) (
 }
 
 func (t *tabwarden) step(ctx context.Context, step map[string]any) error {
-	_, err := t.act(ctx, "act", map[string]any{"session": t.session, "window": t.window, "thread": t.thread,
+	r, err := t.act(ctx, "act", map[string]any{"session": t.session, "window": t.window, "thread": t.thread,
 		"steps": []map[string]any{step}})
+	var out struct {
+		Spawned []struct {
+			Window string `json:"window"`
+		} `json:"spawned"`
+	}
+	_ = json.Unmarshal(r.structured, &out)
+	t.spawned = nil
+	for _, s := range out.Spawned {
+		t.spawned = append(t.spawned, s.Window)
+	}
 	return err
 }
 
@@ -148,9 +160,21 @@ func (t *tabwarden) Pages(ctx context.Context) ([]string, error) {
 	return urls, err
 }
 
-// SwitchTo drives the session's window at part; a spawned one nobody
-// acknowledged yet is acknowledged Temporary first (it closes with the session).
+// SwitchTo drives the session's window at part: the one window the last step
+// spawned, or the one list_owned shows at part; a spawned one is acknowledged
+// Temporary first (it closes with the session).
 func (t *tabwarden) SwitchTo(ctx context.Context, part string) error {
+	if len(t.spawned) == 1 {
+		// The last step spawned one window: that is the popup (act's result
+		// names it, without its url), as a model reading the result takes it.
+		w := t.spawned[0]
+		t.spawned = nil
+		if _, err := t.m.must(ctx, "acknowledge", map[string]any{"windows": []string{w}, "disposition": "Temporary"}); err != nil {
+			return err
+		}
+		t.window = w
+		return nil
+	}
 	for try := 0; ; try++ {
 		o, err := t.owned(ctx)
 		if err != nil {
