@@ -6,7 +6,7 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # starts its own kube-apiserver or Chromium.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 30m
 
-.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node test-deps run demo bench bench-short bench-deps envtest chromium clean lint fuzz partition chaos
+.PHONY: plugin image image-chromium image-check all build generate manifests verify vet test test-go test-node test-deps run demo bench bench-short bench-deps bench-agents bench-agents-deps envtest chromium clean lint fuzz partition chaos
 
 all: build
 
@@ -141,6 +141,16 @@ bench-short: envtest chromium bench-deps
 
 bench-deps:
 	cd test/bench/node && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --silent; }
+
+## bench-agents: the same scripted tasks through tabwarden's MCP server, chrome-devtools-mcp and Playwright MCP,
+## each on a fresh headless Chromium; the table on stdout and in bench/results/<date>-agents.md.
+bench-agents: envtest chromium bench-agents-deps
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) run ./test/benchagents -write
+
+# The peers, pinned in test/benchagents/node/package-lock.json; they use the bench's Chromium, never a download of their own.
+bench-agents-deps:
+	cd test/benchagents/node && { [ node_modules/.package-lock.json -nt package-lock.json ] || \
+		PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --silent; }
 
 clean:
 	rm -rf bin .tabwarden
