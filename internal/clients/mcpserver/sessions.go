@@ -133,8 +133,10 @@ func (h *handlers) finish(ctx context.Context, _ *mcp.CallToolRequest, in Sessio
 			s.Name, orNone(string(s.Status.Phase)), h.timeout, len(remaining), strings.Join(remaining, ", "), orNone(s.Status.ProfileName), s.Name)
 	}
 	if r.Dirty() {
-		msg += "\n" + r.String()
-		out.Reprimand = r.String()
+		// The advice in this server's own terms: tool calls, not commands.
+		s := r.With(fmt.Sprintf(`acknowledge what your pages spawn (acknowledge {"session": %q, "all_unacked": true, "disposition": "Close"}, or "Keep" for a deliverable) and close the pages you are done with (acknowledge {"windows": ["WINDOW"], "disposition": "Close"})`, in.Session))
+		msg += "\n" + s
+		out.Reprimand = s
 	}
 	return text(msg), out, nil
 }

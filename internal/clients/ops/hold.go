@@ -149,8 +149,16 @@ type Reprimand struct {
 // Dirty reports whether the session left anything behind.
 func (r Reprimand) Dirty() bool { return len(r.Unacked)+len(r.OpenPages) > 0 }
 
-// String is the reprimand, reason first (dirty_session), with what to do next time.
+// String is the reprimand, reason first (dirty_session), with what to do
+// next time as commands (kubectl, the CLI).
 func (r Reprimand) String() string {
+	return r.With(fmt.Sprintf("acknowledge what your pages spawn (%s) and close the pages you are done with (%s cleanup %s --yes -n %s, or disposition close); keep deliverables with disposition keep",
+		hint.Ack(r.Namespace, "WINDOW", twv1.DispositionClose), r.commandFor, r.Session, r.Namespace))
+}
+
+// With is the reprimand, reason first (dirty_session), with advice (what to
+// do next time, in the caller's own terms: commands, or tool calls).
+func (r Reprimand) With(advice string) string {
 	if !r.Dirty() {
 		return ""
 	}
@@ -162,8 +170,7 @@ func (r Reprimand) String() string {
 	if len(r.Unacked) > 0 {
 		fmt.Fprintf(&b, " Spawned windows never acknowledged (%d): %s.", len(r.Unacked), strings.Join(r.Unacked, ", "))
 	}
-	fmt.Fprintf(&b, " Next time, before finishing: acknowledge what your pages spawn (%s) and close the pages you are done with (%s cleanup %s --yes -n %s, or disposition close); keep deliverables with disposition keep.",
-		hint.Ack(r.Namespace, "WINDOW", twv1.DispositionClose), r.commandFor, r.Session, r.Namespace)
+	fmt.Fprintf(&b, " Next time, before finishing: %s.", advice)
 	return b.String()
 }
 
@@ -176,18 +183,26 @@ func (o *Ops) FinishWithReprimand(ctx context.Context, session string) (*twv1.Br
 		return nil, r, err
 	}
 	if !s.Ended() {
-		for i := range ws {
-			w := &ws[i]
-			switch {
-			case w.Unacknowledged() && w.Live():
-				r.Unacked = append(r.Unacked, w.Name)
-			case w.Owned() && w.Spec.Disposition != twv1.DispositionKeep && w.Live():
-				r.OpenPages = append(r.OpenPages, w.Name)
-			}
-		}
-		sort.Strings(r.Unacked)
-		sort.Strings(r.OpenPages)
+		r.left(ws)
 	}
 	s, err = o.Finish(ctx, session)
 	return s, r, err
+}
+
+// left records what windows ws, the session's, leave behind: spawned windows
+// with no disposition, and pages it owns open (Keep aside).
+func (r *Reprimand) left(ws []twv1.BrowserWindow) {
+	for i := range ws {
+		w := &ws[i]
+		switch {
+		case w.Unacknowledged():
+			// A spawn the agent adopted a moment ago has no phase yet:
+			// its page is open all the same.
+			r.Unacked = append(r.Unacked, w.Name)
+		case w.Owned() && w.Spec.Disposition != twv1.DispositionKeep && w.Live():
+			r.OpenPages = append(r.OpenPages, w.Name)
+		}
+	}
+	sort.Strings(r.Unacked)
+	sort.Strings(r.OpenPages)
 }

@@ -131,5 +131,8 @@ func TestAbandonedThroughMCP(t *testing.T) {
 	g.Expect(r.text).To(ContainSubstring(twv1.ReasonDirtySession + ": session held was finished dirty"))
 	g.Expect(r.text).To(ContainSubstring("held-page"))
 	g.Expect(r.structured["reprimand"]).To(ContainSubstring("held-page"))
+	// Its advice is in this server's terms: tool calls, not kubectl.
+	g.Expect(r.text).To(ContainSubstring(`acknowledge {"windows": ["WINDOW"], "disposition": "Close"}`))
+	g.Expect(r.text).NotTo(ContainSubstring("kubectl"))
 	g.Eventually(func() map[string]browser.Page { return pages(t, h) }).ShouldNot(HaveKey(heldTab))
 }
