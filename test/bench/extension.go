@@ -294,7 +294,9 @@ func (l *extLab) inWorker(ctx context.Context, expr string) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _, _ = wire.Call(context.Background(), l.raw.c, "", wire.DetachFromTarget{SessionID: a.SessionID}) }()
+	defer func() {
+		_, _ = wire.Call(context.Background(), l.raw.c, "", wire.DetachFromTarget{SessionID: a.SessionID})
+	}()
 	r, err := wire.Call(ctx, l.raw.c, a.SessionID, wire.Evaluate{Expression: expr, ReturnByValue: true, AwaitPromise: true})
 	if err != nil {
 		return err
