@@ -129,6 +129,7 @@ func Run(t *testing.T, factory Factory) {
 		{"ObserveReadsTheOutline", testOutline, "/reading", serves[Reading]},
 		{"FillIsCheckedThenTyped", testFill, "/verbs", serves[Verbs]},
 		{"FramesAndShadowRootsAreReached", testFrames, "/frames", serves[Frames]},
+		{"CrossSiteFramesAreReached", testCrossSite, "/cross-site", serves[CrossSite]},
 		{"DialogsWaitForADialogStep", testDialog, "/dialog", serves[Dialogs]},
 		{"ScreenshotTakesViewportAndElement", testScreenshot, "", nil},
 		{"EventOrder", testEventOrder, "", nil},

@@ -37,7 +37,7 @@ func observeUntil(t *testing.T, b *Browser, owner, page string, names ...string)
 	}
 }
 
-func seenLogins(t *testing.T) string {
+func seenLogins(t testing.TB) string {
 	t.Helper()
 	r, err := http.Get(site.Path("/cross-site/seen"))
 	if err != nil {
