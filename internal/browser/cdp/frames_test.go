@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
@@ -180,4 +181,93 @@ func TestCrossSiteFramePolicy(t *testing.T) {
 func outlineText(nodes []browser.OutlineNode) string {
 	s, _ := browser.FormatOutline(nodes, "o1", 1<<20)
 	return s
+}
+
+// TestFrameAttachAcceptsOnlyFramesOfThePage: the driver keeps a child session
+// only when the browser announces an iframe target on the page's own session
+// (or an accepted child's): a page target, a worker, or an announcement on a
+// session that is not this page's is never taken as a frame of the page.
+func TestFrameAttachAcceptsOnlyFramesOfThePage(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	p := openWindow(t, b, r, "attach", "/cross-site", fixture.TitleCrossSite)
+	observeUntil(t, b, "attach", p.ID, "Sign in")
+	b.mu.Lock()
+	ps := b.sessions[p.ID]
+	c, pageSession := ps.c, ps.id
+	before := len(ps.children)
+	b.mu.Unlock()
+	for _, ev := range []struct {
+		on string
+		ev wire.AttachedToTarget
+	}{
+		{pageSession, wire.AttachedToTarget{SessionID: "S-page", TargetInfo: wire.TargetInfo{TargetID: "T1", Type: "page"}}},
+		{pageSession, wire.AttachedToTarget{SessionID: "S-worker", TargetInfo: wire.TargetInfo{TargetID: "T2", Type: "worker"}}},
+		{"not-a-session-of-this-page", wire.AttachedToTarget{SessionID: "S-foreign", TargetInfo: wire.TargetInfo{TargetID: "T3", Type: "iframe"}}},
+		{"", wire.AttachedToTarget{SessionID: "S-browser", TargetInfo: wire.TargetInfo{TargetID: "T4", Type: "iframe"}}},
+	} {
+		b.onFrameAttached(c, ev.on, &ev.ev)
+	}
+	b.mu.Lock()
+	after := len(ps.children)
+	for s := range ps.children {
+		if strings.HasPrefix(s, "S-") {
+			t.Errorf("the driver took session %s as a frame of the page", s)
+		}
+	}
+	b.mu.Unlock()
+	if after != before {
+		t.Errorf("child sessions %d → %d", before, after)
+	}
+	// A child session whose frame tree is not the frame it was announced as
+	// is never placed.
+	b.mu.Lock()
+	ps.children["S-liar"] = &childTarget{session: pageSession, frameID: "not-the-root", parent: "x", via: pageSession}
+	b.mu.Unlock()
+	o := observe(t, b, "attach", p.ID)
+	if len(named(o, "Sign in")) != 1 {
+		t.Errorf("observation %+v", o.Elements)
+	}
+	b.mu.Lock()
+	delete(ps.children, "S-liar")
+	b.mu.Unlock()
+}
+
+// TestFrameRefsBindToThePageAndItsDocument: a frame ref of one page is stale
+// on another page showing the same site (its labels are its own, and the
+// document differs), and a frame ref is stale once the page itself reloaded
+// (the same frames again, new documents), never retargeted.
+func TestFrameRefsBindToThePageAndItsDocument(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	a := openWindow(t, b, r, "a", "/cross-site", fixture.TitleCrossSite)
+	other := openWindow(t, b, r, "b", "/cross-site", fixture.TitleCrossSite)
+	oa := observeUntil(t, b, "a", a.ID, "Sign in", "Peek")
+	observeUntil(t, b, "b", other.ID, "Sign in", "Peek")
+	peek := one(t, oa, "Peek")
+	_, err := step(b, "b", other.ID, browser.Step{Kind: browser.StepHover, Target: ref(oa, peek)})
+	refused(t, "page a's frame ref on page b", err, "stale_ref")
+	stays(t, other.ID, fixture.TitleCrossSite)
+
+	stepOK(t, b, "a", a.ID, browser.Step{Kind: browser.StepReload})
+	waitTitle(t, b, a.ID, fixture.TitleCrossSite)
+	observeUntil(t, b, "a", a.ID, "Sign in", "Peek")
+	_, err = step(b, "a", a.ID, browser.Step{Kind: browser.StepHover, Target: ref(oa, peek)})
+	refused(t, "a frame ref after the page reloaded", err, "stale_ref")
+	// Even with the page's new document id, the old frame label names a
+	// document the frame no longer shows.
+	on := observe(t, b, "a", a.ID)
+	_, err = step(b, "a", a.ID, browser.Step{Kind: browser.StepHover, Target: browser.Target{Ref: peek.ID, Document: on.Document}})
+	refused(t, "an old frame label with the page's new document", err, "stale_ref")
+	stays(t, a.ID, fixture.TitleCrossSite)
+}
+
+func TestSplitFrameRef(t *testing.T) {
+	for ref, want := range map[string][2]string{
+		"x1.e2": {"x1", "e2"}, "x12.f3.e4": {"x12", "f3.e4"},
+		"e1": {}, "f1.e2": {}, "x.e1": {}, "xa.e1": {}, "x1": {}, "x1.": {},
+	} {
+		l, r, ok := splitFrameRef(ref)
+		if ok != (want[0] != "") || l != want[0] || r != want[1] {
+			t.Errorf("splitFrameRef(%q) = %q %q %v, want %q", ref, l, r, ok, want)
+		}
+	}
 }
