@@ -481,13 +481,15 @@ func (b *Browser) runIn(ctx context.Context, ps *pageSession, w worldRef, op str
 // callOnElement runs op of the page script in world w with the element
 // backendNodeID (an <iframe> the browser named) as its receiver.
 func (b *Browser) callOnElement(ctx context.Context, ps *pageSession, w worldRef, node int64, op string, args scriptArgs, out *frameInfo) error {
-	session, ctxID, nonce := ps.id, ps.world, ps.nonce
+	var session, nonce string
+	var ctxID int64
 	if w.fw != nil {
 		session, ctxID, nonce = w.fw.session, w.fw.world, w.fw.nonce
-	} else if err := b.ensureWorld(ctx, ps); err != nil {
-		return err
 	} else {
-		ctxID, nonce = ps.world, ps.nonce
+		if err := b.ensureWorld(ctx, ps); err != nil {
+			return err
+		}
+		session, ctxID, nonce = ps.id, ps.world, ps.nonce
 	}
 	if ctxID == 0 {
 		return errors.New("no isolated world")
@@ -770,13 +772,13 @@ func (b *Browser) routeTarget(ctx context.Context, ps *pageSession, t browser.Ta
 		total += len(h.cands)
 		hits = append(hits, h)
 	}
-	switch {
-	case total == 0:
+	switch total {
+	case 0:
 		if firstErr == nil {
 			firstErr = &browser.ActError{Reason: "target_not_found", Message: fmt.Sprintf("no visible interactive element reads %q: observe to see what the page offers", t.Text)}
 		}
 		return route{}, nil, firstErr
-	case total == 1:
+	case 1:
 		h := hits[0]
 		if h.p != nil {
 			if err := frameAllowed(allow, h.p); err != nil {

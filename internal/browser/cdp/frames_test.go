@@ -44,7 +44,7 @@ func seenLogins(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Body.Close()
+	defer func() { _ = r.Body.Close() }()
 	body, _ := io.ReadAll(r.Body)
 	return string(body)
 }

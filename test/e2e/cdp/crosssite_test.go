@@ -93,7 +93,7 @@ func seen(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Body.Close()
+	defer func() { _ = r.Body.Close() }()
 	b, _ := io.ReadAll(r.Body)
 	return string(b)
 }

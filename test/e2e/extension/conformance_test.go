@@ -271,7 +271,7 @@ func (w *extWorld) CrossSiteLogins(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Body.Close()
+	defer func() { _ = r.Body.Close() }()
 	b, _ := io.ReadAll(r.Body)
 	return string(b)
 }
