@@ -38,7 +38,7 @@
 
 
 import { ActRefusal, invalid, clip, text, target, element, observation, pageRefusal, OUTLINE_BYTES } from "./step.js";
-import { createFrames } from "./frames.js";
+import { createFrames, FrameCheck, framePolicy } from "./frames.js";
 
 // What the worker and the tests import from here, as before the split.
 export { ActRefusal, validateStep, parseKey } from "./step.js";
@@ -697,7 +697,7 @@ export function createActor(deps) {
   }
 
   /** Runs one validated step on tabId: navigate and a bare wait without the debugger, the rest in one debugger session. */
-  async function perform(tabId, s) {
+  async function perform(tabId, s, policy) {
     // A JavaScript dialog blocks the page: only a dialog step runs while one shows, and only
     // while one shows.
     const shown = watch.shownDialog(tabId);
@@ -731,7 +731,7 @@ export function createActor(deps) {
     return sessions.withDebugger(tabId, bound, async (send) => {
       const page = worlds.pageOf(tabId, send);
       // Frames of other origins or processes (frames.js), when the tab has any.
-      const fr = ["observe", "click", "hover", "select", "type", "fill"].includes(s.kind) ? frames.of(tabId, send, page, pageSource) : null;
+      const fr = ["observe", "click", "hover", "select", "type", "fill"].includes(s.kind) ? frames.of(tabId, send, page, pageSource, policy) : null;
       const withFrames = fr && (await fr.hasFrames()) ? fr : null;
       switch (s.kind) {
         case "observe": {
@@ -785,14 +785,22 @@ export function createActor(deps) {
    * Runs one validated step on tabId for key. The caller checked ownership. Acts on one tab
    * are serialized; the act's window of attribution opens before anything runs.
    */
-  function run({ key, tabId, step, mayAct }) {
+  function run({ key, tabId, step, mayAct, frames: policyArg }) {
+    const policy = framePolicy(policyArg);
     return perTab(tabId, async () => {
       const tab = await mayAct();
       await attribution.begin(key, tabId, tab?.windowId);
       watch.startAct(tabId, key);
       frames.startAct(tabId);
       try {
-        const result = await perform(tabId, step);
+        let result;
+        try {
+          result = await perform(tabId, step, policy);
+        } catch (e) {
+          // Frames the url policy has not answered for: nothing ran past the check.
+          if (e instanceof FrameCheck) return { frameCheck: e.urls };
+          throw e;
+        }
         const seen = watch.dialogsSeen(tabId);
         if (seen?.length) {
           throw new ActRefusal(

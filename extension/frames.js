@@ -27,6 +27,28 @@ const inter = (a, b) => ({ left: Math.max(a.left, b.left), top: Math.max(a.top, 
 const empty = (r) => r.right <= r.left || r.bottom <= r.top;
 const has = (r, x, y) => x >= r.left && x < r.right && y >= r.top && y < r.bottom;
 
+/**
+ * FrameCheck: the act reached frames whose urls the host's url policy has not answered for
+ * (policy.allowed and policy.refused name neither): nothing ran past the check; the act answers
+ * {frameCheck: urls} and the host asks again with them answered.
+ */
+export class FrameCheck extends Error {
+  constructor(urls) {
+    super("frames to check against the url policy");
+    this.urls = urls;
+  }
+}
+
+/**
+ * framePolicy: the act's `frames` argument as the host sent it ({allowed, refused}: urls), or
+ * null (no policy: every frame is reached). Bounded.
+ */
+export function framePolicy(v) {
+  if (v === undefined || v === null) return null;
+  const list = (a) => (Array.isArray(a) ? a.slice(0, 256).filter((u) => typeof u === "string" && u.length <= 4096) : []);
+  return { allowed: new Set(list(v.allowed)), refused: new Set(list(v.refused)) };
+}
+
 /** splitFrameRef: "x3.e4" → ["x3", "e4"]; null for a ref of the page's own world. */
 export function splitFrameRef(ref) {
   const m = /^(x[0-9]+)\.(.+)$/.exec(String(ref ?? ""));
@@ -73,7 +95,7 @@ export function createFrames({ chrome }) {
   }
 
   /** The act's frame functions on tabId: send (the tab's session), page (its world), source(). */
-  function of(tabId, send, page, source) {
+  function of(tabId, send, page, source, policy = null) {
     const st = stateOf(tabId);
     const sendTo = (session, method, params) =>
       session ? chrome.debugger.sendCommand({ tabId, sessionId: session }, method, params ?? {}) : send(method, params);
@@ -202,8 +224,13 @@ export function createFrames({ chrome }) {
       return fw;
     }
 
-    /** place: the frames, where they show (see the top of this file). */
-    async function place() {
+    /**
+     * place: the frames, where they show (see the top of this file). Under a policy, a frame the
+     * host refused is not reached, and one it has not answered for is not either: with check,
+     * place throws FrameCheck naming them (before anything ran), else they count as refused.
+     */
+    async function place(check = true) {
+      const unknown = [];
       const { top, list } = await nodes();
       const current = new Set(list.map((n) => `${n.id} ${n.loader}`));
       for (const [label, fw] of st.frames) if (!current.has(`${fw.frameId} ${fw.loader}`)) st.frames.delete(label);
@@ -240,6 +267,11 @@ export function createFrames({ chrome }) {
         byId.set(n.id, p);
         frames.push(p);
         if (p.reachable) continue;
+        if (policy && !policy.allowed.has(n.url)) {
+          p.refused = policy.refused.has(n.url) ? "refused" : "unknown";
+          if (p.refused === "unknown" && !unknown.includes(n.url)) unknown.push(n.url);
+          continue;
+        }
         p.fw = worldOf(n);
         try {
           await ensureWorld(p.fw, n.session);
@@ -248,6 +280,7 @@ export function createFrames({ chrome }) {
           p.refused = true;
         }
       }
+      if (check && unknown.length) throw new FrameCheck(unknown);
       return { top, frames, byId, own: () => frames.filter((p) => p.fw && !p.refused) };
     }
 
@@ -292,6 +325,7 @@ export function createFrames({ chrome }) {
           delete node.frame;
           const p = n.frame ? bySlot.get(`${key} ${n.frame}`) : undefined;
           if (p?.fw && outlines.has(p.fw.label)) node.text = "";
+          if (p?.refused === "refused") node.text = `a frame tabwarden does not observe: the profile's url policy refuses ${p.node.url}`;
           out.push(node);
           if (p?.fw) splice(p.fw.label, node.depth + 1);
         }
@@ -315,6 +349,8 @@ export function createFrames({ chrome }) {
       const v = await place();
       if (fr) {
         const fw = st.frames.get(fr[0]);
+        const gone = fw && v.frames.find((q) => q.node.id === fw.frameId && q.node.loader === fw.loader && q.refused);
+        if (gone) throw new ActRefusal("url_not_allowed", `the element is in a frame of ${gone.node.url}, which the profile's url policy refuses: tabwarden neither reads nor drives it`);
         const p = fw && v.frames.find((q) => q.fw === fw);
         if (!p) throw new ActRefusal("stale_ref", `ref ${t.ref} names frame ${fr[0]}, which has since navigated or been removed (a ref never names the frame's new document): observe again`);
         return { p, target: { ref: fr[1], document: fw.doc }, v };
@@ -347,7 +383,7 @@ export function createFrames({ chrome }) {
 
     /** point: where input at a frame's point goes: {session, x, y}, after the hit test up the frames. */
     async function point(fw, x, y) {
-      const v = await place();
+      const v = await place(false); // the target's frame passed the check in route
       const p = v.frames.find((q) => q.fw === fw);
       if (!p) throw new ActRefusal("stale_ref", `frame ${fw.label} has since navigated or been removed: observe again`);
       const tx = p.off.x + x;

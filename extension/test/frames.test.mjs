@@ -6,7 +6,7 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { createFrames, splitFrameRef } from "../frames.js";
+import { createFrames, splitFrameRef, FrameCheck, framePolicy } from "../frames.js";
 import { ActRefusal } from "../step.js";
 
 test("splitFrameRef: x<k>.<rest> only", () => {
@@ -129,4 +129,30 @@ test("a frame's elements are offset into the page's viewport, its outline splice
   await stale({ ref: "x1.e1", document: "dTOP" }, "a frame that navigated");
   const o2 = await fr.observe({ max: 50 });
   assert.deepEqual(o2.elements.map((e) => e.id), ["e1", "x2.e1"], "its new document gets a new label, never the old one");
+});
+
+test("under the host's url policy a frame is reached only when its url is allowed", async () => {
+  const { chrome, calls } = fakeChrome();
+  const frames = createFrames({ chrome });
+  frames.startAct(7);
+  frames.onEvent({ tabId: 7 }, "Target.attachedToTarget", { sessionId: "S1", targetInfo: { type: "iframe", targetId: "F1", parentFrameId: "TOP" } });
+  const send = (m, p) => chrome.debugger.sendCommand({ tabId: 7 }, m, p);
+  const url = "http://localhost:1/login";
+
+  // Not answered for yet: nothing is reached, the act asks (FrameCheck).
+  const unknown = frames.of(7, send, pageStub(), source, framePolicy({ allowed: [], refused: [] }));
+  await assert.rejects(unknown.observe({ max: 50 }), (e) => e instanceof FrameCheck && e.urls.length === 1 && e.urls[0] === url);
+  await assert.rejects(unknown.locateIn("locate", { text: "Sign in" }), (e) => e instanceof FrameCheck);
+  assert.ok(!calls.some((c) => c.method === "Page.createIsolatedWorld"), "no world in a frame the policy has not answered for");
+
+  // Refused: not observed (its node says why), a ref into it is url_not_allowed.
+  const allowed = frames.of(7, send, pageStub(), source, framePolicy({ allowed: [url], refused: [] }));
+  const o = await allowed.observe({ max: 50 });
+  const ref = o.elements.find((e) => e.id.startsWith("x")).id;
+  const refused = frames.of(7, send, pageStub(), source, framePolicy({ allowed: [], refused: [url] }));
+  const o2 = await refused.observe({ max: 50 });
+  assert.deepEqual(o2.elements.map((e) => e.id), ["e1"]);
+  assert.match(o2.outline[0].text, /url policy refuses/);
+  await assert.rejects(refused.locateIn("locate", { ref, document: "dTOP" }), (e) => e instanceof ActRefusal && e.reason === "url_not_allowed");
+  assert.equal(framePolicy(undefined), null, "no policy: every frame is reached");
 });

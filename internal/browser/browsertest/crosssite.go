@@ -29,8 +29,10 @@ type CrossSite interface {
 // testCrossSite: observe lists the elements of a cross-site (out-of-process)
 // frame with refs that name the frame; Fill by ref and Click by text sign in
 // (the server records it); Select, Type and Hover reach the frame; an element
-// the frame covers and a frame the page covers are refused; a ref of the frame
-// after it navigated is stale_ref, never the look-alike.
+// the frame covers and a frame the page covers are refused; under a url policy
+// that refuses the frame's url a step on it is url_not_allowed and an
+// observation leaves it out; a ref of the frame after it navigated is
+// stale_ref, never the look-alike.
 func testCrossSite(t *testing.T, e *env) {
 	f, ok := e.w.(CrossSite)
 	if !ok {
@@ -117,6 +119,33 @@ func testCrossSite(t *testing.T, e *env) {
 
 	refused("a click on a button the frame itself covers", browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Hidden prize"}}, "target_not_found")
 	refused("a click on a button of a frame the page covers", browser.Step{Kind: browser.StepClick, Target: ref("Under glass")}, "target_not_found")
+
+	// The url policy (ActRequest.FrameAllowed) refuses the login frame's url: a
+	// step on its element is refused url_not_allowed, an observation leaves
+	// its elements out, and nothing ran.
+	deny := func(u string) error {
+		if strings.Contains(u, "/cross-site/login") {
+			return errors.New("the test's url policy refuses the login frame")
+		}
+		return nil
+	}
+	_, err := e.b.Act(e.ctx(), browser.ActRequest{Key: "act", Owner: "k", Page: p.ID, Step: browser.Step{Kind: browser.StepClick, Target: ref("Sign in")}, FrameAllowed: deny})
+	var ae *browser.ActError
+	if !errors.As(err, &ae) || ae.Reason != "url_not_allowed" {
+		t.Errorf("a click in a frame the url policy refuses: %v, want url_not_allowed", err)
+	}
+	res, err := e.b.Act(e.ctx(), browser.ActRequest{Key: "act", Owner: "k", Page: p.ID, Step: browser.Step{Kind: browser.StepObserve}, FrameAllowed: deny})
+	if err != nil {
+		t.Fatalf("observe under the url policy: %v", err)
+	}
+	for _, el := range res.Observation.Elements {
+		if el.Name == "Username" || el.Name == "Sign in" {
+			t.Errorf("an element of a frame the url policy refuses was observed: %+v", el)
+		}
+	}
+	if text := outlineText(res.Observation.Outline); !strings.Contains(text, "does not observe") || !strings.Contains(text, "Under glass") {
+		t.Errorf("the outline does not say the refused frame is not observed, or lost the allowed one:\n%s", head(text))
+	}
 
 	old := ref("Sign in")
 	act(browser.Step{Kind: browser.StepClick, Target: browser.Target{Text: "Next page"}})
