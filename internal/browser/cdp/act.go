@@ -22,7 +22,10 @@ import (
 //   - the bundled page script (extension/page.js), evaluated in an isolated world
 //     of the page's main frame (Page.createIsolatedWorld, worldName "tabwarden")
 //     and only as (Source)(op, args) with JSON data: observe, locate, focus,
-//     select, field, fillFocus, scroll, hasText, info. Never the page's world, never caller-supplied code.
+//     select, field, fillFocus, scroll, hasText, info, find (and frameInfo and
+//     frameHit, called with Runtime.callFunctionOn on an <iframe> element the
+//     browser named: frames.go, which also runs the script in worlds of
+//     cross-origin frames). Never the page's world, never caller-supplied code.
 //     The world is created once per document (keyed by the frame's loaderId) and
 //     again when the browser says it is gone; its state (document id, render
 //     epoch, element ids) dies with it, so a navigation, reload or reconnection
