@@ -70,7 +70,9 @@ func TestCrossSiteFrameThroughExtension(t *testing.T) {
 	g.Expect(k8s.Update(ctx, prof)).To(Succeed())
 
 	// The frame navigates: its old ref is stale.
-	g.Eventually(func() *twv1.ObservedElement { return namedIn(agent.Do("login", observe).Status.Observation, "Next page") }).ShouldNot(BeNil())
+	g.Eventually(func() *twv1.ObservedElement {
+		return namedIn(agent.Do("login", observe).Status.Observation, "Next page")
+	}).ShouldNot(BeNil())
 	agent.Do("login", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Next page"}})
 	g.Eventually(func() *twv1.ObservedElement { return namedIn(agent.Do("login", observe).Status.Observation, "Back") }).ShouldNot(BeNil())
 	stale := agent.Act("login", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Ref: signIn.Ref}})
