@@ -276,8 +276,9 @@ export function createFrames({ chrome }) {
         try {
           await ensureWorld(p.fw, n.session);
         } catch {
+          // No world there (a sandboxed frame without scripts, a frame on its way out): it
+          // stays as the page script describes it, unreached.
           p.fw = null;
-          p.refused = true;
         }
       }
       if (check && unknown.length) throw new FrameCheck(unknown);
@@ -349,7 +350,7 @@ export function createFrames({ chrome }) {
       const v = await place();
       if (fr) {
         const fw = st.frames.get(fr[0]);
-        const gone = fw && v.frames.find((q) => q.node.id === fw.frameId && q.node.loader === fw.loader && q.refused);
+        const gone = fw && v.frames.find((q) => q.node.id === fw.frameId && q.node.loader === fw.loader && q.refused === "refused");
         if (gone) throw new ActRefusal("url_not_allowed", `the element is in a frame of ${gone.node.url}, which the profile's url policy refuses: tabwarden neither reads nor drives it`);
         const p = fw && v.frames.find((q) => q.fw === fw);
         if (!p) throw new ActRefusal("stale_ref", `ref ${t.ref} names frame ${fr[0]}, which has since navigated or been removed (a ref never names the frame's new document): observe again`);

@@ -397,9 +397,10 @@ func (b *Browser) place(ctx context.Context, ps *pageSession, allow func(string)
 		}
 		p.fw = ps.frameWorldOf(n)
 		if err := b.ensureFrameWorld(ctx, ps, p.fw); err != nil {
+			// No world there (a sandboxed frame without scripts, a frame on its way
+			// out): it stays as the page script describes it, unreached.
 			b.log.V(1).Info("a world in a frame", "frame", n.id, "err", err)
 			p.fw = nil
-			p.refused = err
 		}
 	}
 	return v, nil
