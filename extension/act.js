@@ -38,6 +38,7 @@
 
 
 import { ActRefusal, invalid, clip, text, target, element, observation, pageRefusal, OUTLINE_BYTES } from "./step.js";
+import { createFrames, FrameCheck, framePolicy } from "./frames.js";
 
 // What the worker and the tests import from here, as before the split.
 export { ActRefusal, validateStep, parseKey } from "./step.js";
@@ -372,6 +373,8 @@ function createDebuggerSessions({ chrome, setTimeout, clearTimeout, log, noteDia
     // Page events tell which tabs this tab opens (Page.windowOpen, see claimOpen) and of
     // JavaScript dialogs (onDebuggerEvent).
     await send("Page.enable");
+    // The tab's out-of-process frames, announced as flattened child sessions (frames.js).
+    await send("Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: true, filter: [{ type: "iframe" }] }).catch(() => {});
     // A dialog the page opened between steps may not be reported to a new session; answering
     // "no dialog" tells. One that is showing is cancelled (the user left it; the step would
     // act on a frozen page), and the step fails saying so.
@@ -443,7 +446,7 @@ function createPageWorlds({ source, nonce: nonceImpl }) {
       }
       return r?.result?.value;
     }
-    return async function page(op, args) {
+    async function page(op, args) {
       let v;
       for (let attempt = 0; ; attempt++) {
         if (!world) await open();
@@ -464,7 +467,10 @@ function createPageWorlds({ source, nonce: nonceImpl }) {
       }
       if (v && typeof v === "object" && v.error) throw pageRefusal(v.error);
       return v;
-    };
+    }
+    /** The world page() last used: {contextId, nonce} (frames.js calls page.js on elements in it). */
+    page.world = () => world;
+    return page;
   }
 
   /** The tab is gone: forget its world. */
@@ -481,15 +487,17 @@ function createPageWorlds({ source, nonce: nonceImpl }) {
 // and one validated step's fields.
 
 /** click: a real left click at the point page.js locates for the target. */
-async function click(send, page, t) {
-  const at = await page("locate", { target: t });
+async function click(send, page, t, fr) {
+  const at = fr ? await fr.locateIn("locate", t) : await page("locate", { target: t });
   const x = Number(at?.x);
   const y = Number(at?.y);
   if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
+  // Into a frame of another process: its own session, at its coordinates (frames.js).
+  const to = fr && at.session ? (m, p) => fr.sendTo(at.session, m, p) : send;
   // Press and release only: a mouseMoved to a background tab is acknowledged only after
   // Chrome's ~5 s input timeout (a hidden tab renders no frames).
-  await send("Input.dispatchMouseEvent", { type: "mousePressed", x, y, button: "left", buttons: 1, clickCount: 1 });
-  await send("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", buttons: 0, clickCount: 1 });
+  await to("Input.dispatchMouseEvent", { type: "mousePressed", x, y, button: "left", buttons: 1, clickCount: 1 });
+  await to("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", buttons: 0, clickCount: 1 });
 }
 
 /**
@@ -497,17 +505,18 @@ async function click(send, page, t) {
  * mouseMoved to a hidden tab is acknowledged only after Chrome's input timeout (about 5 s), which
  * the step waits out: the move itself has reached the page.
  */
-async function hover(send, page, t) {
-  const at = await page("locate", { target: t });
+async function hover(send, page, t, fr) {
+  const at = fr ? await fr.locateIn("locate", t) : await page("locate", { target: t });
   const x = Number(at?.x);
   const y = Number(at?.y);
   if (!Number.isFinite(x) || !Number.isFinite(y)) throw new Error("page.locate returned no point");
-  await send("Input.dispatchMouseEvent", { type: "mouseMoved", x, y, button: "none", buttons: 0 });
+  const to = fr && at.session ? (m, p) => fr.sendTo(at.session, m, p) : send;
+  await to("Input.dispatchMouseEvent", { type: "mouseMoved", x, y, button: "none", buttons: 0 });
 }
 
 /** type: focuses the target in the page (none: the focused element), then inserts the text. */
-async function typeText(send, page, s) {
-  if (s.target) await page("focus", { target: s.target });
+async function typeText(send, page, s, fr) {
+  if (s.target) await (fr ? fr.locateIn("focus", s.target) : page("focus", { target: s.target }));
   await send("Input.insertText", { text: s.text });
 }
 
@@ -555,12 +564,13 @@ function filledBefore(i) {
  * fill: page.js checks every field first (field: a text field the target names), then each is
  * focused with its content selected (fillFocus) and its text inserted, replacing it.
  */
-async function fill(send, page, fields) {
+async function fill(send, page, fields, fr) {
+  const run = (op, t) => (fr ? fr.locateIn(op, t) : page(op, { target: t }));
   for (let i = 0; i < fields.length; i++) {
-    await page("field", { target: fields[i].target }).catch((e) => fieldRefusal(e, i, filledBefore(0)));
+    await run("field", fields[i].target).catch((e) => fieldRefusal(e, i, filledBefore(0)));
   }
   for (let i = 0; i < fields.length; i++) {
-    await page("fillFocus", { target: fields[i].target }).catch((e) => fieldRefusal(e, i, filledBefore(i)));
+    await run("fillFocus", fields[i].target).catch((e) => fieldRefusal(e, i, filledBefore(i)));
     await send("Input.insertText", { text: fields[i].text });
   }
 }
@@ -670,7 +680,9 @@ export function createActor(deps) {
   const attribution = createAttribution({ session, now });
   const watch = createDebuggerWatch({ chrome, now, log });
   const sessions = createDebuggerSessions({ chrome, setTimeout: deps.setTimeout, clearTimeout: deps.clearTimeout, log, noteDialog: watch.noteDialog, watch });
-  const worlds = createPageWorlds({ source: createPageSource(deps.loadPageSource), nonce: deps.nonce ?? randomNonce });
+  const pageSource = createPageSource(deps.loadPageSource);
+  const worlds = createPageWorlds({ source: pageSource, nonce: deps.nonce ?? randomNonce });
+  const frames = createFrames({ chrome });
   const tails = new Map(); // tabId -> tail promise of that tab's acts
 
   /** Runs task after the earlier acts on tabId settled. */
@@ -685,7 +697,7 @@ export function createActor(deps) {
   }
 
   /** Runs one validated step on tabId: navigate and a bare wait without the debugger, the rest in one debugger session. */
-  async function perform(tabId, s) {
+  async function perform(tabId, s, policy) {
     // A JavaScript dialog blocks the page: only a dialog step runs while one shows, and only
     // while one shows.
     const shown = watch.shownDialog(tabId);
@@ -718,18 +730,24 @@ export function createActor(deps) {
     const bound = STEP_BOUND_MS + (s.kind === "wait" ? s.timeoutMs : 0);
     return sessions.withDebugger(tabId, bound, async (send) => {
       const page = worlds.pageOf(tabId, send);
+      // Frames of other origins or processes (frames.js), when the tab has any.
+      const fr = ["observe", "click", "hover", "select", "type", "fill"].includes(s.kind) ? frames.of(tabId, send, page, pageSource, policy) : null;
+      const withFrames = fr && (await fr.hasFrames()) ? fr : null;
       switch (s.kind) {
-        case "observe":
-          return { observation: observation(await page("observe", { max: s.maxElements, outlineOffset: s.outlineOffset, outlineBytes: OUTLINE_BYTES })) };
+        case "observe": {
+          const args = { max: s.maxElements, outlineOffset: s.outlineOffset, outlineBytes: OUTLINE_BYTES };
+          return { observation: observation(withFrames ? await withFrames.observe(args) : await page("observe", args)) };
+        }
         case "click":
-          await click(send, page, s.target);
+          await click(send, page, s.target, withFrames);
           return {};
         case "hover":
-          await hover(send, page, s.target);
+          await hover(send, page, s.target, withFrames);
           return {};
         case "select":
           // page.js sets the drop-down's value and fires input and change, as a choice would.
-          await page("select", { target: s.target, text: s.text });
+          if (withFrames) await withFrames.locateIn("select", s.target, { text: s.text });
+          else await page("select", { target: s.target, text: s.text });
           return {};
         case "upload":
           // page.js builds the files in the isolated world, sets the input's files and fires
@@ -737,10 +755,10 @@ export function createActor(deps) {
           await page("upload", { target: s.target, files: s.files });
           return {};
         case "type":
-          await typeText(send, page, s);
+          await typeText(send, page, s, withFrames);
           return {};
         case "fill":
-          await fill(send, page, s.fields);
+          await fill(send, page, s.fields, withFrames);
           return {};
         case "press":
           await press(send, s.key);
@@ -772,13 +790,22 @@ export function createActor(deps) {
    * Runs one validated step on tabId for key. The caller checked ownership. Acts on one tab
    * are serialized; the act's window of attribution opens before anything runs.
    */
-  function run({ key, tabId, step, mayAct }) {
+  function run({ key, tabId, step, mayAct, frames: policyArg }) {
+    const policy = framePolicy(policyArg);
     return perTab(tabId, async () => {
       const tab = await mayAct();
       await attribution.begin(key, tabId, tab?.windowId);
       watch.startAct(tabId, key);
+      frames.startAct(tabId);
       try {
-        const result = await perform(tabId, step);
+        let result;
+        try {
+          result = await perform(tabId, step, policy);
+        } catch (e) {
+          // Frames the url policy has not answered for: nothing ran past the check.
+          if (e instanceof FrameCheck) return { frameCheck: e.urls };
+          throw e;
+        }
         const seen = watch.dialogsSeen(tabId);
         if (seen?.length) {
           throw new ActRefusal(
@@ -793,6 +820,7 @@ export function createActor(deps) {
         return result;
       } finally {
         watch.stopAct(tabId);
+        frames.stopAct(tabId);
         await attribution.end(key, tabId, step.kind);
       }
     });
@@ -802,11 +830,14 @@ export function createActor(deps) {
     run,
     attributionAt: attribution.attributionAt,
     expireMarkers: attribution.expireMarkers,
-    onDebuggerEvent: watch.onDebuggerEvent,
+    onDebuggerEvent(source, method, params) {
+      if (!frames.onEvent(source, method, params)) watch.onDebuggerEvent(source, method, params);
+    },
     claimOpen: watch.claimOpen,
     /** tabId is gone: its world, and a session held for its dialog, are forgotten. */
     forgetTab(tabId) {
       worlds.forgetTab(tabId);
+      frames.forgetTab(tabId);
       sessions.release(tabId);
       watch.forgetDialog(tabId);
     },

@@ -172,7 +172,9 @@ export function createWorker(chrome, deps = {}) {
         const key = args.key ?? "";
         if (typeof key !== "string" || key.length > 256) throw new CommandError("invalid_args", "key must be a string (the action's key)");
         const step = validateStep(args.step);
-        return actor.run({ key, tabId, step, mayAct: () => ledger.mayAct(owner, tabId) });
+        // frames: the url policy's answers for the tab's cross-origin frames ({allowed,
+        // refused}: urls; absent: no policy), see frames.js.
+        return actor.run({ key, tabId, step, mayAct: () => ledger.mayAct(owner, tabId), frames: args.frames });
       }
       default:
         return Promise.reject(new CommandError("unknown_op", `unknown op ${JSON.stringify(op)}`));

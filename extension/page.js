@@ -68,6 +68,19 @@
 //   scroll({dx, dy})         scrolls the page (or the scrollable element under the viewport's
 //                            centre when the page itself cannot scroll): {scrollX, scrollY, epoch}
 //   hasText({text})          {found}: whether the page's visible text or title contains text
+//   find({target})           {found: element} for a text target: the one element it names
+//                            (ambiguous_target, target_not_found as for locate), nothing
+//                            scrolled or focused (the cdp driver asks every frame first)
+//   frameInfo()              called on an <iframe> element (the receiver, see self): {reachable}
+//                            (this world reads its document: the page script walks it itself),
+//                            slot (the outline's frame number of that frame, once per frame
+//                            element, when observe marked it), x, y (its content box's origin in this world's
+//                            viewport) and clip {left, top, right, bottom} (the part of the
+//                            content box this world's viewport and frames show)
+//   frameHit({x, y})         called on an <iframe> element: {hit}: whether that frame is what a
+//                            click at x, y (this world's viewport) lands on, and {what} else
+// observe({frames: true}) (the cdp driver) marks each frame node it cannot reach with a
+// number, frame, that frameInfo reports as slot: where the driver splices that frame's outline.
 // Every op but init takes {world}: the nonce given to init. A call without the nonce of this
 // world (a context id that now names another world) returns world_mismatch.
 // Errors: {error: {reason, message, candidates?, document?, epoch?}} (document and epoch,
@@ -75,6 +88,10 @@
 // stale_coordinates, ambiguous_target, target_not_found, bad_request, world_mismatch.
 globalThis.tabwardenPage = function tabwardenPage(op, args) {
   "use strict";
+  // self: the receiver. Called as (Source)(op, args) it is undefined; the cdp driver calls
+  // frameInfo and frameHit with Runtime.callFunctionOn on an <iframe> element it resolved
+  // in this world (DOM.getFrameOwner: the browser names the element), as the receiver.
+  const self = this;
   args = args || {};
   const KEY = "__tabwardenPageState";
   const NAME_MAX = 100;
@@ -168,6 +185,9 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       // that a frame that navigates gets a new id and its old refs are refused.
       frames: new WeakMap(),
       nextFrame: 1,
+      // slots: an unreachable frame element → its number in observe's outline (once each).
+      slots: new WeakMap(),
+      nextSlot: 0,
       // watched: the shadow roots and frame documents whose re-renders and scrolls count too.
       watched: new WeakSet(),
       frameWins: [],
@@ -881,7 +901,8 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
   // else a "text" node. Hidden subtrees are skipped: aria-hidden="true", display:none, a
   // zero-size box that clips its content, and the text of visibility:hidden elements (a visible
   // child of one still shows). One computed style and one box per element; none per text node.
-  function outline(offset, budget) {
+  function outline(offset, budget, frames) {
+    const slots = frames === true;
     offset = Math.max(0, Math.floor(Number(offset) || 0));
     budget = Math.max(Number(budget) || 32768, 256);
     const out = [];
@@ -996,6 +1017,15 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
         text: d ? "" : `a frame of ${frameOrigin(el) || "another origin"} the page script cannot reach (cross-origin): its content and elements are not observed`,
         id: "", level: 0, checked: false, disabled: false,
       };
+      if (!d && slots) {
+        // Once per frame element, so that frameInfo's answer cannot drift from this one.
+        let n = S.slots.get(el);
+        if (!n) {
+          n = ++S.nextSlot;
+          S.slots.set(el, n);
+        }
+        line.frame = n;
+      }
       if (!push(line)) return;
       frame.children++;
       if (!d || !d.body) return;
@@ -1057,20 +1087,72 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     return Object.assign(out, { x: left, y: top, width: right - left, height: bottom - top });
   }
 
-  function observe(max, outlineOffset, outlineBytes) {
+  function observe(max, outlineOffset, outlineBytes, frames) {
     max = Math.min(Math.max(Number(max) || 200, 1), MAX_ELEMENTS);
     const visible = interactive().filter(inViewport);
     const o = info();
     o.elements = visible.slice(0, max).map(describe);
     o.truncated = visible.length > max;
-    return Object.assign(o, outline(outlineOffset, outlineBytes));
+    return Object.assign(o, outline(outlineOffset, outlineBytes, frames === true));
+  }
+
+  // --- frames the driver reaches itself (cross-origin, out of process) ---
+
+  // frameElement checks the receiver: an <iframe> or <frame> element of a document this
+  // world shows (the page's, or a same-origin frame's), else null.
+  function frameElement() {
+    const el = self;
+    if (!el || typeof el !== "object" || el.nodeType !== Node.ELEMENT_NODE) return null;
+    if (el.localName !== "iframe" && el.localName !== "frame") return null;
+    if (!el.isConnected || !live(docOf(el))) return null;
+    return el;
+  }
+
+  function frameInfo() {
+    const el = frameElement();
+    if (!el) return fail("bad_request", "frameInfo is called on a frame element of this world's page");
+    const out = { reachable: !!frameDoc(el), slot: S.slots.get(el) || 0, x: 0, y: 0, clip: { left: 0, top: 0, right: 0, bottom: 0 } };
+    const b = boxOf(el);
+    if (!b || !rendered(el)) return out;
+    const cs = styleOf(el);
+    const left = b.left + el.clientLeft + (parseFloat(cs.paddingLeft) || 0);
+    const top = b.top + el.clientTop + (parseFloat(cs.paddingTop) || 0);
+    out.x = left;
+    out.y = top;
+    out.clip = {
+      left: Math.max(b.clip.left, left), top: Math.max(b.clip.top, top),
+      right: Math.min(b.clip.right, left + el.clientWidth - (parseFloat(cs.paddingLeft) || 0) - (parseFloat(cs.paddingRight) || 0)),
+      bottom: Math.min(b.clip.bottom, top + el.clientHeight - (parseFloat(cs.paddingTop) || 0) - (parseFloat(cs.paddingBottom) || 0)),
+    };
+    return out;
+  }
+
+  function frameHit(x, y) {
+    const el = frameElement();
+    if (!el) return fail("bad_request", "frameHit is called on a frame element of this world's page");
+    x = Number(x);
+    y = Number(y);
+    if (!(x >= 0 && y >= 0 && x < innerWidth && y < innerHeight)) return { hit: false, what: "outside the viewport" };
+    const hit = deepHit(x, y);
+    if (hit === el) return { hit: true };
+    return { hit: false, what: hit ? `<${hit.localName}${hit.id ? "#" + hit.id : ""}>` : "nothing" };
+  }
+
+  function find(target) {
+    if (!target || typeof target.text !== "string" || target.text === "") return fail("bad_request", "find takes a text target");
+    const found = element(target);
+    if (found.error) return found;
+    return { found: describe(found.el) };
   }
 
   try {
     sync();
     switch (op) {
       case "info": return info();
-      case "observe": return observe(args.max, args.outlineOffset, args.outlineBytes);
+      case "observe": return observe(args.max, args.outlineOffset, args.outlineBytes, args.frames);
+      case "find": return find(args.target);
+      case "frameInfo": return frameInfo();
+      case "frameHit": return frameHit(args.x, args.y);
       case "locate": return locate(args.target);
       case "focus": return focus(args.target);
       case "select": return choose(args.target, args.text);

@@ -111,13 +111,14 @@ func (p ActionPhase) Finished() bool {
 // +kubebuilder:validation:XValidation:rule="!has(self.x) || has(self.observation)",message="a point target names the observation its coordinates came from (stale_coordinates is checked against it), for example {x: 120, y: 340, observation: o3}"
 type ActionTarget struct {
 	// ref is an element ref from an earlier Observe step of the same session and
-	// page, e.g. o3.e12 (o3.f2.e12: an element of a same-origin frame, f2). A
-	// ref from another document (the page navigated or re-loaded, or the frame
+	// page, e.g. o3.e12 (o3.f2.e12: an element of a same-origin frame, f2;
+	// o3.x1.e4: of a cross-origin or out-of-process frame, x1). A ref from
+	// another document (the page navigated or re-loaded, or the frame
 	// navigated) is refused (stale_ref), never retargeted.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:Pattern=`^o[0-9]+\.(f[0-9]+\.)?e[0-9]+$`
+	// +kubebuilder:validation:Pattern=`^o[0-9]+\.(x[0-9]+\.)?(f[0-9]+\.)?e[0-9]+$`
 	Ref string `json:"ref,omitempty"`
 	// text is the visible text (or accessible name) of the element. More than one
 	// visible match is refused (ambiguous_target) with the candidates' refs.

@@ -140,7 +140,9 @@ test("observe: attach 1.3, the tabwarden world, the bundled function with data o
   assert.deepEqual(debuggerCalls(browser), [
     `${t}:debugger.attach`,
     `${t}:Page.enable`,
+    `${t}:Target.setAutoAttach`, // the tab's out-of-process frames (frames.js)
     `${t}:Page.handleJavaScriptDialog`, // is a dialog showing? (no)
+    `${t}:Page.getFrameTree`, // any frames? (none: the page script alone)
     `${t}:Page.getFrameTree`,
     `${t}:Page.createIsolatedWorld`,
     `${t}:Runtime.evaluate`,

@@ -161,11 +161,31 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 	if run.spawned != nil {
 		base, _ = a.spawnWatch.count(run.spawned)
 	}
+	// The url policy covers the page's frames too: the driver asks it for each
+	// cross-origin frame it reaches, observes none it refuses, and refuses a
+	// step on an element of one; that refusal is the policy's own (its patch
+	// as the hint).
+	var frameRefusal *refusal
+	checked := map[string]*refusal{} // by url, for this step (a name resolves once)
 	req := browser.ActRequest{
 		Key:   ActionKey(act.Namespace, s.Name, run.window.Name),
 		Owner: run.page.Key,
 		Page:  run.page.Page,
 		Step:  bstep,
+		FrameAllowed: func(u string) error {
+			rf, ok := checked[u]
+			if !ok {
+				rf = a.checkURL(ctx, u, "frame url")
+				checked[u] = rf
+			}
+			if rf == nil {
+				return nil
+			}
+			if step.Type != twv1.StepObserve {
+				frameRefusal = rf
+			}
+			return errors.New(rf.message)
+		},
 	}
 	var out browser.ActResult
 	var shotAt shotAttempt
@@ -180,6 +200,8 @@ func (run *actionRun) step(ctx context.Context, i int, step twv1.ActionStep) (tw
 		a.metrics().SpawnSettle(run.stepSettle.kind())
 	}
 	switch {
+	case errors.As(err, &ae) && ae.Reason == twv1.ReasonURLNotAllowed && frameRefusal != nil:
+		return refused(frameRefusal)
 	case errors.As(err, &ae):
 		obsID := ""
 		if ae.Document != "" && len(ae.Candidates) > 0 {

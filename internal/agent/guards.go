@@ -31,7 +31,11 @@ import (
 // stepLookups.checkURL for the url a Navigate step names. Back and Forward name
 // no url: they return to documents the page itself already loaded (as a Click
 // on a link lands where the page says), so the policy has nothing to check
-// before them.
+// before them. The policy also covers the page's frames: every step hands the
+// driver browser.ActRequest.FrameAllowed (action_steps.go), which the cdp
+// driver asks for each cross-origin frame it reaches itself; an Observe leaves
+// a refused frame out (its outline node says why), and a step on an element of
+// one is refused url_not_allowed with the policy's own message and patch.
 
 // Coverage says whether a guard applies to a step type and, when it does not,
 // why not.

@@ -61,6 +61,10 @@ func TestObservationsBindRefs(t *testing.T) {
 		{name: "ref of an element in frame f2", ref: id + ".f2.e4", session: "s1", generation: 3, page: "p1"},
 		{name: "malformed frame ref", ref: id + ".f2", session: "s1", generation: 3, page: "p1", reason: "stale_ref"},
 		{name: "malformed frame path", ref: id + ".f2.f3.e4", session: "s1", generation: 3, page: "p1", reason: "stale_ref"},
+		{name: "ref of an element in cross-origin frame x1", ref: id + ".x1.e4", session: "s1", generation: 3, page: "p1"},
+		{name: "ref of a same-origin frame inside cross-origin frame x1", ref: id + ".x1.f2.e4", session: "s1", generation: 3, page: "p1"},
+		{name: "frames out of order", ref: id + ".f2.x1.e4", session: "s1", generation: 3, page: "p1", reason: "stale_ref"},
+		{name: "two cross-origin frames", ref: id + ".x1.x2.e4", session: "s1", generation: 3, page: "p1", reason: "stale_ref"},
 	} {
 		tg, reason, msg := tab.resolve(tc.ref, tc.obs, tc.point, 10, 20, tc.session, tc.generation, tc.page)
 		if reason != tc.reason {

@@ -94,14 +94,17 @@ func (t *observations) forgetSession(uid types.UID) {
 }
 
 // refPattern is a ref: its observation, the frame its element is in when that is
-// not the page's own document (a same-origin iframe's), and the element.
-var refPattern = regexp.MustCompile(`^o[0-9]+\.(f[0-9]+\.)?e[0-9]+$`)
+// not the page's own document (x<k>: a cross-origin or out-of-process frame the
+// driver reaches; f<k>: a same-origin frame of the document the page script
+// walks), and the element.
+var refPattern = regexp.MustCompile(`^o[0-9]+\.(x[0-9]+\.)?(f[0-9]+\.)?e[0-9]+$`)
 
-// splitRef splits a ref "o3.e12" (or "o3.f2.e12", an element of frame f2) into
-// its observation id and element id ("e12", "f2.e12": the page script's id).
+// splitRef splits a ref "o3.e12" (or "o3.f2.e12", an element of frame f2, or
+// "o3.x1.e4", of cross-origin frame x1) into its observation id and element id
+// ("e12", "f2.e12", "x1.e4": the driver's id).
 func splitRef(ref string) (obs, element string, err error) {
 	if !refPattern.MatchString(ref) {
-		return "", "", fmt.Errorf("ref %q is not of the form o<observation>.e<element> (o<observation>.f<frame>.e<element> in a frame), e.g. o3.e12", ref)
+		return "", "", fmt.Errorf("ref %q is not of the form o<observation>.e<element> (o<observation>.f<frame>.e<element> or o<observation>.x<frame>.e<element> in a frame), e.g. o3.e12", ref)
 	}
 	obs, element, _ = strings.Cut(ref, ".")
 	return obs, element, nil

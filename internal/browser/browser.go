@@ -210,6 +210,11 @@ type ActRequest struct {
 	// ClickSelector is shorthand for Step{Kind: StepClick, Target: Target{Selector: s}}
 	// (tests and the bench).
 	ClickSelector string
+	// FrameAllowed, when set, is the url policy for the page's frames: a
+	// driver that reaches a cross-origin frame itself (cdp) asks it for the
+	// frame's url, does not observe a frame it refuses, and refuses a step on
+	// an element of one (ActError reason url_not_allowed).
+	FrameAllowed func(url string) error
 }
 
 // StepKind is one kind of step.

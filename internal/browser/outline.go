@@ -115,15 +115,30 @@ func outlineRole(r string) string {
 
 // validID is an element id as the page script makes them: e and digits.
 func validID(id string) bool {
-	if len(id) < 2 || len(id) > 32 || id[0] != 'e' {
+	if len(id) < 2 || len(id) > 32 {
 		return false
 	}
-	for _, c := range id[1:] {
-		if c < '0' || c > '9' {
+	// [x<k>.][f<k>.]e<n>: a frame the driver reaches, a same-origin frame, the element.
+	parts := strings.Split(id, ".")
+	want := []byte{'x', 'f', 'e'}
+	for i, p := range parts {
+		if len(p) < 2 {
 			return false
 		}
+		for len(want) > 0 && want[0] != p[0] {
+			want = want[1:]
+		}
+		if len(want) == 0 || (want[0] == 'e' && i != len(parts)-1) {
+			return false
+		}
+		want = want[1:]
+		for _, c := range p[1:] {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
 	}
-	return true
+	return parts[len(parts)-1][0] == 'e'
 }
 
 func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -42,3 +42,18 @@ func TestFormatOutline(t *testing.T) {
 		t.Errorf("a long text is not clipped on a rune boundary: %d bytes, ends %q", len(long), long[len(long)-8:])
 	}
 }
+
+// TestOutlineRefsOfFrames: an outline node's id is written as a ref only when
+// it is an element id of the driver's grammar ([x<k>.][f<k>.]e<n>); anything
+// else a driver might pass on is left out.
+func TestOutlineRefsOfFrames(t *testing.T) {
+	for id, ok := range map[string]bool{
+		"e1": true, "f2.e3": true, "x1.e4": true, "x1.f2.e3": true,
+		"": false, "e": false, "x1": false, "f1": false, "e1.e2": false, "f1.x2.e3": false, "x1.x2.e3": false,
+		"x1.e2.f3": false, "xa.e1": false, "e1 ": false, "x1.f2.e3.e4": false, "y1.e2": false, ".e1": false,
+	} {
+		if got := validID(id); got != ok {
+			t.Errorf("validID(%q) = %v, want %v", id, got, ok)
+		}
+	}
+}

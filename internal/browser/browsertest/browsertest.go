@@ -130,6 +130,7 @@ func Run(t *testing.T, factory Factory) {
 		{"FillIsCheckedThenTyped", testFill, "/verbs", serves[Verbs]},
 		{"UploadPutsFilesIntoTheInput", testUpload, "/verbs", serves[Verbs]},
 		{"FramesAndShadowRootsAreReached", testFrames, "/frames", serves[Frames]},
+		{"CrossSiteFramesAreReached", testCrossSite, "/cross-site", serves[CrossSite]},
 		{"DialogsWaitForADialogStep", testDialog, "/dialog", serves[Dialogs]},
 		{"ScreenshotTakesViewportAndElement", testScreenshot, "", nil},
 		{"EventOrder", testEventOrder, "", nil},

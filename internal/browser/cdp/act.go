@@ -22,7 +22,10 @@ import (
 //   - the bundled page script (extension/page.js), evaluated in an isolated world
 //     of the page's main frame (Page.createIsolatedWorld, worldName "tabwarden")
 //     and only as (Source)(op, args) with JSON data: observe, locate, focus,
-//     select, field, fillFocus, scroll, hasText, info. Never the page's world, never caller-supplied code.
+//     select, field, fillFocus, scroll, hasText, info, find (and frameInfo and
+//     frameHit, called with Runtime.callFunctionOn on an <iframe> element the
+//     browser named: frames.go, which also runs the script in worlds of
+//     cross-origin frames). Never the page's world, never caller-supplied code.
 //     The world is created once per document (keyed by the frame's loaderId) and
 //     again when the browser says it is gone; its state (document id, render
 //     epoch, element ids) dies with it, so a navigation, reload or reconnection
@@ -68,6 +71,11 @@ type scriptArgs struct {
 	OutlineBytes  int `json:"outlineBytes,omitempty"`
 	// Files: an upload's files (page.js upload).
 	Files []scriptFile `json:"files,omitempty"`
+	// Frames: observe numbers the frame nodes it cannot reach (frames.go).
+	Frames bool `json:"frames,omitempty"`
+	// X and Y: frameHit's point.
+	X float64 `json:"x,omitempty"`
+	Y float64 `json:"y,omitempty"`
 }
 
 // scriptTarget is a step's target for locate and focus: a ref (with its
@@ -124,6 +132,8 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	if err := ps.enabled(ctx); err != nil {
 		return browser.ActResult{}, err
 	}
+	ps.allow = req.FrameAllowed
+	defer func() { ps.allow = nil }()
 
 	// A mutating step registers its page's evidence: the Page.windowOpen events
 	// the page fires while the step runs, counted for ActResult.Spawns and, with
@@ -298,22 +308,30 @@ func (b *Browser) step(ctx context.Context, ps *pageSession, s browser.Step) (br
 			max = 200
 		}
 		max = min(max, maxElements)
+		args := scriptArgs{Max: max, OutlineOffset: s.OutlineOffset, OutlineBytes: browser.OutlineChunkBytes}
+		if b.hasFrames(ctx, ps) {
+			o, err := b.observeFrames(ctx, ps, args, ps.allow)
+			if err != nil {
+				return browser.ActResult{}, err
+			}
+			return browser.ActResult{Observation: o}, nil
+		}
 		var o browser.PageObservation
-		if err := b.run(ctx, ps, "observe", scriptArgs{Max: max, OutlineOffset: s.OutlineOffset, OutlineBytes: browser.OutlineChunkBytes}, &o); err != nil {
+		if err := b.run(ctx, ps, "observe", args, &o); err != nil {
 			return browser.ActResult{}, err
 		}
 		return browser.ActResult{Observation: &o}, nil
 	case browser.StepNavigate:
 		return browser.ActResult{}, b.navigateStep(ctx, ps, s.URL)
 	case browser.StepClick:
-		p, err := b.locate(ctx, ps, "locate", s.Target)
+		session, p, err := b.locateIn(ctx, ps, "locate", s.Target)
 		if err != nil {
 			return browser.ActResult{}, err
 		}
-		return browser.ActResult{}, pressRelease(ctx, ps.c, ps.id, p.X, p.Y)
+		return browser.ActResult{}, pressRelease(ctx, ps.c, session, p.X, p.Y)
 	case browser.StepType:
 		if s.Target != (browser.Target{}) {
-			if _, err := b.locate(ctx, ps, "focus", s.Target); err != nil {
+			if _, _, err := b.locateIn(ctx, ps, "focus", s.Target); err != nil {
 				return browser.ActResult{}, err
 			}
 		}
@@ -372,6 +390,35 @@ func (b *Browser) locate(ctx context.Context, ps *pageSession, op string, t brow
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// locateIn runs locate (or focus, field, fillFocus, select) for a target in
+// the world it belongs to (frames.go: the page's, or a frame's the driver
+// reaches) and returns where input at the target goes: a session and a point
+// of that session's viewport.
+func (b *Browser) locateIn(ctx context.Context, ps *pageSession, op string, t browser.Target) (string, point, error) {
+	return b.locateText(ctx, ps, op, t, "")
+}
+
+func (b *Browser) locateText(ctx context.Context, ps *pageSession, op string, t browser.Target, text string) (string, point, error) {
+	r, _, err := b.routeTarget(ctx, ps, t, ps.allow)
+	if err != nil {
+		return "", point{}, err
+	}
+	if r.world.fw == nil {
+		if op == "locate" || op == "focus" {
+			p, err := b.locate(ctx, ps, op, r.target)
+			return ps.id, p, err
+		}
+		var p point
+		err := b.run(ctx, ps, op, scriptArgs{Target: targetArgs(r.target), Text: text}, &p)
+		return ps.id, p, err
+	}
+	var p point
+	if err := b.runIn(ctx, ps, r.world, op, scriptArgs{Target: targetArgs(r.target), Text: text}, &p); err != nil {
+		return "", point{}, err
+	}
+	return b.framePoint(ctx, ps, r.world.fw, p.X, p.Y)
 }
 
 func targetArgs(t browser.Target) *scriptTarget {

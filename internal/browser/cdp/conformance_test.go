@@ -168,6 +168,15 @@ func (w *cdpWorld) DialogURL() string { return site.Path("/dialog") }
 // FramesURL is the fixture's /frames page (browsertest.Frames).
 func (w *cdpWorld) FramesURL() string { return site.Path("/frames") }
 
+// CrossSiteURL is the fixture's /cross-site page (browsertest.CrossSite).
+func (w *cdpWorld) CrossSiteURL() string { return site.Path("/cross-site") }
+
+// CrossSitePassword is the password the cross-site login accepts.
+func (w *cdpWorld) CrossSitePassword() string { return fixture.CrossSitePassword }
+
+// CrossSiteLogins is what the fixture recorded of the cross-site logins.
+func (w *cdpWorld) CrossSiteLogins(t testing.TB) string { return seenLogins(t) }
+
 // VerbsURL is the fixture's /verbs page (browsertest.Verbs).
 func (w *cdpWorld) VerbsURL() string { return site.Path("/verbs") }
 
@@ -208,6 +217,7 @@ func devicePixels(t testing.TB, v any) (int, int) {
 var _ interface {
 	browsertest.Verbs
 	browsertest.Frames
+	browsertest.CrossSite
 	browsertest.Dialogs
 	browsertest.Reading
 	browsertest.Screens

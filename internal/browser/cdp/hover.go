@@ -11,10 +11,10 @@ import (
 // for a click) and one Input.dispatchMouseEvent mouseMoved, with no button,
 // goes to its point. Nothing is pressed and nothing is activated.
 func (b *Browser) hoverStep(ctx context.Context, ps *pageSession, t browser.Target) error {
-	p, err := b.locate(ctx, ps, "locate", t)
+	session, p, err := b.locateIn(ctx, ps, "locate", t)
 	if err != nil {
 		return err
 	}
-	_, err = call(ctx, ps.c, ps.id, wire.DispatchMouseEvent{Type: wire.MouseMoved, X: p.X, Y: p.Y})
+	_, err = call(ctx, ps.c, session, wire.DispatchMouseEvent{Type: wire.MouseMoved, X: p.X, Y: p.Y})
 	return err
 }

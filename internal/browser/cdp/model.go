@@ -66,8 +66,13 @@ func (b *Browser) onEvent(c *wire.Conn, e wire.Event) {
 		b.onTargetInfo(c, ev.TargetInfo)
 	case *wire.TargetDestroyed:
 		b.onDestroyed(c, ev.TargetID)
+	case *wire.AttachedToTarget:
+		if e.Session != "" {
+			b.onFrameAttached(c, e.Session, ev)
+		}
 	case *wire.DetachedFromTarget:
 		b.dropSession(c, ev.SessionID)
+		b.onFrameDetached(c, ev.SessionID)
 	case *wire.WindowOpen:
 		b.onWindowOpen(c, e.Session)
 	case *wire.JavaScriptDialogOpening:

@@ -25,8 +25,19 @@ type pageSession struct {
 	nonce  string // the world's nonce (page.js init)
 	mac    bool   // the page reports a Mac (Mod is Meta there)
 	// enabling is the attach's Page.enable, sent and not yet awaited (see
-	// session); nil once awaited.
-	enabling func(context.Context) (wire.Empty, error)
+	// session); nil once awaited; attaching, its Target.setAutoAttach.
+	enabling  func(context.Context) (wire.Empty, error)
+	attaching func(context.Context) (wire.Empty, error)
+	// frames: the frame documents the driver reaches with worlds of their own,
+	// by label (x<k>, frames.go); nextFrame numbers them, never reused.
+	frames    map[string]*frameWorld
+	nextFrame int
+	// allow is the running step's ActRequest.FrameAllowed.
+	allow func(string) error
+
+	// Guarded by Browser.mu: the out-of-process frames of the page the
+	// browser attached the driver to, by session (frames.go).
+	children map[string]*childTarget
 
 	// Guarded by Browser.mu: steps running on the page and the cancel of the
 	// running one; the dialog the page shows (left for a dialog step), when it
@@ -83,6 +94,8 @@ func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*page
 	// behind it and the two cost one round trip (on a remote browser, a round
 	// trip is the network's RTT); the caller checks the reply with enabled.
 	ps.enabling = send(c, r.SessionID, wire.PageEnable{})
+	// The page's out-of-process frames (frames.go).
+	ps.attaching = send(c, r.SessionID, autoAttach())
 	return ps, nil
 }
 
@@ -90,6 +103,10 @@ func (b *Browser) session(ctx context.Context, c *wire.Conn, page string) (*page
 // been awaited yet; it is awaited once, whatever the outcome. The session
 // must be locked.
 func (ps *pageSession) enabled(ctx context.Context) error {
+	if a := ps.attaching; a != nil {
+		ps.attaching = nil
+		defer func() { _, _ = a(ctx) }() // an old browser without the filter: frames stay unreached
+	}
 	if ps.enabling == nil {
 		return nil
 	}

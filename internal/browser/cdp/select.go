@@ -12,10 +12,8 @@ import (
 // the isolated world and dispatches input and change events, as the user's
 // choice would. Nothing is focused or activated.
 func (b *Browser) selectStep(ctx context.Context, ps *pageSession, t browser.Target, text string) error {
-	var out struct {
-		Value string `json:"value"`
-	}
-	return b.run(ctx, ps, "select", scriptArgs{Target: targetArgs(t), Text: text}, &out)
+	_, _, err := b.locateText(ctx, ps, "select", t, text)
+	return err
 }
 
 // fillStep fills fields: the page script's field op checks every target first
@@ -24,14 +22,12 @@ func (b *Browser) selectStep(ctx context.Context, ps *pageSession, t browser.Tar
 // (Input.insertText), which replaces the selection as the user's typing would.
 func (b *Browser) fillStep(ctx context.Context, ps *pageSession, fields []browser.FillField) error {
 	for i, f := range fields {
-		var p point
-		if err := b.run(ctx, ps, "field", scriptArgs{Target: targetArgs(f.Target)}, &p); err != nil {
+		if _, _, err := b.locateIn(ctx, ps, "field", f.Target); err != nil {
 			return browser.FieldError(i, err, browser.FilledBefore(0))
 		}
 	}
 	for i, f := range fields {
-		var p point
-		if err := b.run(ctx, ps, "fillFocus", scriptArgs{Target: targetArgs(f.Target)}, &p); err != nil {
+		if _, _, err := b.locateIn(ctx, ps, "fillFocus", f.Target); err != nil {
 			return browser.FieldError(i, err, browser.FilledBefore(i))
 		}
 		if _, err := call(ctx, ps.c, ps.id, wire.InsertText{Text: f.Text}); err != nil {

@@ -58,14 +58,13 @@ func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
 	if err != nil {
 		return err
 	}
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce)
+	nonce := newNonce()
 	var info struct {
 		Mac   bool         `json:"mac"`
 		Error *scriptError `json:"error"`
 	}
 	ps.world, ps.loader = w.ExecutionContextID, f.LoaderID
-	if err := b.evaluate(ctx, ps, "init", scriptArgs{World: hex.EncodeToString(nonce)}, &info); err != nil {
+	if err := b.evaluate(ctx, ps, "init", scriptArgs{World: nonce}, &info); err != nil {
 		ps.world = 0
 		return err
 	}
@@ -73,12 +72,29 @@ func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
 		ps.world = 0
 		return info.Error.err("init")
 	}
-	ps.nonce, ps.mac = hex.EncodeToString(nonce), info.Mac
+	ps.nonce, ps.mac = nonce, info.Mac
 	return nil
+}
+
+func newNonce() string {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	return hex.EncodeToString(nonce)
 }
 
 // evaluate runs the page script once in ps's world: (Source)(op, args), nothing else.
 func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args scriptArgs, out any) error {
+	if ps.world == 0 {
+		// Never the page's own world (a zero contextId is not sent, and would
+		// mean the main world): as the browser says for a world that is gone.
+		return fmt.Errorf("page script %s: cannot find context: no isolated world", op)
+	}
+	return b.evaluateIn(ctx, ps.c, ps.id, ps.world, op, args, out)
+}
+
+// evaluateIn runs the page script once in world world of session:
+// (Source)(op, args), nothing else.
+func (b *Browser) evaluateIn(ctx context.Context, c *wire.Conn, session string, world int64, op string, args scriptArgs, out any) error {
 	opJSON, err := json.Marshal(op)
 	if err != nil {
 		return err
@@ -88,12 +104,10 @@ func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args
 		return err
 	}
 	expr := "(" + pagescript.Source + "\n)(" + string(opJSON) + ", " + string(argsJSON) + ")"
-	if ps.world == 0 {
-		// Never the page's own world (a zero contextId is not sent, and would
-		// mean the main world): as the browser says for a world that is gone.
+	if world == 0 {
 		return fmt.Errorf("page script %s: cannot find context: no isolated world", op)
 	}
-	r, err := call(ctx, ps.c, ps.id, wire.Evaluate{Expression: expr, ContextID: ps.world, ReturnByValue: true, Silent: true})
+	r, err := call(ctx, c, session, wire.Evaluate{Expression: expr, ContextID: world, ReturnByValue: true, Silent: true})
 	if err != nil {
 		return err
 	}

@@ -23,11 +23,17 @@ const (
 	// maxOutlineNodes and maxOutlineOffset bound an observation's outline.
 	maxOutlineNodes  = 5000
 	maxOutlineOffset = 1_000_000
+	// maxFrameChecks and maxFrameURL bound an act's frameCheck answer.
+	maxFrameChecks = 64
+	maxFrameURL    = 8192
 )
 
 // guardReasons are the act refusals that are the page's state, returned as
 // *browser.ActError.
+// url_not_allowed: an element of a frame the url policy refuses
+// (ActRequest.FrameAllowed).
 var guardReasons = map[string]bool{
+	twv1.ReasonURLNotAllowed:    true,
 	twv1.ReasonStaleRef:         true,
 	twv1.ReasonStaleCoordinates: true,
 	twv1.ReasonAmbiguousTarget:  true,
@@ -80,7 +86,32 @@ func (d *Driver) Act(ctx context.Context, req browser.ActRequest) (browser.ActRe
 		defer cancel()
 	}
 	var r actResult
-	sent, err := h.commandOn(ctx, "act", actArgs{Key: req.Key, Owner: req.Owner, TabID: tid, Step: ws}, &r)
+	args := actArgs{Key: req.Key, Owner: req.Owner, TabID: tid, Step: ws}
+	if req.FrameAllowed != nil {
+		args.Frames = &wireFramePolicy{Allowed: []string{}, Refused: []string{}}
+	}
+	var sent *session
+	for try := 0; ; try++ {
+		r = actResult{}
+		sent, err = h.commandOn(ctx, "act", args, &r)
+		if err != nil || len(r.FrameCheck) == 0 {
+			break
+		}
+		// Frames the url policy has not answered for: ask it, and act again.
+		if try >= 3 || args.Frames == nil || len(r.FrameCheck) > maxFrameChecks {
+			return browser.ActResult{}, fmt.Errorf("extension act: the page's frames kept changing under the url policy's check (%d urls)", len(r.FrameCheck))
+		}
+		for _, u := range r.FrameCheck {
+			if len(u) > maxFrameURL {
+				return browser.ActResult{}, fmt.Errorf("extension act: a frame url of %d bytes", len(u))
+			}
+			if req.FrameAllowed(u) == nil {
+				args.Frames.Allowed = append(args.Frames.Allowed, u)
+			} else {
+				args.Frames.Refused = append(args.Frames.Refused, u)
+			}
+		}
+	}
 	if err != nil {
 		var ce *CommandError
 		if errors.As(err, &ce) && guardReasons[ce.Reason] {

@@ -257,3 +257,73 @@ func TestObserveOutlineOverTheWire(t *testing.T) {
 		t.Errorf("first node %+v", n)
 	}
 }
+
+// TestActAsksTheURLPolicyForFrames: with ActRequest.FrameAllowed, the act
+// carries the policy's answers for frame urls; an answer of frameCheck (urls
+// the extension reached and the act did not answer for, nothing ran past the
+// check) makes the driver ask FrameAllowed and act again with them answered;
+// url_not_allowed is the page's refusal. Without FrameAllowed no policy goes.
+func TestActAsksTheURLPolicyForFrames(t *testing.T) {
+	var mu sync.Mutex
+	var sent []actArgs
+	peer := extWorld(func(c cmd) reply {
+		var a actArgs
+		if err := json.Unmarshal(c.Args, &a); err != nil {
+			return reply{err: &wireError{Reason: "invalid_args", Message: err.Error()}}
+		}
+		mu.Lock()
+		sent = append(sent, a)
+		mu.Unlock()
+		if a.Frames == nil {
+			return reply{result: map[string]any{}}
+		}
+		known := map[string]bool{}
+		for _, u := range append(a.Frames.Allowed, a.Frames.Refused...) {
+			known[u] = true
+		}
+		if !known["http://localhost:1/login"] || !known["http://10.0.0.1/admin"] {
+			return reply{result: actResult{FrameCheck: []string{"http://localhost:1/login", "http://10.0.0.1/admin"}}}
+		}
+		for _, u := range a.Frames.Refused {
+			if u == "http://10.0.0.1/admin" && a.Step.Target != nil && a.Step.Target.Ref == "x2.e1" {
+				return reply{err: &wireError{Reason: "url_not_allowed", Message: "the element is in a frame of " + u}}
+			}
+		}
+		return reply{result: map[string]any{}}
+	})
+	_, d, fe, _ := connected(t, peer)
+	ctx := context.Background()
+	policy := func(u string) error {
+		if strings.Contains(u, "10.0.0.1") {
+			return errors.New("private")
+		}
+		return nil
+	}
+	doc := fmt.Sprintf("x%d-d1", fe.epoch)
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "k", Owner: "uid-a", Page: "10", Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Ref: "x1.e1", Document: doc}}, FrameAllowed: policy}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(sent) != 2 || sent[0].Frames == nil || len(sent[0].Frames.Allowed)+len(sent[0].Frames.Refused) != 0 ||
+		strings.Join(sent[1].Frames.Allowed, ",") != "http://localhost:1/login" || strings.Join(sent[1].Frames.Refused, ",") != "http://10.0.0.1/admin" {
+		t.Errorf("acts sent %+v: want one with no answers, then one with the policy's", sent)
+	}
+	sent = nil
+	mu.Unlock()
+	_, err := d.Act(ctx, browser.ActRequest{Key: "k", Owner: "uid-a", Page: "10", Step: browser.Step{Kind: browser.StepClick, Target: browser.Target{Ref: "x2.e1", Document: doc}}, FrameAllowed: policy})
+	var ae *browser.ActError
+	if !errors.As(err, &ae) || ae.Reason != twv1.ReasonURLNotAllowed {
+		t.Errorf("a click in a refused frame: %v, want url_not_allowed", err)
+	}
+	mu.Lock()
+	sent = nil
+	mu.Unlock()
+	if _, err := d.Act(ctx, browser.ActRequest{Key: "k", Owner: "uid-a", Page: "10", Step: browser.Step{Kind: browser.StepScroll, DeltaY: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 1 || sent[0].Frames != nil {
+		t.Errorf("without FrameAllowed the act carries a policy: %+v", sent)
+	}
+}

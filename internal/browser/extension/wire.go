@@ -177,6 +177,17 @@ type actArgs struct {
 	Owner string   `json:"owner"`
 	TabID int64    `json:"tabId"`
 	Step  wireStep `json:"step"`
+	// Frames is the url policy's answers for the tab's cross-origin frames
+	// (ActRequest.FrameAllowed); nil: no policy, every frame is reached.
+	Frames *wireFramePolicy `json:"frames,omitempty"`
+}
+
+// wireFramePolicy: frame urls the policy allows and refuses. The extension
+// reaches a frame only when its url is allowed; one in neither list makes the
+// act answer frameCheck (nothing ran past the check).
+type wireFramePolicy struct {
+	Allowed []string `json:"allowed"`
+	Refused []string `json:"refused"`
 }
 
 type wireStep struct {
@@ -276,6 +287,9 @@ type actResult struct {
 	// Screenshot is a screenshot step's image (base64 in JSON), or only its
 	// size when it is larger than the step's maxBytes.
 	Screenshot *wireScreenshot `json:"screenshot,omitempty"`
+	// FrameCheck: the step reached frames whose urls the act's Frames does
+	// not answer for; nothing ran past that check.
+	FrameCheck []string `json:"frameCheck,omitempty"`
 }
 
 type wireScreenshot struct {

@@ -3,6 +3,7 @@ package cdp_test
 import (
 	"fmt"
 	"html"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -34,6 +35,12 @@ func attacker(t *testing.T) *httptest.Server {
 			http.Redirect(w, r, target, http.StatusFound)
 		case "/fetch":
 			fmt.Fprintf(w, `<title>fetch</title><script>fetch(%s, {mode: "no-cors"}).catch(() => {})</script>%s`, js, done)
+		case "/oopif":
+			// A frame of another site (localhost for 127.0.0.1): out of process,
+			// reached by the driver's auto-attach; its own script fetches.
+			_, port, _ := net.SplitHostPort(r.Host)
+			inner := "http://localhost:" + port + "/fetch?t=" + url.QueryEscape(target)
+			fmt.Fprintf(w, `<title>oopif</title><iframe src="%s"></iframe>%s`, html.EscapeString(inner), done)
 		case "/img":
 			fmt.Fprintf(w, `<title>img</title><img src="%s">%s`, attr, done)
 		case "/iframe":
@@ -60,7 +67,8 @@ ws.onopen = () => ws.send(JSON.stringify({id: 1, method: "Page.close"}));
 // by the agent; a user with only tabwarden-edit tries every route from a page
 // to the endpoint's /json/close and /json/activate of the user's own tabs:
 // the url of an Open window, a Navigate step, aliases of the address, a 302
-// redirect, a script fetch, an image, an iframe, a form POST and a websocket.
+// redirect, a script fetch, a script fetch from a cross-site (out-of-process)
+// frame, an image, an iframe, a form POST and a websocket.
 // Every user tab stays open and in the background.
 func TestPagesNeverReachTheDevToolsEndpoint(t *testing.T) {
 	g, ctx, h := begin(t, 30*time.Second)
@@ -94,6 +102,7 @@ func TestPagesNeverReachTheDevToolsEndpoint(t *testing.T) {
 		{"open-window-hex", direct, "0x7f000001"},
 		{"redirect", page("/redirect"), "127.0.0.1"},
 		{"script-fetch", page("/fetch"), "localhost"},
+		{"oopif-fetch", page("/oopif"), "127.0.0.1"},
 		{"image", page("/img"), "127.0.0.1"},
 		{"iframe", page("/iframe"), "127.1"},
 		{"form-post", page("/form"), "127.0.0.1"},

@@ -3,6 +3,8 @@ package extension_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/browsertest"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
@@ -249,6 +252,30 @@ func (w *extWorld) FramesURL() string {
 	return fx.Path(fmt.Sprintf("/frames?conformance=%d-%d", time.Now().UnixNano(), w.n))
 }
 
+// CrossSiteURL is the fixture's /cross-site page (browsertest.CrossSite), at a
+// url of its own (target finds pages by url).
+func (w *extWorld) CrossSiteURL() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	return fx.Path(fmt.Sprintf("/cross-site?conformance=%d-%d", time.Now().UnixNano(), w.n))
+}
+
+// CrossSitePassword is the password the cross-site login accepts.
+func (w *extWorld) CrossSitePassword() string { return fixture.CrossSitePassword }
+
+// CrossSiteLogins is what the fixture recorded of the cross-site logins.
+func (w *extWorld) CrossSiteLogins(t testing.TB) string {
+	t.Helper()
+	r, err := http.Get(fx.Path("/cross-site/seen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Body.Close() }()
+	b, _ := io.ReadAll(r.Body)
+	return string(b)
+}
+
 // VerbsURL is the fixture's /verbs page (browsertest.Verbs), at a url of its
 // own (target finds pages by url).
 func (w *extWorld) VerbsURL() string {
@@ -324,6 +351,7 @@ func (w *extWorld) Box(t testing.TB, id, selector string) (int, int) {
 var _ interface {
 	browsertest.Verbs
 	browsertest.Frames
+	browsertest.CrossSite
 	browsertest.Dialogs
 	browsertest.Reading
 	browsertest.Screens

@@ -77,7 +77,15 @@ type WindowOpen struct {
 	UserGesture    bool     `json:"userGesture"`
 }
 
+// AttachedToTarget is Target.attachedToTarget: on a page's session with
+// auto-attach, a frame of another process (an OOPIF) of that page.
+type AttachedToTarget struct {
+	SessionID  string     `json:"sessionId"`
+	TargetInfo TargetInfo `json:"targetInfo"`
+}
+
 var eventTypes = map[string]func() any{
+	"Target.attachedToTarget":            func() any { return &AttachedToTarget{} },
 	"Fetch.requestPaused":                func() any { return &RequestPaused{} },
 	"Page.windowOpen":                    func() any { return &WindowOpen{} },
 	"Target.targetCreated":               func() any { return &TargetCreated{} },

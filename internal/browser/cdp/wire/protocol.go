@@ -50,6 +50,9 @@ type TargetInfo struct {
 	OpenerFrameID    string `json:"openerFrameId,omitempty"`
 	BrowserContextID string `json:"browserContextId,omitempty"`
 	Subtype          string `json:"subtype,omitempty"`
+	// ParentFrameID is, for an iframe target (an out-of-process frame), the
+	// frame that holds it.
+	ParentFrameID string `json:"parentFrameId,omitempty"`
 	// Attached: some debugger client (a DevTools session, an extension's
 	// chrome.debugger) is attached to the target now.
 	Attached bool `json:"attached,omitempty"`
@@ -215,15 +218,21 @@ type GetFrameTree struct{}
 // Frame is a frame of a page.
 type Frame struct {
 	ID       string `json:"id"`
+	ParentID string `json:"parentId,omitempty"`
 	LoaderID string `json:"loaderId"`
 	URL      string `json:"url"`
 }
 
-// GetFrameTreeResult is the reply of Page.getFrameTree (child frames left out).
+// FrameTree is a frame and the frames in it that share its process (a frame
+// of another process, an OOPIF, is a target of its own).
+type FrameTree struct {
+	Frame       Frame       `json:"frame"`
+	ChildFrames []FrameTree `json:"childFrames,omitempty"`
+}
+
+// GetFrameTreeResult is the reply of Page.getFrameTree.
 type GetFrameTreeResult struct {
-	FrameTree struct {
-		Frame Frame `json:"frame"`
-	} `json:"frameTree"`
+	FrameTree FrameTree `json:"frameTree"`
 }
 
 func (GetFrameTree) Method() string             { return "Page.getFrameTree" }
@@ -518,3 +527,99 @@ type FetchFailRequest struct {
 
 func (FetchFailRequest) Method() string { return "Fetch.failRequest" }
 func (FetchFailRequest) result() Empty  { return Empty{} }
+
+// SetAutoAttach is Target.setAutoAttach on a page's session: the browser
+// attaches the driver to the targets of that page that Filter lets through
+// (iframe: its out-of-process frames) as flattened child sessions, announced
+// by Target.attachedToTarget on the page's session.
+type SetAutoAttach struct {
+	AutoAttach             bool           `json:"autoAttach"`
+	WaitForDebuggerOnStart bool           `json:"waitForDebuggerOnStart"`
+	Flatten                bool           `json:"flatten"`
+	Filter                 []TargetFilter `json:"filter,omitempty"`
+}
+
+// TargetFilter is one entry of a target filter.
+type TargetFilter struct {
+	Type    string `json:"type,omitempty"`
+	Exclude bool   `json:"exclude,omitempty"`
+}
+
+func (SetAutoAttach) Method() string { return "Target.setAutoAttach" }
+func (SetAutoAttach) result() Empty  { return Empty{} }
+
+// GetFrameOwner is DOM.getFrameOwner: the <iframe> element that holds a frame,
+// asked of the session of the frame's parent.
+type GetFrameOwner struct {
+	FrameID string `json:"frameId"`
+}
+
+// GetFrameOwnerResult is the reply of DOM.getFrameOwner.
+type GetFrameOwnerResult struct {
+	BackendNodeID int64 `json:"backendNodeId"`
+}
+
+func (GetFrameOwner) Method() string              { return "DOM.getFrameOwner" }
+func (GetFrameOwner) result() GetFrameOwnerResult { return GetFrameOwnerResult{} }
+
+// ResolveNode is DOM.resolveNode: a node as an object of an execution context
+// (tabwarden's isolated world), released with its ObjectGroup.
+type ResolveNode struct {
+	BackendNodeID      int64  `json:"backendNodeId"`
+	ExecutionContextID int64  `json:"executionContextId,omitempty"`
+	ObjectGroup        string `json:"objectGroup,omitempty"`
+}
+
+// ResolveNodeResult is the reply of DOM.resolveNode.
+type ResolveNodeResult struct {
+	Object struct {
+		ObjectID string `json:"objectId"`
+	} `json:"object"`
+}
+
+func (ResolveNode) Method() string            { return "DOM.resolveNode" }
+func (ResolveNode) result() ResolveNodeResult { return ResolveNodeResult{} }
+
+// CallFunctionOn is Runtime.callFunctionOn: a function called with an object
+// as its receiver (this) and JSON arguments, in the object's context.
+type CallFunctionOn struct {
+	FunctionDeclaration string         `json:"functionDeclaration"`
+	ObjectID            string         `json:"objectId"`
+	Arguments           []CallArgument `json:"arguments,omitempty"`
+	ReturnByValue       bool           `json:"returnByValue"`
+	Silent              bool           `json:"silent,omitempty"`
+}
+
+// CallArgument is one argument of Runtime.callFunctionOn, by value.
+type CallArgument struct {
+	Value json.RawMessage `json:"value"`
+}
+
+func (CallFunctionOn) Method() string         { return "Runtime.callFunctionOn" }
+func (CallFunctionOn) result() EvaluateResult { return EvaluateResult{} }
+
+// ReleaseObjectGroup is Runtime.releaseObjectGroup.
+type ReleaseObjectGroup struct {
+	ObjectGroup string `json:"objectGroup"`
+}
+
+func (ReleaseObjectGroup) Method() string { return "Runtime.releaseObjectGroup" }
+func (ReleaseObjectGroup) result() Empty  { return Empty{} }
+
+// GetNodeForLocation is DOM.getNodeForLocation: the browser's own hit test at
+// a point of the session's viewport (it stops at a frame of another process:
+// the <iframe> element).
+type GetNodeForLocation struct {
+	X                       int  `json:"x"`
+	Y                       int  `json:"y"`
+	IgnorePointerEventsNone bool `json:"ignorePointerEventsNone,omitempty"`
+}
+
+// GetNodeForLocationResult is the reply of DOM.getNodeForLocation.
+type GetNodeForLocationResult struct {
+	BackendNodeID int64  `json:"backendNodeId"`
+	FrameID       string `json:"frameId"`
+}
+
+func (GetNodeForLocation) Method() string                   { return "DOM.getNodeForLocation" }
+func (GetNodeForLocation) result() GetNodeForLocationResult { return GetNodeForLocationResult{} }
