@@ -731,7 +731,7 @@ export function createActor(deps) {
     return sessions.withDebugger(tabId, bound, async (send) => {
       const page = worlds.pageOf(tabId, send);
       // Frames of other origins or processes (frames.js), when the tab has any.
-      const fr = ["observe", "click", "hover", "select", "type", "fill"].includes(s.kind) ? frames.of(tabId, send, page, pageSource, policy) : null;
+      const fr = ["observe", "click", "hover", "select", "type", "fill", "upload"].includes(s.kind) ? frames.of(tabId, send, page, pageSource, policy) : null;
       const withFrames = fr && (await fr.hasFrames()) ? fr : null;
       switch (s.kind) {
         case "observe": {
@@ -752,7 +752,8 @@ export function createActor(deps) {
         case "upload":
           // page.js builds the files in the isolated world, sets the input's files and fires
           // input and change, as a pick in the file chooser would; no chooser opens.
-          await page("upload", { target: s.target, files: s.files });
+          if (withFrames) await withFrames.locateIn("upload", s.target, { files: s.files });
+          else await page("upload", { target: s.target, files: s.files });
           return {};
         case "type":
           await typeText(send, page, s, withFrames);

@@ -403,7 +403,7 @@ export function createFrames({ chrome }) {
       return { session: node.session, x: tx - root.off.x, y: ty - root.off.y };
     }
 
-    /** locateIn: op (locate, focus, field, fillFocus, select) in the target's world, and where input goes. */
+    /** locateIn: op (locate, focus, field, fillFocus, select, upload) in the target's world, and where input goes. */
     async function locateIn(op, t, extra) {
       const r = await route(t);
       if (!r.p) {

@@ -401,21 +401,28 @@ func (b *Browser) locateIn(ctx context.Context, ps *pageSession, op string, t br
 }
 
 func (b *Browser) locateText(ctx context.Context, ps *pageSession, op string, t browser.Target, text string) (string, point, error) {
+	return b.locateArgs(ctx, ps, op, t, scriptArgs{Text: text})
+}
+
+// locateArgs is locateText with the op's other arguments (an upload's files);
+// args.Target is set from t as routed.
+func (b *Browser) locateArgs(ctx context.Context, ps *pageSession, op string, t browser.Target, args scriptArgs) (string, point, error) {
 	r, _, err := b.routeTarget(ctx, ps, t, ps.allow)
 	if err != nil {
 		return "", point{}, err
 	}
+	args.Target = targetArgs(r.target)
 	if r.world.fw == nil {
 		if op == "locate" || op == "focus" {
 			p, err := b.locate(ctx, ps, op, r.target)
 			return ps.id, p, err
 		}
 		var p point
-		err := b.run(ctx, ps, op, scriptArgs{Target: targetArgs(r.target), Text: text}, &p)
+		err := b.run(ctx, ps, op, args, &p)
 		return ps.id, p, err
 	}
 	var p point
-	if err := b.runIn(ctx, ps, r.world, op, scriptArgs{Target: targetArgs(r.target), Text: text}, &p); err != nil {
+	if err := b.runIn(ctx, ps, r.world, op, args, &p); err != nil {
 		return "", point{}, err
 	}
 	return b.framePoint(ctx, ps, r.world.fw, p.X, p.Y)

@@ -49,15 +49,14 @@ type scriptFile struct {
 // uploadStep puts files into the file input target names: the page script's
 // upload op builds the files in the isolated world, sets the input's files
 // and dispatches input and change events, as the user's pick in the file
-// chooser would. No file path reaches the browser (its host may be another
+// chooser would, in the world the target belongs to (the page's, or a
+// frame's: frames.go). No file path reaches the browser (its host may be another
 // machine's) and no file chooser opens.
 func (b *Browser) uploadStep(ctx context.Context, ps *pageSession, t browser.Target, files []browser.UploadFile) error {
 	sf := make([]scriptFile, len(files))
 	for i, f := range files {
 		sf[i] = scriptFile{Name: f.Name, Type: f.Type, LastModified: f.LastModified, Data: f.Data}
 	}
-	var out struct {
-		Files []string `json:"files"`
-	}
-	return b.run(ctx, ps, "upload", scriptArgs{Target: targetArgs(t), Files: sf}, &out)
+	_, _, err := b.locateArgs(ctx, ps, "upload", t, scriptArgs{Files: sf})
+	return err
 }
