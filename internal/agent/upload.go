@@ -94,7 +94,9 @@ func uploadFile(root *os.Root, act *twv1.BrowserAction, step twv1.ActionStep, na
 	if !filepath.IsLocal(name) || strings.Contains(name, `\`) {
 		return notAllowed("file %q is not a path inside the profile's upload directory", name)
 	}
-	f, err := root.Open(name)
+	// Non-blocking: a FIFO planted in the directory must not hang the agent
+	// (it is refused below as not a regular file).
+	f, err := root.OpenFile(name, uploadOpenFlags, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return notAllowed("file %q is not in the profile's upload directory", name)

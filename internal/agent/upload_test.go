@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -13,7 +14,7 @@ import (
 // TestReadUploads: an Upload reads regular files inside the profile's upload
 // directory and nothing else: not without a directory, not by "..", not an
 // absolute path, not through a symbolic link that leaves the directory, not a
-// directory, not past the size bound. Each refusal is upload_not_allowed and
+// directory, not a FIFO (without blocking on it), not past the size bound. Each refusal is upload_not_allowed and
 // teaches the corrected call (the files the directory offers, or the admin's
 // patch).
 func TestReadUploads(t *testing.T) {
@@ -46,6 +47,10 @@ func TestReadUploads(t *testing.T) {
 	if err := os.Symlink("resume.txt", filepath.Join(dir, "cv.txt")); err != nil {
 		t.Fatal(err)
 	}
+	// A FIFO nobody writes: opening it for reading would block for ever.
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name   string
@@ -72,6 +77,7 @@ func TestReadUploads(t *testing.T) {
 		{name: "a link to a file outside", dir: dir, files: []string{"key"}, reason: twv1.ReasonUploadNotAllowed, msg: `file "key" cannot be read`},
 		{name: "through a link to a directory outside", dir: dir, files: []string{"out/id_ed25519"}, reason: twv1.ReasonUploadNotAllowed, msg: "cannot be read"},
 		{name: "a directory", dir: dir, files: []string{"2026"}, reason: twv1.ReasonUploadNotAllowed, msg: "is not a regular file"},
+		{name: "a FIFO, without blocking", dir: dir, files: []string{"pipe"}, reason: twv1.ReasonUploadNotAllowed, msg: "is not a regular file"},
 		{name: "too large", dir: dir, files: []string{"big.bin"}, reason: twv1.ReasonUploadNotAllowed, msg: "at most 10485760 bytes together"},
 		{name: "too large together", dir: dir, files: []string{"half.bin", "half.bin"}, reason: twv1.ReasonUploadNotAllowed, msg: "at most 10485760 bytes together"},
 	} {
