@@ -13,7 +13,7 @@ import (
 // (internal/local/fixture/crosssite.go): a page framing a login form of
 // another site (an out-of-process frame under site isolation: Username,
 // Password, "Sign in", a covered "Hidden prize", a drop-down "Plan", a file
-// input "ID photo", a "Peek"
+// input "Photo", a "Peek"
 // button that reports a hover, a link "Next page" to a look-alike "Sign in"),
 // and a frame of that site the page covers ("Under glass"). The frames report
 // to the page by postMessage, which sets its title ("Cross <what>").
@@ -115,7 +115,7 @@ func testCrossSite(t *testing.T, e *env) {
 	title("Cross ada!")
 	act(browser.Step{Kind: browser.StepSelect, Target: browser.Target{Text: "Plan"}, Text: "Pro"})
 	title("Cross plan Pro")
-	act(browser.Step{Kind: browser.StepUpload, Target: browser.Target{Text: "ID photo"},
+	act(browser.Step{Kind: browser.StepUpload, Target: browser.Target{Text: "Photo"},
 		Files: []browser.UploadFile{{Name: "id.txt", Type: "text/plain", Data: []byte("Ada")}}})
 	title("Cross photo id.txt:Ada")
 	act(browser.Step{Kind: browser.StepHover, Target: browser.Target{Text: "Peek"}})
