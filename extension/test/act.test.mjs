@@ -4,19 +4,8 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { setup, settle, until, PAGE_SOURCE } from "./harness.mjs";
+import { setup, settle, until, PAGE_SOURCE, ok, refused } from "./harness.mjs";
 import { ATTRIBUTION_GRACE_MS, DIALOG_TIMEOUT_MS, STEP_BOUND_MS } from "../act.js";
-
-const ok = (frame) => {
-  assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
-  return frame.result;
-};
-const refused = (frame, reason) => {
-  assert.equal(frame.ok, false, `expected refusal ${reason}, got ${JSON.stringify(frame.result)}`);
-  assert.equal(frame.error.reason, reason, frame.error.message);
-  assert.equal(typeof frame.error.message, "string");
-  return frame.error;
-};
 
 const PAGE_OPS = new Set(["init", "info", "observe", "locate", "focus", "scroll", "hasText"]);
 const PREFIX = `(${PAGE_SOURCE})(`;

@@ -3,12 +3,8 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { setup, settle, createFakeHost } from "./harness.mjs";
+import { setup, settle, createFakeHost, ok } from "./harness.mjs";
 
-const ok = (frame) => {
-  assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
-  return frame.result;
-};
 const refused = (frame, reason) => {
   assert.equal(frame.ok, false, `expected refusal ${reason}, got ${JSON.stringify(frame.result)}`);
   assert.equal(frame.error.reason, reason);

@@ -5,12 +5,7 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { setup } from "./harness.mjs";
-
-const ok = (frame) => {
-  assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
-  return frame.result;
-};
+import { setup, ok } from "./harness.mjs";
 
 /** Opens n tabs in windowId, each under its own owner (a session's windows): [{owner, tabId}]. */
 async function openOwned(env, prefix, n, windowId) {

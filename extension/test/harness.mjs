@@ -1,6 +1,7 @@
 // Test harness: a fake host (WebSocket server side), a fake clock for the worker's timers,
 // console capture, and a helper that boots a paired, connected worker against a fake Chrome.
 
+import assert from "node:assert/strict";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { createFakeChrome, tick } from "./fake-chrome.mjs";
 import { createWorker } from "../background.js";
@@ -234,3 +235,17 @@ export async function setup({ paired = true, connect = true, fetch } = {}) {
   env.settle = () => settle(env.worker);
   return env;
 }
+
+/** ok: the frame answered ok; its result. */
+export const ok = (frame) => {
+  assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
+  return frame.result;
+};
+
+/** refused: the frame was refused with reason (and a message); its error. */
+export const refused = (frame, reason) => {
+  assert.equal(frame.ok, false, `expected refusal ${reason}, got ${JSON.stringify(frame.result)}`);
+  assert.equal(frame.error.reason, reason, frame.error.message);
+  assert.equal(typeof frame.error.message, "string");
+  return frame.error;
+};

@@ -5,17 +5,7 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { setup } from "./harness.mjs";
-
-const ok = (frame) => {
-  assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
-  return frame.result;
-};
-const refused = (frame, reason) => {
-  assert.equal(frame.ok, false, `expected refusal ${reason}, got ${JSON.stringify(frame.result)}`);
-  assert.equal(frame.error.reason, reason, frame.error.message);
-  return frame.error;
-};
+import { setup, ok, refused } from "./harness.mjs";
 
 /** A page whose page.js locates every target at (70, 45), except the text "nothing". */
 function hoverPage(browser) {

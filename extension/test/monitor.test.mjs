@@ -3,13 +3,8 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { setup } from "./harness.mjs";
+import { setup, ok } from "./harness.mjs";
 import { desiredGroups, groupTitle, GROUPS_KEY } from "../monitor.js";
-
-const ok = (frame) => {
-  assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
-  return frame.result;
-};
 
 const session = (name, purpose, windows) => ({ namespace: "default", name, thread: `t-${name}`, purpose, phase: "Active", windows });
 const win = (name, tabId, source = "Open", disposition = "Temporary") => ({ name, tabId: String(tabId), source, disposition, phase: "Open" });

@@ -2,13 +2,8 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { setup, settle } from "./harness.mjs";
+import { setup, settle, ok } from "./harness.mjs";
 import { PENDING_TTL_MS } from "../background.js";
-
-const ok = (frame) => {
-  assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
-  return frame.result;
-};
 
 test("a tabs.onCreated that fires before tabs.create resolves is still owned, and recorded before the reply", async () => {
   const env = await setup();

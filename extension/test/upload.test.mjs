@@ -5,18 +5,8 @@
 
 import test from "node:test";
 import assert from "node:assert/strict";
-import { setup } from "./harness.mjs";
+import { setup, ok, refused } from "./harness.mjs";
 import { MAX_UPLOAD_BYTES } from "../step.js";
-
-const ok = (frame) => {
-  assert.equal(frame.ok, true, `expected ok, got ${JSON.stringify(frame.error)}`);
-  return frame.result;
-};
-const refused = (frame, reason) => {
-  assert.equal(frame.ok, false, `expected refusal ${reason}, got ${JSON.stringify(frame.result)}`);
-  assert.equal(frame.error.reason, reason, frame.error.message);
-  return frame.error;
-};
 
 /** A page whose page.js takes every upload but one into a button ("Menu"). */
 function uploadPage(browser) {

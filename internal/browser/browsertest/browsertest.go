@@ -237,6 +237,18 @@ func (e *env) snapshot() browser.Snapshot {
 }
 
 // eventually polls f until it returns nil or Timeout passes.
+// waitTitle waits until title (the world's view of the browser, not the
+// driver's) shows want on page; what prefixes the wait's description.
+func (e *env) waitTitle(title func(testing.TB, string) string, page, what, want string) {
+	e.t.Helper()
+	e.eventually(what+"title "+want, func() error {
+		if got := title(e.t, page); got != want {
+			return errors.New("title " + got)
+		}
+		return nil
+	})
+}
+
 func (e *env) eventually(what string, f func() error) {
 	e.t.Helper()
 	deadline := time.Now().Add(Timeout)

@@ -87,12 +87,7 @@ func testCrossSite(t *testing.T, e *env) {
 	}
 	title := func(want string) {
 		t.Helper()
-		e.eventually("title "+want, func() error {
-			if got := f.Title(t, p.ID); got != want {
-				return errors.New("title " + got)
-			}
-			return nil
-		})
+		e.waitTitle(f.Title, p.ID, "", want)
 	}
 	refused := func(what string, s browser.Step, reason string) {
 		t.Helper()

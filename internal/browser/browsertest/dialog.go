@@ -36,12 +36,7 @@ func testDialog(t *testing.T, e *env) {
 	}
 	title := func(what, want string) {
 		t.Helper()
-		e.eventually(what+": title "+want, func() error {
-			if got := d.Title(t, p.ID); got != want {
-				return errors.New("title " + got)
-			}
-			return nil
-		})
+		e.waitTitle(d.Title, p.ID, what+": ", want)
 	}
 	refused := func(what string, s browser.Step, reason string) {
 		t.Helper()

@@ -26,12 +26,7 @@ func testFill(t *testing.T, e *env) {
 	}
 	title := func(what, want string) {
 		t.Helper()
-		e.eventually(what+": title "+want, func() error {
-			if got := v.Title(t, p.ID); got != want {
-				return errors.New("title " + got)
-			}
-			return nil
-		})
+		e.waitTitle(v.Title, p.ID, what+": ", want)
 	}
 	name, email := browser.Target{Text: "Name"}, browser.Target{Text: "Email"}
 	e.eventually("the form is there", func() error {

@@ -84,12 +84,7 @@ func testFrames(t *testing.T, e *env) {
 	}
 	title := func(want string) {
 		t.Helper()
-		e.eventually("title "+want, func() error {
-			if got := f.Title(t, p.ID); got != want {
-				return errors.New("title " + got)
-			}
-			return nil
-		})
+		e.waitTitle(f.Title, p.ID, "", want)
 	}
 	for _, c := range []struct{ field, button, want string }{
 		{"Shadow user", "Shadow sign in", "Shadow "},

@@ -36,12 +36,7 @@ func testSelect(t *testing.T, e *env) {
 	}
 	title := func(what, want string) {
 		t.Helper()
-		e.eventually(what+": title "+want, func() error {
-			if got := v.Title(t, p.ID); got != want {
-				return errors.New("title " + got)
-			}
-			return nil
-		})
+		e.waitTitle(v.Title, p.ID, what+": ", want)
 	}
 	country := browser.Target{Text: "Country"}
 	e.eventually("the drop-down is there", func() error {

@@ -26,12 +26,7 @@ func testUpload(t *testing.T, e *env) {
 	}
 	title := func(what, want string) {
 		t.Helper()
-		e.eventually(what+": title "+want, func() error {
-			if got := v.Title(t, p.ID); got != want {
-				return errors.New("title " + got)
-			}
-			return nil
-		})
+		e.waitTitle(v.Title, p.ID, what+": ", want)
 	}
 	resume := browser.UploadFile{Name: "resume.txt", Type: "text/plain", LastModified: 1764979200000, Data: []byte("Ada Lovelace")}
 	e.eventually("the file input is there", func() error {
