@@ -108,6 +108,12 @@ func uploadFile(root *os.Root, act *twv1.BrowserAction, step twv1.ActionStep, na
 	if err != nil || !st.Mode().IsRegular() {
 		return notAllowed("%q is not a regular file in the profile's upload directory", name)
 	}
+	if linkedElsewhere(st) {
+		// A hard link inside the directory to a file outside it (the
+		// agent's own key, say) passes os.Root: refuse any file with more
+		// than one name.
+		return notAllowed("file %q has other hard links (more than one name on the disk): only files that live in the upload directory alone are sent", name)
+	}
 	if st.Size() > room {
 		return notAllowed("file %q is %d bytes: the files of one Upload step are at most %d bytes together", name, st.Size(), twv1.MaxUploadBytes)
 	}

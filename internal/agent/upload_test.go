@@ -47,6 +47,10 @@ func TestReadUploads(t *testing.T) {
 	if err := os.Symlink("resume.txt", filepath.Join(dir, "cv.txt")); err != nil {
 		t.Fatal(err)
 	}
+	// A hard link inside the directory to the secret outside it.
+	if err := os.Link(secret, filepath.Join(dir, "hard")); err != nil {
+		t.Fatal(err)
+	}
 	// A FIFO nobody writes: opening it for reading would block for ever.
 	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
 		t.Fatal(err)
@@ -77,6 +81,7 @@ func TestReadUploads(t *testing.T) {
 		{name: "a link to a file outside", dir: dir, files: []string{"key"}, reason: twv1.ReasonUploadNotAllowed, msg: `file "key" cannot be read`},
 		{name: "through a link to a directory outside", dir: dir, files: []string{"out/id_ed25519"}, reason: twv1.ReasonUploadNotAllowed, msg: "cannot be read"},
 		{name: "a directory", dir: dir, files: []string{"2026"}, reason: twv1.ReasonUploadNotAllowed, msg: "is not a regular file"},
+		{name: "a hard link to a file outside", dir: dir, files: []string{"hard"}, reason: twv1.ReasonUploadNotAllowed, msg: "has other hard links"},
 		{name: "a FIFO, without blocking", dir: dir, files: []string{"pipe"}, reason: twv1.ReasonUploadNotAllowed, msg: "is not a regular file"},
 		{name: "too large", dir: dir, files: []string{"big.bin"}, reason: twv1.ReasonUploadNotAllowed, msg: "at most 10485760 bytes together"},
 		{name: "too large together", dir: dir, files: []string{"half.bin", "half.bin"}, reason: twv1.ReasonUploadNotAllowed, msg: "at most 10485760 bytes together"},
