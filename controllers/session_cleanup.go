@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -11,13 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 	"github.com/tabwarden/tabwarden/internal/metrics"
 )
 
@@ -55,27 +53,14 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 }
 
 // removeFinalizer removes the session's finalizer, the write that lets the
-// session go, as a JSON patch that tests the finalizers it replaces rather than
-// the resourceVersion: the status written by the reconcile before (a moment
-// ago, as the windows went) is then no conflict to retry, while a finalizer
-// someone else added meanwhile still is. The object is gone after it. It
-// reports false when the session was gone already.
+// session go (patch.RemoveFinalizer: it tests the finalizer list, not the
+// resourceVersion, so the status written by the reconcile before, a moment
+// ago as the windows went, is no conflict to retry). The object is gone after
+// it. It reports false when the session was gone already.
 func (r *SessionReconciler) removeFinalizer(ctx context.Context, s *twv1.BrowserSession) (bool, error) {
-	rest := slices.DeleteFunc(slices.Clone(s.Finalizers), func(f string) bool { return f == twv1.SessionFinalizer })
-	if rest == nil {
-		rest = []string{}
-	}
-	ops := []map[string]any{
-		{"op": "test", "path": "/metadata/finalizers", "value": s.Finalizers},
-		{"op": "replace", "path": "/metadata/finalizers", "value": rest},
-	}
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return false, err
-	}
-	err = r.Patch(ctx, s, client.RawPatch(types.JSONPatchType, body))
+	err := patch.RemoveFinalizer(ctx, r.Client, s, twv1.SessionFinalizer)
 	if client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("removing the finalizer of session %s: %w", s.Name, err)
+		return false, err
 	}
 	controllerutil.RemoveFinalizer(s, twv1.SessionFinalizer)
 	_ = r.letGo.Patched(s, twv1.SessionFinalizer, err) // err is nil or the 404 of a deleted session here

@@ -15,6 +15,7 @@ import (
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 )
 
 // Closing, releasing and detaching pages: a page whose disposition is Close
@@ -115,19 +116,71 @@ func (r *WindowReconciler) reconcileDelete(ctx context.Context, w *twv1.BrowserW
 			w.Status.Phase = twv1.WindowClosed
 		}
 	}
-	if lr, ok := a.opts.Browser.(browser.LostRecords); ok {
-		if err := lr.ForgetLost(string(w.UID)); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := a.forgetLost(w); err != nil {
+		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(w, twv1.PageFinalizer)
+	a.forgetWindow(w)
+	return ctrl.Result{}, nil
+}
+
+// forgetLost drops what the driver remembers of the window's pages lost in a
+// browser restart, before the window goes.
+func (a *Agent) forgetLost(w *twv1.BrowserWindow) error {
+	if lr, ok := a.opts.Browser.(browser.LostRecords); ok {
+		return lr.ForgetLost(string(w.UID))
+	}
+	return nil
+}
+
+// forgetWindow drops the agent's memory of a window it let go.
+func (a *Agent) forgetWindow(w *twv1.BrowserWindow) {
 	a.model.forgetOwner(string(w.UID))
 	if a.poolProfile() {
 		// The session's last window may be gone: the profile loop disposes
 		// its browser context once nothing of the session lives in it.
 		a.markProfileDirty()
 	}
-	return ctrl.Result{}, nil
+}
+
+// letGoClosed lets a deleted window go the moment the session's batch
+// (closeSessionPages) has closed its page, from the batch itself: the removal
+// of its page finalizer is the write its reconcile would make next, and
+// nothing else is left to do for it. Made here, the N windows' last writes go
+// out as their pages go, not all after the last page when the window
+// reconciles (16 at a time, each first waiting for the whole batch) get to
+// them: the session, which goes once none of its windows remain, then goes one
+// finalizer write and the controller's after its last page (docs/design.md,
+// "The session goes with its last page").
+//
+// A window whose deletion this agent's cache does not show yet is left to its
+// own reconcile, which its deletion brings: its record is gone, so that
+// reconcile only lets it go. So is any failure here (a conflict, the API
+// server away): the window's deletion has queued its reconcile, which retries.
+// One that reconcile let go first (LetGo) is not patched again.
+func (r *WindowReconciler) letGoClosed(ctx context.Context, listed *twv1.BrowserWindow) {
+	a := r.agent
+	w := &twv1.BrowserWindow{}
+	if err := a.client.Get(ctx, client.ObjectKeyFromObject(listed), w); err != nil {
+		return
+	}
+	if w.UID != listed.UID || w.DeletionTimestamp.IsZero() || a.letGo.Gone(w) {
+		return
+	}
+	if _, recorded := a.model.pageOfKey(string(w.UID)); recorded {
+		// A record under the window still (another page the driver holds for
+		// it, which the batch did not close): its own cleanup decides.
+		return
+	}
+	if err := a.forgetLost(w); err != nil {
+		return
+	}
+	err := patch.RemoveFinalizer(ctx, a.client, w, twv1.PageFinalizer)
+	if err = a.letGo.Patched(w, twv1.PageFinalizer, err); err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Letting a window of an ended session go failed; its reconcile retries", "window", w.Name, "err", err.Error())
+		return
+	}
+	a.forgetWindow(w)
 }
 
 // modelCurrent reports whether the agent's model can tell what the browser's
@@ -349,6 +402,7 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 				return
 			}
 			closed.Add(1)
+			r.letGoClosed(ctx, w)
 		}()
 	}
 	wg.Wait()
