@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,10 +25,16 @@ type apiEvent struct {
 
 // watchAPI streams BrowserWindow, BrowserSession and BrowserAction events of a namespace ("" =
 // all) into h until ctx ends, re-establishing the watch when the server ends it.
-func watchAPI(ctx context.Context, cw client.WithWatch, ns string, h *hub[apiEvent]) {
-	for _, list := range []client.ObjectList{&twv1.BrowserWindowList{}, &twv1.BrowserSessionList{}, &twv1.BrowserActionList{}} {
+// The channel it returns closes once all three watches are open at the API
+// server: events of any write after that reach h.
+func watchAPI(ctx context.Context, cw client.WithWatch, ns string, h *hub[apiEvent]) <-chan struct{} {
+	lists := []client.ObjectList{&twv1.BrowserWindowList{}, &twv1.BrowserSessionList{}, &twv1.BrowserActionList{}}
+	var open sync.WaitGroup
+	open.Add(len(lists))
+	for _, list := range lists {
 		go func() {
 			rv := ""
+			first := true
 			for ctx.Err() == nil {
 				opts := []client.ListOption{&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}}}
 				if ns != "" {
@@ -40,6 +47,10 @@ func watchAPI(ctx context.Context, cw client.WithWatch, ns string, h *hub[apiEve
 					}
 					time.Sleep(100 * time.Millisecond)
 					continue
+				}
+				if first {
+					first = false
+					open.Done()
 				}
 				for ev := range w.ResultChan() {
 					at := time.Now()
@@ -67,4 +78,7 @@ func watchAPI(ctx context.Context, cw client.WithWatch, ns string, h *hub[apiEve
 			}
 		}()
 	}
+	ready := make(chan struct{})
+	go func() { open.Wait(); close(ready) }()
+	return ready
 }

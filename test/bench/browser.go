@@ -114,7 +114,7 @@ func startLab(ctx context.Context, cfg config, restCfg *rest.Config) (*lab, erro
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	watchAPI(rctx, l.k8s, benchNS, l.api)
+	watchOpen := watchAPI(rctx, l.k8s, benchNS, l.api)
 	drv, err := cdp.New(ctx, l.chrome.WebSocketURL, cdp.Options{})
 	if err != nil {
 		cancel()
@@ -165,6 +165,10 @@ func startLab(ctx context.Context, cfg config, restCfg *rest.Config) (*lab, erro
 	}); err != nil {
 		l.stop()
 		return nil, fmt.Errorf("agent never connected its profile: %w", err)
+	}
+	if err := waitOpen(ctx, watchOpen); err != nil {
+		l.stop()
+		return nil, err
 	}
 	if cfg.sections["cleanup"] {
 		if l.pool, err = l.startPool(ctx, restCfg); err != nil {
@@ -505,7 +509,7 @@ func openSection(ctx context.Context, l *lab, rep *report) error {
 		logf("%s: %d repetitions", pl.name, l.cfg.openReps)
 		for i := 0; i < l.cfg.openReps+l.cfg.warmReps; i++ {
 			measured := i >= l.cfg.warmReps
-			costRep := measured && costN < l.cfg.costReps
+			costRep := measured && costN < l.cfg.costRepsRest
 			var before costWindow
 			if costRep {
 				l.quiet(quietFor, 10*time.Second)

@@ -42,7 +42,7 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 			if err != nil {
 				return err
 			}
-			costRep := costN < l.cfg.costReps
+			costRep := costN < l.cfg.costRepsRest
 			var before costWindow
 			if costRep {
 				l.quiet(quietFor, 15*time.Second)

@@ -37,21 +37,25 @@ import (
 )
 
 type config struct {
-	short      bool
-	out        string
-	sections   map[string]bool
-	spawnReps  int
-	openReps   int
-	costReps   int
-	warmReps   int // unmeasured repetitions before each spawn and open case
-	cleanReps  map[int]int
-	cleanNs    []int
-	scaleS     []int
-	scaleWin   int
-	workers    int
-	roleQPS    float64
-	roleBurst  int
-	ctlWorkers int
+	short     bool
+	out       string
+	sections  map[string]bool
+	spawnReps int
+	openReps  int
+	costReps  int // repetitions of each spawn case that also count API requests (between two waits for quiet)
+	// costRepsRest is the same for the open and cleanup cases. -short counts
+	// only the spawns (each counted repetition waits for quiet about three
+	// times, 2–3 s each, which is most of a short run's time).
+	costRepsRest int
+	warmReps     int // unmeasured repetitions before each spawn and open case
+	cleanReps    map[int]int
+	cleanNs      []int
+	scaleS       []int
+	scaleWin     int
+	workers      int
+	roleQPS      float64
+	roleBurst    int
+	ctlWorkers   int
 	// roleMemMiB runs the scale case's roles as under a container memory limit
 	// of this many MiB: GOMEMLIMIT at 90 % of it, as run.SoftMemoryLimit sets
 	// in a container (0: none, like the bench's processes, which have no limit).
@@ -102,7 +106,7 @@ func main() {
 	if cfg.short {
 		// Under two minutes on 2 cores: each spawn and open case costs a cost
 		// repetition (three waits for quiet) and about a second per repetition.
-		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 4, 4, 1, 1
+		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.costRepsRest, cfg.warmReps = 4, 4, 1, 0, 1
 		// N=50 opens 50 windows four times (tabwarden, two raw baselines,
 		// Playwright): over a minute on 2 cores, so only the full run has it;
 		// one repetition per N keeps the pool cases' extra baseline in.
@@ -111,7 +115,7 @@ func main() {
 		cfg.scaleS = []int{10, 20}
 		cfg.remoteReps, cfg.remotePaths, cfg.remoteNs = 2, "50", []int{10}
 	} else {
-		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.warmReps = 200, 200, 10, 3
+		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.costRepsRest, cfg.warmReps = 200, 200, 10, 10, 3
 		cfg.cleanNs = []int{1, 10, 50}
 		cfg.cleanReps = map[int]int{1: 200, 10: 30, 50: 10}
 		cfg.scaleS = []int{500, 1000, 2000}

@@ -123,7 +123,7 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 		if err != nil {
 			return err
 		}
-		costRep := costN < l.cfg.costReps
+		costRep := costN < l.cfg.costRepsRest
 		var before costWindow
 		if costRep {
 			l.quiet(quietFor, 15*time.Second)

@@ -231,6 +231,9 @@ func (r *report) markdown() string {
 				float64(all.writes())/p, c.c.ctl.breakdown(p, true), c.c.agt.breakdown(p, true))
 		}
 		b.WriteString("\nReads here are almost all served by the informer caches; GET/LIST counted above are direct API reads (e.g. the agent's profile GET through the API reader).\n")
+		if r.cfg.costRepsRest == 0 {
+			b.WriteString("\nThis run counted the spawn cases only; the opens' and cleanups' API writes are counted in the full run (`make bench`).\n")
+		}
 	}
 	if len(r.remote) > 0 {
 		b.WriteString(r.remoteMarkdown())

@@ -109,8 +109,9 @@ func floor(ctx context.Context, c client.WithWatch, st client.Client, cfg config
 	h.expect(tr.on) // never completes: a permanent listener
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watchAPI(wctx, c, ns, h)
-	time.Sleep(300 * time.Millisecond)
+	if err := waitOpen(ctx, watchAPI(wctx, c, ns, h)); err != nil {
+		return 0, 0, 0, err
+	}
 	now := metav1.Now()
 	cond := func(typ string) []metav1.Condition {
 		return []metav1.Condition{{Type: typ, Status: metav1.ConditionTrue, Reason: "Floor", Message: "floor", LastTransitionTime: now}}
@@ -255,8 +256,10 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 	h.expect(tr.on)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watchAPI(wctx, c, ns, h)
-	time.Sleep(2 * time.Second)
+	if err := waitOpen(ctx, watchAPI(wctx, c, ns, h)); err != nil {
+		return err
+	}
+	settle(ctl, agt) // the roles' start-up writes are not the create phase's
 
 	pids := childPIDs()
 	pm := map[string]int{"controller": ctl.cmd.Process.Pid, "agent": agt.cmd.Process.Pid}
@@ -302,7 +305,7 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 	u := smp.finish()
 	row.ctl, row.agt, row.apiserver, row.etcd = u["controller"], u["agent"], u["kube-apiserver"], u["etcd"]
 	// Let the trailing writes finish before reading the create phase's requests.
-	time.Sleep(2 * time.Second)
+	settle(ctl, agt)
 	c1, a1 := ctl.read().Counts, agt.read().Counts
 	row.ctlCreate, row.agtCreate = c1.minus(c0), a1.minus(a0)
 	ctl.signal(syscall.SIGUSR1)
@@ -336,8 +339,47 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 	row.gone = time.Since(t1)
 	u = smp.finish()
 	row.ctlDel, row.agtDel, row.apiDel = u["controller"], u["agent"], u["kube-apiserver"]
-	time.Sleep(2 * time.Second)
+	settle(ctl, agt)
 	row.ctlDelete, row.agtDelete = ctl.read().Counts.minus(c1), agt.read().Counts.minus(a1)
 	logf("  pages closed in %v, objects gone in %v (floor %v)", row.pagesClosed.Round(time.Millisecond), row.gone.Round(time.Millisecond), row.floorGone.Round(time.Millisecond))
 	return nil
+}
+
+// waitOpen waits for watchAPI's watches to open.
+func waitOpen(ctx context.Context, open <-chan struct{}) error {
+	select {
+	case <-open:
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("the API watches did not open in 30 s")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// settleFor is how long the roles' request counts must stay still to call them
+// settled: several of the stats files' 100 ms updates, and longer than any
+// write a reconcile makes right after another.
+const settleFor = 600 * time.Millisecond
+
+// settle waits (at most 10 s) until neither child role has sent a request for
+// settleFor, as read from their stats files.
+func settle(kids ...*child) {
+	total := func() int64 {
+		var n int64
+		for _, k := range kids {
+			n += k.read().Counts.total()
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	last, since := total(), time.Now()
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		if n := total(); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= settleFor {
+			return
+		}
+	}
 }
