@@ -67,7 +67,7 @@ func (a *Agent) disposeEndedContexts(ctx context.Context) error {
 		if busy {
 			continue
 		}
-		if err := pool.DisposeContext(ctx, name); err != nil {
+		if err := pool.DisposeContext(ctx, name, nil); err != nil {
 			return err
 		}
 		a.metrics().PoolContextDisposed(metrics.DisposedAfterCleanup)
@@ -84,11 +84,16 @@ func (a *Agent) disposeEndedContexts(ctx context.Context) error {
 // disposed the context; anything else falls back to the per-page path.
 //
 // Crash consistency: the driver drops the context from its ledger only after
-// every page of it is destroyed, and the windows' records stay until each
-// window's own cleanup drops them (closing a page already gone is a no-op)
-// and removes its finalizer; a restart in between redoes the disposal (a
-// context already gone is not an error) or finds the records' pages gone.
-func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSession) (bool, error) {
+// every page of it is destroyed, and a window's record stays until its page
+// is destroyed (closing a page already gone is a no-op that drops the
+// record); its finalizer goes only after its record. A restart in between
+// redoes the disposal (a context already gone is not an error) or finds the
+// records' pages gone.
+//
+// wentWith, when not nil, is called with each of the windows' records as the
+// driver sees its page go, while the rest of the context is still going
+// (closeEnded lets each window go from there).
+func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSession, wentWith func(browser.Record, *twv1.BrowserWindow)) (bool, error) {
 	pool, ok := a.opts.Browser.(browser.ContextPool)
 	if !ok || !a.poolProfile() || s == nil || !s.Ended() {
 		return false, nil
@@ -105,7 +110,7 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 	if err := a.client.List(ctx, &windows, client.InNamespace(s.Namespace), client.MatchingFields{twv1.SessionRefIndex: s.Name}); err != nil {
 		return false, err
 	}
-	temporary := map[string]bool{}
+	temporary := map[string]*twv1.BrowserWindow{}
 	for i := range windows.Items {
 		w := &windows.Items[i]
 		if w.Labels[twv1.ProfileLabel] != a.opts.Profile {
@@ -114,7 +119,7 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 		if w.Spec.Disposition == twv1.DispositionKeep || !w.Owned() {
 			return false, nil
 		}
-		temporary[string(w.UID)] = true
+		temporary[string(w.UID)] = w
 	}
 	pages := 0
 	for _, p := range a.model.all() {
@@ -122,7 +127,7 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 			continue
 		}
 		rec, ok := a.model.record(p.ID)
-		if !ok || !rec.Owned() || !temporary[rec.Key] {
+		if !ok || !rec.Owned() || temporary[rec.Key] == nil {
 			// Not (or not yet) the temporary page of one of the session's
 			// windows: a spawn not adopted yet, a page someone else opened in
 			// the context. The per-page path decides about each.
@@ -130,7 +135,15 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 		}
 		pages++
 	}
-	if err := pool.DisposeContext(ctx, name); err != nil {
+	var gone func(string)
+	if wentWith != nil {
+		gone = func(page string) {
+			if rec, ok := a.model.record(page); ok && rec.Owned() && temporary[rec.Key] != nil {
+				wentWith(rec, temporary[rec.Key])
+			}
+		}
+	}
+	if err := pool.DisposeContext(ctx, name, gone); err != nil {
 		return false, fmt.Errorf("disposing the browser context %q of ended session %s: %w", name, s.Name, err)
 	}
 	a.metrics().PoolContextDisposed(metrics.DisposedInCleanup)

@@ -306,10 +306,11 @@ const spawnDrainTimeout = 30 * time.Second
 
 // closeEnded closes the temporary pages of an ended session at once: a pool
 // session's browser context is disposed when it holds nothing else
-// (disposeSessionContext), and the pages of its windows are closed together
-// (closeSessionPages: after a disposal, this only drops the records of the
-// pages that went with the context). What either leaves is each window's own
-// cleanup.
+// (disposeSessionContext; each page's record is dropped and its window let go
+// as the driver sees that page go, while the rest of the context is still
+// going), and the pages of its windows are closed together (closeSessionPages:
+// after a disposal, nothing of the context is left for it). What either leaves
+// is each window's own cleanup.
 // One at a time per session: the session's other windows, reconciled
 // meanwhile, wait for it and then find their pages gone.
 func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSession) error {
@@ -326,7 +327,20 @@ func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSessio
 		if err := r.agent.fence.stop(fenced, s.UID); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "The session's running action did not stop; closing its pages anyway", "session", s.Name)
 		}
-		if _, err := r.agent.disposeSessionContext(ctx, s); err != nil {
+		// Each page that goes with a disposed context lets its window go as
+		// it goes, as the batch close below does for each page it closes.
+		var went sync.WaitGroup
+		_, err := r.agent.disposeSessionContext(ctx, s, func(rec browser.Record, w *twv1.BrowserWindow) {
+			went.Go(func() {
+				if err := r.agent.closeRecorded(ctx, rec, false); err != nil {
+					ctrl.LoggerFrom(ctx).V(1).Info("Dropping the record of a page gone with its context failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
+					return
+				}
+				r.letGoClosed(ctx, w)
+			})
+		})
+		went.Wait()
+		if err != nil {
 			return nil, err
 		}
 		return nil, r.closeSessionPages(ctx, s)

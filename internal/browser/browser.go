@@ -568,8 +568,13 @@ type ContextPool interface {
 	// PoolContexts names the contexts the driver has recorded (persisted, so a
 	// restarted driver reuses a session's context).
 	PoolContexts() []string
-	// DisposeContext ends a context and every page in it; unknown names are not an error.
-	DisposeContext(ctx context.Context, name string) error
+	// DisposeContext ends a context and every page in it, and returns once
+	// the driver has seen each of them go; unknown names are not an error.
+	// gone, when not nil, is called with the id of each page as the driver
+	// sees it go (the page is no longer in the driver's model then), one at a
+	// time, from the call's own goroutine: the caller can start the work that
+	// follows a page's end without waiting for the whole context.
+	DisposeContext(ctx context.Context, name string, gone func(page string)) error
 }
 
 var (

@@ -39,8 +39,9 @@ func (b *Browser) ensureContext(ctx context.Context, c *wire.Conn, name string) 
 
 // DisposeContext closes a pool context and all its pages, and returns once
 // the driver has seen every page of it destroyed (so a Close of one of them
-// after it is a no-op that drops its record). Unknown names are not an error.
-func (b *Browser) DisposeContext(ctx context.Context, name string) error {
+// after it is a no-op that drops its record), calling gone (if not nil) with
+// each page as it is destroyed. Unknown names are not an error.
+func (b *Browser) DisposeContext(ctx context.Context, name string, gone func(page string)) error {
 	c, err := b.current()
 	if err != nil {
 		return err
@@ -51,22 +52,38 @@ func (b *Browser) DisposeContext(ctx context.Context, name string) error {
 	if !ok {
 		return nil
 	}
-	var dones []chan struct{}
+	dones := map[string]chan struct{}{}
 	b.mu.Lock()
 	for tid, t := range b.targets {
 		if t.info.BrowserContextID == id {
 			done := make(chan struct{})
 			b.destroyed[tid] = append(b.destroyed[tid], done)
-			dones = append(dones, done)
+			dones[tid] = done
 		}
 	}
 	b.mu.Unlock()
 	if _, err := call(ctx, c, "", wire.DisposeBrowserContext{BrowserContextID: id}); err != nil && !wire.IsGone(err) {
 		return err
 	}
-	for _, done := range dones {
+	// Each page as it goes, in the order they go: one waiter per page.
+	went := make(chan string, len(dones))
+	quit := make(chan struct{})
+	defer close(quit)
+	for tid, done := range dones {
+		go func() {
+			select {
+			case <-done:
+				went <- tid
+			case <-quit:
+			}
+		}()
+	}
+	for range dones {
 		select {
-		case <-done:
+		case tid := <-went:
+			if gone != nil {
+				gone(tid)
+			}
 		case <-c.Done():
 			return fmt.Errorf("dispose context %q: %w", name, browser.ErrNotConnected)
 		case <-ctx.Done():

@@ -10,14 +10,15 @@ import (
 
 // TestDisposeContextClosesItsPagesOnly: disposing a pool context closes every
 // page in it (a tab and a page in a window of its own) and returns once the
-// driver has seen them go; another context's page stays. The pages' records
+// driver has seen them go, naming each to gone as it goes; another context's
+// page stays. The pages' records
 // stay until each is closed, which is then a no-op that drops the record, also
 // by a driver restarted in between (the agent's cleanup after a crash).
 func TestDisposeContextClosesItsPagesOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.json")
 	b, _ := newDriver(t, Options{Pool: true, LedgerPath: path})
 	ctx := tctx(t)
-	t.Cleanup(func() { _ = b.DisposeContext(context.Background(), "E") })
+	t.Cleanup(func() { _ = b.DisposeContext(context.Background(), "E", nil) })
 	open := func(key, c string, newWindow bool) browser.Page {
 		p, err := b.Open(ctx, browser.OpenRequest{Key: key, URL: site.Path("/landing?" + key), Context: c, NewWindow: newWindow})
 		if err != nil {
@@ -26,8 +27,18 @@ func TestDisposeContextClosesItsPagesOnly(t *testing.T) {
 		return p
 	}
 	d1, d2, e1 := open("d1", "D", true), open("d2", "D", false), open("e1", "E", true)
-	if err := b.DisposeContext(ctx, "D"); err != nil {
+	// gone names each page of the context once, when the driver no longer has it.
+	went := map[string]int{}
+	if err := b.DisposeContext(ctx, "D", func(page string) {
+		went[page]++
+		if b.has(page) {
+			t.Errorf("gone(%s) called while the driver still has the page", page)
+		}
+	}); err != nil {
 		t.Fatal(err)
+	}
+	if len(went) != 2 || went[d1.ID] != 1 || went[d2.ID] != 1 {
+		t.Errorf("gone called for %v, want %s and %s once each", went, d1.ID, d2.ID)
 	}
 	s, err := b.Snapshot(ctx)
 	if err != nil {
@@ -57,7 +68,7 @@ func TestDisposeContextClosesItsPagesOnly(t *testing.T) {
 			t.Errorf("close %s after the disposal and a restart: %v", p.key, err)
 		}
 	}
-	if err := b2.DisposeContext(ctx, "D"); err != nil {
+	if err := b2.DisposeContext(ctx, "D", nil); err != nil {
 		t.Errorf("disposing D again: %v", err)
 	}
 	s, err = b2.Snapshot(ctx)
@@ -70,5 +81,5 @@ func TestDisposeContextClosesItsPagesOnly(t *testing.T) {
 	if _, ok := s.Page(e1.ID); !ok {
 		t.Error("E's page is gone")
 	}
-	t.Cleanup(func() { _ = b2.DisposeContext(context.Background(), "E") })
+	t.Cleanup(func() { _ = b2.DisposeContext(context.Background(), "E", nil) })
 }

@@ -13,8 +13,8 @@ func TestPoolContextsIsolateCookies(t *testing.T) {
 	b, _ := newDriver(t, Options{Pool: true})
 	ctx := tctx(t)
 	t.Cleanup(func() {
-		_ = b.DisposeContext(context.Background(), "A")
-		_ = b.DisposeContext(context.Background(), "B")
+		_ = b.DisposeContext(context.Background(), "A", nil)
+		_ = b.DisposeContext(context.Background(), "B", nil)
 	})
 	open := func(key, c, path string) browser.Page {
 		p, err := b.Open(ctx, browser.OpenRequest{Key: key, URL: site.Path(path), Context: c})
