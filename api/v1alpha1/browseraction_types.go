@@ -535,7 +535,10 @@ type SpawnedWindow struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
-	// url the page was spawned with, when the browser said.
+	// url is the spawned page's first url, when the browser said. For a page
+	// adopted before its first navigation committed (a window.open popup), the
+	// agent waits up to a second for that url; a page still blank by then is
+	// listed as about:blank, or with no url.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	URL string `json:"url,omitempty"`

@@ -300,7 +300,7 @@ func (run *actionRun) collectSpawns(ctx context.Context, pending spawnSettle) {
 	if pending.needed() {
 		run.agent.settle(ctx, run.spawned, pending)
 	}
-	run.act.Status.Spawned = run.agent.spawnWatch.snapshot(run.spawned)
+	run.act.Status.Spawned = run.agent.withSpawnURLs(ctx, run.act.Namespace, run.agent.spawnWatch.snapshot(run.spawned))
 }
 
 // finish ends the action with phase; rf says why it did not succeed.

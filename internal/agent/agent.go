@@ -415,7 +415,7 @@ func (a *Agent) adopt(ctx context.Context, p browser.Page, o owner, parent, reas
 		// says so in its conditions; the page is never touched meanwhile.
 		log.Error(err, "Recording the adopted page in the driver failed", "page", p.ID, "window", w.Name)
 	}
-	a.spawnWatch.note(o.Namespace, o.Session, twv1.SpawnedWindow{Name: w.Name, URL: truncate(p.URL, 4096)})
+	a.spawnWatch.note(o.Namespace, o.Session, p.ID, twv1.SpawnedWindow{Name: w.Name, URL: truncate(p.URL, 4096)})
 	// No Event per spawn: the Spawned BrowserWindow is the durable record of the
 	// adoption (spec.spawn: opener, window, reason, url), and the session's
 	// SpawnsAcknowledged=False (with the controller's Warning Event when a hold

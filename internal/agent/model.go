@@ -45,6 +45,9 @@ type model struct {
 	// recordsKnown: a snapshot brought the driver's records at least once, so a
 	// missing record means the driver has none (it is kept across disconnects).
 	recordsKnown bool
+	// pageChanged is closed (and dropped) when a page is put or removed:
+	// pageChanges hands it out to those who wait for a page to change.
+	pageChanged chan struct{}
 }
 
 // recordOp is one record change mirrored from the driver.
@@ -134,6 +137,7 @@ func (m *model) put(p browser.Page) {
 	}
 	m.pages[p.ID] = p
 	m.linkLocked(p)
+	m.pageChangedLocked()
 }
 
 func (m *model) remove(id string) {
@@ -143,6 +147,24 @@ func (m *model) remove(id string) {
 		m.unlinkLocked(old)
 	}
 	delete(m.pages, id)
+	m.pageChangedLocked()
+}
+
+func (m *model) pageChangedLocked() {
+	if m.pageChanged != nil {
+		close(m.pageChanged)
+		m.pageChanged = nil
+	}
+}
+
+// pageChanges returns a channel closed at the next put or remove of a page.
+func (m *model) pageChanges() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pageChanged == nil {
+		m.pageChanged = make(chan struct{})
+	}
+	return m.pageChanged
 }
 
 // linkLocked and unlinkLocked keep the opener and attribution indexes in step

@@ -15,6 +15,9 @@ import (
 type spawnWatch struct {
 	mu sync.Mutex
 	m  map[string]*[]twv1.SpawnedWindow
+	// pages names the page of each window noted (namespace/window → page id),
+	// while the action that noted it runs.
+	pages map[string]string
 	// changed is closed (and dropped) when a window is noted: settle waits on it.
 	changed chan struct{}
 }
@@ -33,14 +36,22 @@ func (sw *spawnWatch) stop(ns, session string, l *[]twv1.SpawnedWindow) {
 	if sw.m[ns+"/"+session] == l {
 		delete(sw.m, ns+"/"+session)
 	}
+	for _, w := range *l {
+		delete(sw.pages, ns+"/"+w.Name)
+	}
 }
 
-// note records a window adopted into a session, if an action of it runs.
-func (sw *spawnWatch) note(ns, session string, w twv1.SpawnedWindow) {
+// note records a window adopted into a session, with its page, if an action
+// of it runs.
+func (sw *spawnWatch) note(ns, session, page string, w twv1.SpawnedWindow) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if l := sw.m[ns+"/"+session]; l != nil && !slices.ContainsFunc(*l, func(x twv1.SpawnedWindow) bool { return x.Name == w.Name }) && len(*l) < 64 {
 		*l = append(*l, w)
+		if sw.pages == nil {
+			sw.pages = map[string]string{}
+		}
+		sw.pages[ns+"/"+w.Name] = page
 		if sw.changed != nil {
 			close(sw.changed)
 			sw.changed = nil
@@ -53,6 +64,60 @@ func (sw *spawnWatch) snapshot(l *[]twv1.SpawnedWindow) []twv1.SpawnedWindow {
 	defer sw.mu.Unlock()
 	return slices.Clone(*l)
 }
+
+func (sw *spawnWatch) page(ns, window string) string {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.pages[ns+"/"+window]
+}
+
+// spawnURLWait bounds how long an action's result waits, in all, for the
+// first url of the pages it lists as spawned (withSpawnURLs).
+const spawnURLWait = time.Second
+
+// withSpawnURLs fills in the url of each listed spawn whose page had none when
+// it was adopted: a popup opened with window.open(url) is created, and
+// adopted, before its first navigation commits, and the browser reports its
+// url then. It waits for the driver to report each such page's url (not
+// about:blank, the empty document every new page begins with), or the page
+// to go, at most spawnURLWait in all; a page still blank then is listed as
+// about:blank if the browser said so, else without a url.
+func (a *Agent) withSpawnURLs(ctx context.Context, ns string, l []twv1.SpawnedWindow) []twv1.SpawnedWindow {
+	wait, cancel := context.WithTimeout(ctx, spawnURLWait)
+	defer cancel()
+	for i := range l {
+		if l[i].URL != "" && l[i].URL != blankURL {
+			continue
+		}
+		id := a.spawnWatch.page(ns, l[i].Name)
+		if id == "" {
+			continue
+		}
+		for {
+			changed := a.model.pageChanges()
+			p, ok := a.model.page(id)
+			if !ok {
+				break // gone
+			}
+			if p.URL != "" {
+				l[i].URL = truncate(p.URL, 4096)
+			}
+			if p.URL != "" && p.URL != blankURL {
+				break
+			}
+			select {
+			case <-changed:
+				continue
+			case <-wait.Done():
+			}
+			break
+		}
+	}
+	return l
+}
+
+// blankURL is the url of the empty document a new page begins with.
+const blankURL = "about:blank"
 
 // count is how many windows l holds now, and a channel closed at the next note.
 func (sw *spawnWatch) count(l *[]twv1.SpawnedWindow) (int, <-chan struct{}) {

@@ -72,7 +72,7 @@ func TestSettleWaitsForTheAnnouncedSpawns(t *testing.T) {
 		t.Fatal("settle returned before the announced spawn was adopted")
 	default:
 	}
-	a.spawnWatch.note("ns", "s", twv1.SpawnedWindow{Name: "s-spawn-1"})
+	a.spawnWatch.note("ns", "s", "page-1", twv1.SpawnedWindow{Name: "s-spawn-1"})
 	select {
 	case <-settled:
 	case <-time.After(30 * time.Second):
@@ -80,4 +80,49 @@ func TestSettleWaitsForTheAnnouncedSpawns(t *testing.T) {
 	}
 	// Already adopted: returns at once (the barrier is not even asked).
 	a.settle(context.Background(), l, spawnSettle{announced: 1})
+}
+
+// TestSpawnURLsWaitForTheFirstNavigation: a spawn adopted before its page had
+// a url (a window.open popup: created, then navigated) is listed with the url
+// the driver reports next; one that stays on about:blank is listed as such
+// once spawnURLWait is over; a page gone meanwhile, and a window whose page is
+// not known, are listed without one; a url known at adoption stays.
+func TestSpawnURLsWaitForTheFirstNavigation(t *testing.T) {
+	a := &Agent{model: newModel(), spawnWatch: spawnWatch{m: map[string]*[]twv1.SpawnedWindow{}}}
+	l := a.spawnWatch.start("ns", "s")
+	for _, p := range []browser.Page{{ID: "navigates"}, {ID: "blank", URL: "about:blank"}, {ID: "goes"}, {ID: "known", URL: "https://b.example/"}} {
+		a.model.put(p)
+		a.spawnWatch.note("ns", "s", p.ID, twv1.SpawnedWindow{Name: "w-" + p.ID, URL: p.URL})
+	}
+	a.spawnWatch.note("ns", "s", "", twv1.SpawnedWindow{Name: "w-unknown"})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		a.model.put(browser.Page{ID: "navigates", URL: "about:blank"})
+		a.model.put(browser.Page{ID: "navigates", URL: "https://a.example/compose"})
+		a.model.remove("goes")
+	}()
+	start := time.Now()
+	got := a.withSpawnURLs(context.Background(), "ns", a.spawnWatch.snapshot(l))
+	want := []twv1.SpawnedWindow{
+		{Name: "w-navigates", URL: "https://a.example/compose"},
+		{Name: "w-blank", URL: "about:blank"},
+		{Name: "w-goes"},
+		{Name: "w-known", URL: "https://b.example/"},
+		{Name: "w-unknown"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("spawn %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if d := time.Since(start); d > spawnURLWait+5*time.Second {
+		t.Errorf("waited %v, more than spawnURLWait (%v) in all", d, spawnURLWait)
+	}
+	a.spawnWatch.stop("ns", "s", l)
+	if p := a.spawnWatch.page("ns", "w-navigates"); p != "" {
+		t.Errorf("the page of a spawn outlived its action: %q", p)
+	}
 }

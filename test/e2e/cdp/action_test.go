@@ -48,6 +48,7 @@ func TestScriptedAgentIncidentOnChromium(t *testing.T) {
 
 	first := sa.Do("contacts", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Ref: refs[0]}})
 	g.Expect(first.Status.Spawned).To(HaveLen(1), "the compose popup the click spawned is listed on the action")
+	g.Expect(first.Status.Spawned[0].URL).To(HavePrefix(site.Path("/compose")), "the listed spawn says where it went (window.open's page is created before it navigates)")
 	compose := &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first.Status.Spawned[0].Name}}
 	g.Eventually(func(g Gomega) {
 		g.Expect(u.Get(ctx, client.ObjectKeyFromObject(compose), compose)).To(Succeed())

@@ -77,8 +77,10 @@ func TestClickSettlesOnlyWhenItSpawnsOnChromium(t *testing.T) {
 		g.Expect(after["blind"]-before["blind"]).To(BeZero(), "%s", tc.kind)
 		sw := get(t, &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: act.Status.Spawned[0].Name}})
 		g.Expect(sw.Spec.Spawn.SpawnedBy).To(Equal(name), "%s", tc.kind)
-		// The listing's url is the page's at adoption (empty for a page not
-		// committed yet); the window's status follows the page.
+		// The listing's url is the page's first (a page adopted before its
+		// first navigation committed is waited for); the window's status
+		// follows the page.
+		g.Expect(act.Status.Spawned[0].URL).To(HavePrefix(site.Path("/landing?k="+tc.kind)), "%s: the listed spawn says where it went", tc.kind)
 		g.Eventually(func() string { return get(t, sw).Status.URL }).Should(HavePrefix(site.Path("/landing?k="+tc.kind)), "%s", tc.kind)
 		ack(t, sw, twv1.DispositionClose)
 	}
