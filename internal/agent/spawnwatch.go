@@ -96,21 +96,16 @@ func (a *Agent) withSpawnURLs(ctx context.Context, ns string, l []twv1.SpawnedWi
 		for {
 			changed := a.model.pageChanges()
 			p, ok := a.model.page(id)
-			if !ok {
-				break // gone
-			}
-			if p.URL != "" {
+			if ok && p.URL != "" {
 				l[i].URL = truncate(p.URL, 4096)
 			}
-			if p.URL != "" && p.URL != blankURL {
-				break
+			if !ok || (p.URL != "" && p.URL != blankURL) || wait.Err() != nil {
+				break // gone, navigated, or no time left
 			}
 			select {
 			case <-changed:
-				continue
 			case <-wait.Done():
 			}
-			break
 		}
 	}
 	return l

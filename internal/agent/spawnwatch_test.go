@@ -85,12 +85,12 @@ func TestSettleWaitsForTheAnnouncedSpawns(t *testing.T) {
 // TestSpawnURLsWaitForTheFirstNavigation: a spawn adopted before its page had
 // a url (a window.open popup: created, then navigated) is listed with the url
 // the driver reports next; one that stays on about:blank is listed as such
-// once spawnURLWait is over; a page gone meanwhile, and a window whose page is
+// once spawnURLWait is over (one wait for all of them); a page gone meanwhile, and a window whose page is
 // not known, are listed without one; a url known at adoption stays.
 func TestSpawnURLsWaitForTheFirstNavigation(t *testing.T) {
 	a := &Agent{model: newModel(), spawnWatch: spawnWatch{m: map[string]*[]twv1.SpawnedWindow{}}}
 	l := a.spawnWatch.start("ns", "s")
-	for _, p := range []browser.Page{{ID: "navigates"}, {ID: "blank", URL: "about:blank"}, {ID: "goes"}, {ID: "known", URL: "https://b.example/"}} {
+	for _, p := range []browser.Page{{ID: "navigates"}, {ID: "blank", URL: "about:blank"}, {ID: "blank-too", URL: "about:blank"}, {ID: "goes"}, {ID: "known", URL: "https://b.example/"}} {
 		a.model.put(p)
 		a.spawnWatch.note("ns", "s", p.ID, twv1.SpawnedWindow{Name: "w-" + p.ID, URL: p.URL})
 	}
@@ -106,6 +106,7 @@ func TestSpawnURLsWaitForTheFirstNavigation(t *testing.T) {
 	want := []twv1.SpawnedWindow{
 		{Name: "w-navigates", URL: "https://a.example/compose"},
 		{Name: "w-blank", URL: "about:blank"},
+		{Name: "w-blank-too", URL: "about:blank"},
 		{Name: "w-goes"},
 		{Name: "w-known", URL: "https://b.example/"},
 		{Name: "w-unknown"},
@@ -118,8 +119,10 @@ func TestSpawnURLsWaitForTheFirstNavigation(t *testing.T) {
 			t.Errorf("spawn %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if d := time.Since(start); d > spawnURLWait+5*time.Second {
-		t.Errorf("waited %v, more than spawnURLWait (%v) in all", d, spawnURLWait)
+	// A page can keep its spawns blank on purpose: two of them (or 64) cost
+	// the result one spawnURLWait, not one each.
+	if d := time.Since(start); d >= 2*spawnURLWait {
+		t.Errorf("waited %v for two blank spawns: spawnURLWait (%v) is the bound in all", d, spawnURLWait)
 	}
 	a.spawnWatch.stop("ns", "s", l)
 	if p := a.spawnWatch.page("ns", "w-navigates"); p != "" {

@@ -143,6 +143,19 @@ func (a *Agent) forgetWindow(w *twv1.BrowserWindow) {
 	}
 }
 
+// closeAndLetGo closes the recorded page of an ended session's window (one
+// already gone, e.g. with its disposed context, only loses its record) and then
+// lets the window go (letGoClosed). A close that fails is left to the window's
+// own cleanup, which retries. It reports whether the page was closed.
+func (r *WindowReconciler) closeAndLetGo(ctx context.Context, rec browser.Record, w *twv1.BrowserWindow, ownsWindow bool) bool {
+	if err := r.agent.closeRecorded(ctx, rec, ownsWindow); err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Closing a page of an ended session failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
+		return false
+	}
+	r.letGoClosed(ctx, w)
+	return true
+}
+
 // letGoClosed lets a deleted window go the moment the session's batch
 // (closeSessionPages) has closed its page, from the batch itself: the removal
 // of its page finalizer is the write its reconcile would make next, and
@@ -331,13 +344,7 @@ func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSessio
 		// it goes, as the batch close below does for each page it closes.
 		var went sync.WaitGroup
 		_, err := r.agent.disposeSessionContext(ctx, s, func(rec browser.Record, w *twv1.BrowserWindow) {
-			went.Go(func() {
-				if err := r.agent.closeRecorded(ctx, rec, false); err != nil {
-					ctrl.LoggerFrom(ctx).V(1).Info("Dropping the record of a page gone with its context failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
-					return
-				}
-				r.letGoClosed(ctx, w)
-			})
+			went.Go(func() { r.closeAndLetGo(ctx, rec, w, false) })
 		})
 		went.Wait()
 		if err != nil {
@@ -411,12 +418,9 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := a.closeRecorded(ctx, rec, owns); err != nil {
-				log.V(1).Info("Closing a page of an ended session failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
-				return
+			if r.closeAndLetGo(ctx, rec, w, owns) {
+				closed.Add(1)
 			}
-			closed.Add(1)
-			r.letGoClosed(ctx, w)
 		}()
 	}
 	wg.Wait()

@@ -60,11 +60,16 @@ func (l *lab) both() counts {
 // quiet waits until neither role has made an API request for d (at most max),
 // so that a cost window holds one operation's requests and nothing else.
 func (l *lab) quiet(d, max time.Duration) {
+	waitStill(func() int64 { return l.both().total() }, d, max)
+}
+
+// waitStill waits until count has not changed for d, at most max.
+func waitStill(count func() int64, d, max time.Duration) {
 	deadline := time.Now().Add(max)
-	last, since := l.both().total(), time.Now()
+	last, since := count(), time.Now()
 	for time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
-		if n := l.both().total(); n != last {
+		if n := count(); n != last {
 			last, since = n, time.Now()
 			continue
 		}

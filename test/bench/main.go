@@ -104,8 +104,8 @@ func main() {
 	cfg.ctlWorkers = *workers
 	cfg.roleMemMiB = *memLimit
 	if cfg.short {
-		// Under two minutes on 2 cores: each spawn and open case costs a cost
-		// repetition (three waits for quiet) and about a second per repetition.
+		// Under two minutes on 2 cores: only the spawn cases count API writes
+		// (a counted repetition waits for quiet three times, 2–3 s each).
 		cfg.spawnReps, cfg.openReps, cfg.costReps, cfg.costRepsRest, cfg.warmReps = 4, 4, 1, 0, 1
 		// N=50 opens 50 windows four times (tabwarden, two raw baselines,
 		// Playwright): over a minute on 2 cores, so only the full run has it;

@@ -365,21 +365,10 @@ const settleFor = 600 * time.Millisecond
 // settle waits (at most 10 s) until neither child role has sent a request for
 // settleFor, as read from their stats files.
 func settle(kids ...*child) {
-	total := func() int64 {
-		var n int64
+	waitStill(func() (n int64) {
 		for _, k := range kids {
 			n += k.read().Counts.total()
 		}
 		return n
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	last, since := total(), time.Now()
-	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		if n := total(); n != last {
-			last, since = n, time.Now()
-		} else if time.Since(since) >= settleFor {
-			return
-		}
-	}
+	}, settleFor, 10*time.Second)
 }
