@@ -121,22 +121,53 @@ func (b *Browser) closeTarget(ctx context.Context, c *wire.Conn, id string) erro
 	// commits a navigation (an Open's first load, under request interception):
 	// the target stays. Ask again until it is gone; a second close of a
 	// closing page is harmless.
+	//
+	// targetDestroyed ends the close, whether or not the command's reply came:
+	// with many windows closing at once, Chromium 156 tears them down one by
+	// one and answers each closeTarget late, at times seconds after that
+	// page's targetDestroyed (a 50-page cleanup traced 37 closes waiting for
+	// replies of pages already gone). A reply still awaited then is dropped.
+	replyCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	retry := time.NewTicker(closeRetry)
 	defer retry.Stop()
 	for {
-		_, err := call(ctx, c, "", wire.CloseTarget{TargetID: id})
-		if err != nil && !wire.IsGone(err) {
+		wait := send(c, "", wire.CloseTarget{TargetID: id})
+		replied := make(chan error, 1)
+		go func() {
+			_, err := wait(replyCtx)
+			replied <- err
+		}()
+		if err := awaitDestroyed(ctx, id, done, c.Done(), replied, retry.C); !errors.Is(err, errCloseAgain) {
 			return err
 		}
+		b.log.V(1).Info("Page still there after Target.closeTarget; closing it again", "target", id)
+	}
+}
+
+// errCloseAgain asks closeTarget to send its command again.
+var errCloseAgain = errors.New("close again")
+
+// awaitDestroyed waits for page id's targetDestroyed (done): nil then, with
+// or without the reply of its close (replied). A reply that reports an error
+// other than the page being gone ends the wait with it; the connection's end
+// (connGone) with ErrNotConnected; the retry tick with errCloseAgain.
+func awaitDestroyed(ctx context.Context, id string, done, connGone <-chan struct{}, replied <-chan error, retry <-chan time.Time) error {
+	for {
 		select {
 		case <-done:
 			return nil
-		case <-c.Done():
+		case err := <-replied:
+			if err != nil && !wire.IsGone(err) {
+				return err
+			}
+			replied = nil // answered: the page goes at targetDestroyed
+		case <-connGone:
 			return fmt.Errorf("close %s: %w", id, browser.ErrNotConnected)
 		case <-ctx.Done():
 			return fmt.Errorf("close %s: waiting for the page to go: %w", id, ctx.Err())
-		case <-retry.C:
-			b.log.V(1).Info("Page still there after Target.closeTarget; closing it again", "target", id)
+		case <-retry:
+			return errCloseAgain
 		}
 	}
 }

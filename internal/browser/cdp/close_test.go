@@ -2,6 +2,7 @@ package cdp
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -98,5 +99,47 @@ func TestCloseNeverHangsOnAPage(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestAwaitDestroyed: a close ends at the page's targetDestroyed whether or
+// not Chromium has answered the closeTarget (it answers late when many windows
+// close at once); an error reply ends it unless it says the page is gone, and
+// so do the connection's end, the caller's context and the retry tick.
+func TestAwaitDestroyed(t *testing.T) {
+	closed := func() chan struct{} { c := make(chan struct{}); close(c); return c }
+	reply := func(err error) chan error { r := make(chan error, 1); r <- err; return r }
+	tick := func() <-chan time.Time { c := make(chan time.Time, 1); c <- time.Now(); return c }
+	refused := &wire.Error{Code: -32000, Message: "refused"}
+	gone := &wire.Error{Code: -32602, Message: "No target with given id found"}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		done     <-chan struct{}
+		connGone <-chan struct{}
+		replied  <-chan error
+		retry    <-chan time.Time
+		want     func(error) bool
+	}{
+		{name: "destroyed, no reply yet", done: closed(), replied: make(chan error), want: func(err error) bool { return err == nil }},
+		{name: "answered, then destroyed", done: closed(), replied: reply(nil), want: func(err error) bool { return err == nil }},
+		{name: "answered that the page is gone, then destroyed", done: closed(), replied: reply(gone), want: func(err error) bool { return err == nil }},
+		{name: "an error reply", replied: reply(refused), want: func(err error) bool { return errors.Is(err, refused) }},
+		{name: "the connection ends", connGone: closed(), replied: make(chan error), want: func(err error) bool { return errors.Is(err, browser.ErrNotConnected) }},
+		{name: "the caller gives up", ctx: cancelled, replied: make(chan error), want: func(err error) bool { return errors.Is(err, context.Canceled) }},
+		{name: "still there at the retry tick", replied: reply(nil), retry: tick(), want: func(err error) bool { return errors.Is(err, errCloseAgain) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			err := awaitDestroyed(ctx, "P1", tc.done, tc.connGone, tc.replied, tc.retry)
+			if !tc.want(err) {
+				t.Fatalf("awaitDestroyed = %v", err)
+			}
+		})
 	}
 }
