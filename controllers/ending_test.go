@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,4 +295,69 @@ func TestSpawnOfAKeepPageWhileDisconnectedIsAdopted(t *testing.T) {
 	g.Expect(fb.HasPage(page)).To(BeTrue(), "the Keep page stays open: the user's now")
 	g.Expect(fb.CloseCount(page)).To(BeZero())
 	g.Expect(fb.WindowTabs(userWin)).To(Equal(userTabs), "the user's tab stays")
+}
+
+// heldCloseBrowser is the fake browser whose close of one page waits until
+// released: it holds an ended session's batch close on that page.
+type heldCloseBrowser struct {
+	*fake.Browser
+	page    atomic.Value // string
+	release chan struct{}
+}
+
+func (h *heldCloseBrowser) Close(ctx context.Context, req browser.CloseRequest) error {
+	if held, _ := h.page.Load().(string); req.ID == held {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.Browser.Close(ctx, req)
+}
+
+// TestWindowGoesWithItsPageWhileTheBatchCloses: of an ended session's
+// windows, one whose page the batch closed before its deletion reached the
+// agent goes as soon as that deletion does, not once the session's other
+// pages are closed too. The controller is stopped after the pages open, so
+// the test deletes the window itself, late, as a busy controller would, while
+// the batch is held on the other page's close.
+func TestWindowGoesWithItsPageWhileTheBatchCloses(t *testing.T) {
+	g, ctx, ns := begin(t, 30*time.Second)
+	fb := fake.New()
+	b := &heldCloseBrowser{Browser: fb, release: make(chan struct{})}
+	released := sync.OnceFunc(func() { close(b.release) })
+	t.Cleanup(released)
+	ctl := startController(t)
+	startAgent(t, "batch-early", b)
+
+	s := session(ns, "batch", "batch-early")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	early := openWindow(ns, "early", "batch", "https://work.example/early")
+	slow := openWindow(ns, "slow", "batch", "https://work.example/slow")
+	g.Expect(k8s.Create(ctx, early)).To(Succeed())
+	g.Expect(k8s.Create(ctx, slow)).To(Succeed())
+	earlyPage := openedTabs(t, g, early)[0]
+	slowPage := openedTabs(t, g, slow)[0]
+	b.page.Store(slowPage)
+	ctl.Stop()
+
+	g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"state":"Finished"}}`)))).To(Succeed())
+	g.Eventually(func() bool { return fb.HasPage(earlyPage) }).Should(BeFalse(), "the batch closed the early page")
+	g.Expect(fb.HasPage(slowPage)).To(BeTrue(), "the batch is held on the slow page")
+	g.Expect(get(t, early).Finalizers).To(ContainElement(twv1.PageFinalizer), "a window not deleted keeps its page finalizer")
+
+	g.Expect(k8s.Delete(ctx, early)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(early), &twv1.BrowserWindow{}))
+	}).WithTimeout(5*time.Second).Should(BeTrue(), "the window whose page is closed goes with its deletion")
+	g.Expect(fb.HasPage(slowPage)).To(BeTrue(), "while the batch is still held on the slow page")
+
+	released()
+	g.Expect(k8s.Delete(ctx, slow)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(fb.HasPage(slowPage)).To(BeFalse())
+		g.Expect(windowsOf(ns, "batch")).To(BeEmpty())
+		g.Expect(fb.Records()).To(BeEmpty(), "no record is left")
+	}).Should(Succeed())
 }

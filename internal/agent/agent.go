@@ -98,6 +98,8 @@ type Agent struct {
 	// removed until its cache sees them go: a reconcile of one in between (a
 	// session or browser event) has nothing left to do.
 	letGo patch.LetGo
+	// deletions tells letGoClosed when the cache shows a window's deletion.
+	deletions deletions
 	// profileRead is set once the profile was read: until then whether pages
 	// must be isolated per session (pool) is not known, and nothing opens.
 	profileRead atomic.Bool

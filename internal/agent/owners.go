@@ -26,6 +26,14 @@ func (a *Agent) trackOwners(ctx context.Context, informers cache.Informers) erro
 		AddFunc: func(o any) {
 			if w, ok := o.(*twv1.BrowserWindow); ok {
 				a.model.rememberOwner(string(w.UID), owner{Namespace: w.Namespace, Session: w.Spec.SessionRef.Name, Window: w.Name})
+				if !w.DeletionTimestamp.IsZero() {
+					a.deletions.seen(w.UID)
+				}
+			}
+		},
+		UpdateFunc: func(_, o any) {
+			if w, ok := o.(*twv1.BrowserWindow); ok && !w.DeletionTimestamp.IsZero() {
+				a.deletions.seen(w.UID)
 			}
 		},
 		DeleteFunc: func(o any) {
@@ -34,6 +42,7 @@ func (a *Agent) trackOwners(ctx context.Context, informers cache.Informers) erro
 			}
 			if w, ok := o.(*twv1.BrowserWindow); ok {
 				a.model.forgetOwnerUnrecorded(string(w.UID))
+				a.deletions.seen(w.UID)
 			}
 		},
 	})

@@ -166,19 +166,33 @@ func (r *WindowReconciler) closeAndLetGo(ctx context.Context, rec browser.Record
 // finalizer write and the controller's after its last page (docs/design.md,
 // "The session goes with its last page").
 //
-// A window whose deletion this agent's cache does not show yet is left to its
-// own reconcile, which its deletion brings: its record is gone, so that
-// reconcile only lets it go. So is any failure here (a conflict, the API
-// server away): the window's deletion has queued its reconcile, which retries.
-// One that reconcile let go first (LetGo) is not patched again.
+// The finalizer comes off a deleted window only. The controller deletes every
+// window of an ended session, a few at a time, while the pages close all at
+// once: a page often goes before its window's deletion reaches this agent's
+// cache. Then this waits for it (deletionWait at most, told by the informer's
+// event: a.deletions), rather than leave the window to its own reconcile,
+// which its deletion brings but which first waits for the whole batch (the
+// session's other pages), and lets go of it after the last page.
+// A deletion that does not come within deletionWait, and any failure here (a
+// conflict, the API server away), is left to that reconcile, which retries:
+// the record is gone, so it only lets go. One that reconcile let go first
+// (LetGo) is not patched again.
 func (r *WindowReconciler) letGoClosed(ctx context.Context, listed *twv1.BrowserWindow) {
 	a := r.agent
+	seen, stop := a.deletions.expect(listed.UID)
+	defer stop()
 	w := &twv1.BrowserWindow{}
-	if err := a.client.Get(ctx, client.ObjectKeyFromObject(listed), w); err != nil {
+	current := func() bool {
+		err := a.client.Get(ctx, client.ObjectKeyFromObject(listed), w)
+		return err == nil && w.UID == listed.UID && !a.letGo.Gone(w)
+	}
+	if !current() {
 		return
 	}
-	if w.UID != listed.UID || w.DeletionTimestamp.IsZero() || a.letGo.Gone(w) {
-		return
+	if w.DeletionTimestamp.IsZero() {
+		if !waitSeen(ctx, seen, deletionWait) || !current() || w.DeletionTimestamp.IsZero() {
+			return
+		}
 	}
 	if _, recorded := a.model.pageOfKey(string(w.UID)); recorded {
 		// A record under the window still (another page the driver holds for
@@ -429,6 +443,12 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 	}
 	return nil
 }
+
+// deletionWait bounds how long letGoClosed waits for a closed page's window
+// to show its deletion: the controller deletes an ended session's windows a
+// few at a time, and at 50 pages on a loaded machine the last deletions land
+// a second or more after the session ended.
+const deletionWait = 10 * time.Second
 
 // maxBatchCloses bounds the closes closeSessionPages has in flight.
 const maxBatchCloses = 64
