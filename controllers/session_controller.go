@@ -52,6 +52,9 @@ type SessionReconciler struct {
 	// letGo remembers the sessions whose finalizer this controller removed
 	// until the cache sees them go.
 	letGo patch.LetGo
+	// deletingWrites is when this controller last wrote the status of each
+	// deleted session whose windows are going (deletingStatusWait).
+	deletingWrites sync.Map
 }
 
 // reservation is a placement decided by this controller, counted until the
@@ -125,7 +128,7 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	helper := patch.NewHelper(session, r.Client)
 	held := controllerutil.ContainsFinalizer(session, twv1.SessionFinalizer)
 	var windows []twv1.BrowserWindow
-	defer func() { retErr = r.writeStatus(ctx, helper, session, windows, held, retErr) }()
+	defer func() { result, retErr = r.writeStatus(ctx, helper, session, windows, held, result, retErr) }()
 
 	if windows, err = liveWindows(ctx, r.Client, session); err != nil {
 		return ctrl.Result{}, err
@@ -165,6 +168,7 @@ func (r *SessionReconciler) getSession(ctx context.Context, req ctrl.Request) (*
 	if err := r.Get(ctx, req.NamespacedName, session); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.letGo.Forget(req.NamespacedName)
+			r.deletingWrites.Delete(req.NamespacedName)
 		}
 		return nil, client.IgnoreNotFound(err)
 	}
@@ -192,19 +196,30 @@ func liveWindows(ctx context.Context, c client.Reader, s *twv1.BrowserSession) (
 
 // writeStatus summarizes the session's conditions and patches what the pass
 // changed (held: the session had its finalizer when the pass began), and
-// returns the pass's error err, with the patch's. Nothing is written for a
-// session whose finalizer this pass removed: it is gone, and a status write
-// after it would only meet a 404.
-func (r *SessionReconciler) writeStatus(ctx context.Context, helper *patch.Helper, s *twv1.BrowserSession, windows []twv1.BrowserWindow, held bool, err error) error {
+// returns the pass's result res and error err, with the patch's. Nothing is
+// written for a session whose finalizer this pass removed: it is gone, and a
+// status write after it would only meet a 404. A deleted session's write that
+// only updates its counts and messages may wait (deletingStatusWait): the pass
+// then comes back when it is due.
+func (r *SessionReconciler) writeStatus(ctx context.Context, helper *patch.Helper, s *twv1.BrowserSession, windows []twv1.BrowserWindow, held bool, res ctrl.Result, err error) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(s)
 	if held && !s.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(s, twv1.SessionFinalizer) {
-		return err
+		r.deletingWrites.Delete(key)
+		return res, err
 	}
 	summarizeSession(s, windows, err)
 	if err == nil {
 		s.Status.ObservedGeneration = s.Generation
 	}
-	if perr := helper.Patch(ctx, s); perr != nil && !(apierrors.IsNotFound(perr) && !s.DeletionTimestamp.IsZero()) {
-		return kerrors.NewAggregate([]error{err, perr})
+	if wait := r.deletingStatusWait(helper, s); wait > 0 {
+		return soonest(res, wait), err
 	}
-	return err
+	_, changed := helper.Changes(s)
+	if perr := helper.Patch(ctx, s); perr != nil && !(apierrors.IsNotFound(perr) && !s.DeletionTimestamp.IsZero()) {
+		return res, kerrors.NewAggregate([]error{err, perr})
+	}
+	if changed && !s.DeletionTimestamp.IsZero() {
+		r.deletingWrites.Store(key, time.Now())
+	}
+	return res, err
 }

@@ -4,13 +4,17 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/clients/hint"
 	"github.com/tabwarden/tabwarden/internal/k8s/conditions"
+	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 )
 
 type conditioned = conditions.Object
@@ -174,4 +178,52 @@ func summarizeSession(s *twv1.BrowserSession, _ []twv1.BrowserWindow, err error)
 		}
 	}
 	conditions.Kstatus(s, reconciling, stalled, msg)
+}
+
+// deletingStatusEvery is how often, at most, a deleted session's status is
+// rewritten while its windows go, when the write would only update its counts
+// and messages (the Clean message's list of the pages still open).
+const deletingStatusEvery = time.Second
+
+// deletingStatusWait reports how long this pass's status write of a deleted
+// session waits; 0: write now. While a session's windows go, each going
+// changes its counts and its Clean message, and each pass wrote them: at 10
+// and 50 pages those writes ran alongside the windows' own finalizer patches
+// on the API server, and the pass that removes the session's finalizer queued
+// behind the last of them (docs/design.md, "The session goes with its last
+// page"). A write that changes the phase or a condition's status or reason
+// goes at once; one that changes only counts and messages goes at most once
+// per deletingStatusEvery, and the caller's pass comes back when it is due,
+// so a stalled cleanup's status still catches up.
+func (r *SessionReconciler) deletingStatusWait(helper *patch.Helper, s *twv1.BrowserSession) time.Duration {
+	if s.DeletionTimestamp.IsZero() {
+		return 0
+	}
+	before, ok := helper.Before().(*twv1.BrowserSession)
+	if !ok || before.Status.Phase != s.Status.Phase || !sameConditionStates(before.Status.Conditions, s.Status.Conditions) {
+		return 0
+	}
+	if _, changed := helper.Changes(s); !changed {
+		return 0
+	}
+	last, ok := r.deletingWrites.Load(client.ObjectKeyFromObject(s))
+	if !ok {
+		return 0
+	}
+	return deletingStatusEvery - time.Since(last.(time.Time))
+}
+
+// sameConditionStates reports whether a and b hold the same condition types,
+// each with the same status and reason (messages aside).
+func sameConditionStates(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, c := range a {
+		d := apimeta.FindStatusCondition(b, c.Type)
+		if d == nil || d.Status != c.Status || d.Reason != c.Reason {
+			return false
+		}
+	}
+	return true
 }

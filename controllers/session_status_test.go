@@ -3,11 +3,14 @@ package controllers
 import (
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/k8s/patch"
 )
 
 func win(name string, src twv1.WindowSource, d twv1.Disposition, phase twv1.WindowPhase) twv1.BrowserWindow {
@@ -160,6 +163,69 @@ func TestMovable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(movable(tc.windows)).To(Equal(tc.want))
+		})
+	}
+}
+
+// TestDeletingStatusWait: a deleted session's status write waits only when it
+// would change nothing but counts and messages and the last one was less than
+// deletingStatusEvery ago; a session not deleted, a phase or a condition's
+// status or reason that changes, and a first write never wait.
+func TestDeletingStatusWait(t *testing.T) {
+	deleted := metav1.Now()
+	dirty := func(msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: twv1.CleanCondition, Status: metav1.ConditionFalse, Reason: twv1.ReasonDirtySession, Message: msg}}
+	}
+	for _, tc := range []struct {
+		name      string
+		deleting  bool
+		lastWrite time.Duration // ago; 0: none
+		change    func(s *twv1.BrowserSession)
+		waits     bool
+	}{
+		{"only the list of pages, written a moment ago", true, 100 * time.Millisecond, func(s *twv1.BrowserSession) {
+			s.Status.Conditions = dirty("still owns 1 open page(s): w1")
+			s.Status.Windows.Live = 1
+		}, true},
+		{"only the list of pages, written long ago", true, 2 * deletingStatusEvery, func(s *twv1.BrowserSession) {
+			s.Status.Conditions = dirty("still owns 1 open page(s): w1")
+		}, false},
+		{"only the list of pages, never written", true, 0, func(s *twv1.BrowserSession) {
+			s.Status.Conditions = dirty("still owns 1 open page(s): w1")
+		}, false},
+		{"a condition's status", true, 100 * time.Millisecond, func(s *twv1.BrowserSession) {
+			s.Status.Conditions = []metav1.Condition{{Type: twv1.CleanCondition, Status: metav1.ConditionTrue, Reason: twv1.ReasonClean}}
+		}, false},
+		{"the phase", true, 100 * time.Millisecond, func(s *twv1.BrowserSession) {
+			s.Status.Phase = twv1.SessionPhaseFinishing
+		}, false},
+		{"nothing", true, 100 * time.Millisecond, func(*twv1.BrowserSession) {}, false},
+		{"a session not deleted", false, 100 * time.Millisecond, func(s *twv1.BrowserSession) {
+			s.Status.Windows.Live = 1
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}}
+			s.Status.Phase = twv1.SessionPhaseActive
+			s.Status.Conditions = dirty("still owns 2 open page(s): w1, w2")
+			s.Status.Windows.Live = 2
+			if tc.deleting {
+				s.DeletionTimestamp = &deleted
+			}
+			r := &SessionReconciler{}
+			if tc.lastWrite > 0 {
+				r.deletingWrites.Store(client.ObjectKeyFromObject(s), time.Now().Add(-tc.lastWrite))
+			}
+			helper := patch.NewHelper(s, nil)
+			tc.change(s)
+			wait := r.deletingStatusWait(helper, s)
+			if tc.waits {
+				g.Expect(wait).To(BeNumerically(">", 0))
+				g.Expect(wait).To(BeNumerically("<=", deletingStatusEvery))
+			} else {
+				g.Expect(wait).To(BeNumerically("<=", 0))
+			}
 		})
 	}
 }

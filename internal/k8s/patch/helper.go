@@ -33,6 +33,10 @@ func (h *Helper) SkipStatus() { h.skipStatus = true }
 // Skipped reports whether SkipStatus was called.
 func (h *Helper) Skipped() bool { return h.skipStatus }
 
+// Before is the snapshot the next Patch compares against: read it, never
+// change it.
+func (h *Helper) Before() client.Object { return h.before }
+
 // NewHelper snapshots obj, a pointer to a struct that embeds metav1.ObjectMeta
 // and may have a Status field (every tabwarden kind).
 func NewHelper(obj client.Object, c client.Client) *Helper {
