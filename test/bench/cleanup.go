@@ -38,6 +38,7 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 			if err := l.k8s.Create(ctx, newSession(name, twv1.PlacementWindow)); err != nil {
 				return err
 			}
+			trace := l.traceCleanup()
 			ids, err := l.openPages(ctx, name, n, url)
 			if err != nil {
 				return err
@@ -64,6 +65,7 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 				return false
 			})
 			t0 := time.Now()
+			trace.begin(t0, ids)
 			if err := l.k8s.Delete(ctx, newSession(name, "")); err != nil {
 				return err
 			}
@@ -77,6 +79,9 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 			}
 			last = append(last, ms(de.At.Sub(t0)))
 			gone = append(gone, ms(ge.At.Sub(t0)))
+			if err := trace.write(l.cfg.trace, name, de.At, ge.At); err != nil {
+				return err
+			}
 			rec.cancel()
 			dmu.Lock()
 			if len(dels) > 0 {

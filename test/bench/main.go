@@ -39,6 +39,7 @@ import (
 type config struct {
 	short     bool
 	out       string
+	trace     string // -trace: the directory of the cleanup timelines
 	sections  map[string]bool
 	spawnReps int
 	openReps  int
@@ -93,10 +94,11 @@ func main() {
 		memLimit = flag.Int("role-memory-limit", 0, "run the scale case's controller and agent as under a container memory limit of this many MiB: GOMEMLIMIT at 90 % of it, the soft limit the roles set in a container (0: none, as the bench's processes have no limit; the limit itself is not enforced)")
 		clean    = flag.String("clean-reps", "", "cleanup repetitions per N, e.g. 1:200,10:30,50:10")
 		date     = flag.String("date", time.Now().Format("2006-01-02"), "date in the results file name")
+		trace    = flag.String("trace", "", "write each cleanup repetition's timeline (the roles' API requests, the targets destroyed) to cleanup-<session>.txt in this directory")
 		verbose  = flag.Bool("v", false, "log the in-process roles at info level (default: errors only) to bench.log in the run's directory")
 	)
 	flag.Parse()
-	cfg := config{short: *short, out: *out, sections: map[string]bool{}, scaleWin: 5, workers: 8, roleQPS: *qps, date: *date}
+	cfg := config{short: *short, out: *out, sections: map[string]bool{}, scaleWin: 5, workers: 8, roleQPS: *qps, date: *date, trace: *trace}
 	for _, s := range strings.Split(*sections, ",") {
 		cfg.sections[strings.TrimSpace(s)] = true
 	}
