@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -191,19 +193,21 @@ const deletingStatusEvery = time.Second
 // and 50 pages those writes ran alongside the windows' own finalizer patches
 // on the API server, and the pass that removes the session's finalizer queued
 // behind the last of them (docs/design.md, "The session goes with its last
-// page"). A write that changes the phase or a condition's status or reason
-// goes at once; one that changes only counts and messages goes at most once
-// per deletingStatusEvery, and the caller's pass comes back when it is due,
-// so a stalled cleanup's status still catches up.
+// page"). A write that changes only the window counts and condition messages
+// goes at most once per deletingStatusEvery, and the caller's pass comes back
+// when it is due, so a stalled cleanup's status still catches up; any other
+// change (the phase, a condition's status or reason, a deliverable, the
+// object itself) goes at once.
 func (r *SessionReconciler) deletingStatusWait(helper *patch.Helper, s *twv1.BrowserSession) time.Duration {
 	if s.DeletionTimestamp.IsZero() {
 		return 0
 	}
 	before, ok := helper.Before().(*twv1.BrowserSession)
-	if !ok || before.Status.Phase != s.Status.Phase || !sameConditionStates(before.Status.Conditions, s.Status.Conditions) {
+	if !ok {
 		return 0
 	}
-	if _, changed := helper.Changes(s); !changed {
+	object, changed := helper.Changes(s)
+	if object || !changed || !onlyCountsAndMessages(&before.Status, &s.Status) {
 		return 0
 	}
 	last, ok := r.deletingWrites.Load(client.ObjectKeyFromObject(s))
@@ -211,6 +215,24 @@ func (r *SessionReconciler) deletingStatusWait(helper *patch.Helper, s *twv1.Bro
 		return 0
 	}
 	return deletingStatusEvery - time.Since(last.(time.Time))
+}
+
+// onlyCountsAndMessages reports whether a and b differ at most in their
+// window counts and their conditions' messages.
+func onlyCountsAndMessages(a, b *twv1.BrowserSessionStatus) bool {
+	if !sameConditionStates(a.Conditions, b.Conditions) {
+		return false
+	}
+	norm := func(st *twv1.BrowserSessionStatus) *twv1.BrowserSessionStatus {
+		c := st.DeepCopy()
+		c.Windows = twv1.WindowCounts{}
+		for i := range c.Conditions {
+			c.Conditions[i].Message = ""
+		}
+		slices.SortFunc(c.Conditions, func(x, y metav1.Condition) int { return strings.Compare(x.Type, y.Type) })
+		return c
+	}
+	return equality.Semantic.DeepEqual(norm(a), norm(b))
 }
 
 // sameConditionStates reports whether a and b hold the same condition types,

@@ -200,6 +200,14 @@ func TestDeletingStatusWait(t *testing.T) {
 			s.Status.Phase = twv1.SessionPhaseFinishing
 		}, false},
 		{"nothing", true, 100 * time.Millisecond, func(*twv1.BrowserSession) {}, false},
+		{"a deliverable", true, 100 * time.Millisecond, func(s *twv1.BrowserSession) {
+			s.Status.Conditions = dirty("still owns 1 open page(s): w1")
+			s.Status.Deliverables = append(s.Status.Deliverables, twv1.Deliverable{Window: "w2", URL: "https://example.com/report"})
+		}, false},
+		{"the object itself", true, 100 * time.Millisecond, func(s *twv1.BrowserSession) {
+			s.Status.Conditions = dirty("still owns 1 open page(s): w1")
+			s.Labels = map[string]string{"team": "taxes"}
+		}, false},
 		{"a session not deleted", false, 100 * time.Millisecond, func(s *twv1.BrowserSession) {
 			s.Status.Windows.Live = 1
 		}, false},

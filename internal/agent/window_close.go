@@ -146,9 +146,15 @@ func (a *Agent) forgetWindow(w *twv1.BrowserWindow) {
 // closeAndLetGo closes the recorded page of an ended session's window (one
 // already gone, e.g. with its disposed context, only loses its record) and then
 // lets the window go (letGoClosed). A close that fails is left to the window's
-// own cleanup, which retries. It reports whether the page was closed.
-func (r *WindowReconciler) closeAndLetGo(ctx context.Context, rec browser.Record, w *twv1.BrowserWindow, ownsWindow bool) bool {
-	if err := r.agent.closeRecorded(ctx, rec, ownsWindow); err != nil {
+// own cleanup, which retries. It reports whether the page was closed. closed,
+// when set, is called once the close is over, before the let-go (which may
+// wait for the window's deletion): the batch frees its slot there.
+func (r *WindowReconciler) closeAndLetGo(ctx context.Context, rec browser.Record, w *twv1.BrowserWindow, ownsWindow bool, closed func()) bool {
+	err := r.agent.closeRecorded(ctx, rec, ownsWindow)
+	if closed != nil {
+		closed()
+	}
+	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Closing a page of an ended session failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
 		return false
 	}
@@ -358,7 +364,7 @@ func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSessio
 		// it goes, as the batch close below does for each page it closes.
 		var went sync.WaitGroup
 		_, err := r.agent.disposeSessionContext(ctx, s, func(rec browser.Record, w *twv1.BrowserWindow) {
-			went.Go(func() { r.closeAndLetGo(ctx, rec, w, false) })
+			went.Go(func() { r.closeAndLetGo(ctx, rec, w, false, nil) })
 		})
 		went.Wait()
 		if err != nil {
@@ -431,8 +437,10 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if r.closeAndLetGo(ctx, rec, w, owns) {
+			defer wg.Done()
+			// The slot is the close's: a let-go waiting for its window's
+			// deletion does not hold back the closes of the pages after it.
+			if r.closeAndLetGo(ctx, rec, w, owns, func() { <-sem }) {
 				closed.Add(1)
 			}
 		}()
@@ -445,10 +453,13 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 }
 
 // deletionWait bounds how long letGoClosed waits for a closed page's window
-// to show its deletion: the controller deletes an ended session's windows a
-// few at a time, and at 50 pages on a loaded machine the last deletions land
-// a second or more after the session ended.
-const deletionWait = 10 * time.Second
+// to show its deletion. The controller deletes an ended session's windows a
+// few at a time: at 50 pages on a loaded machine the last deletions landed
+// about a second after the session ended, while its pages were still
+// closing. The bound stays short because the session's other window
+// reconciles wait for the batch (closeEnded); what outlasts it is let go by
+// the window's own reconcile, as before.
+const deletionWait = 2 * time.Second
 
 // maxBatchCloses bounds the closes closeSessionPages has in flight.
 const maxBatchCloses = 64

@@ -39,6 +39,7 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 				return err
 			}
 			trace := l.traceCleanup()
+			defer trace.stop() // on an early return; write stops it first
 			ids, err := l.openPages(ctx, name, n, url)
 			if err != nil {
 				return err

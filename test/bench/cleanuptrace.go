@@ -22,6 +22,8 @@ type cleanupTrace struct {
 	types map[string]string
 	lines []traceLine
 	subs  []func()
+	// stopOnce guards stop: write calls it, and the caller's defer again.
+	stopOnce sync.Once
 }
 
 type traceLine struct {
@@ -66,6 +68,18 @@ func (l *lab) traceCleanup() *cleanupTrace {
 	return t
 }
 
+// stop ends the recording; more calls do nothing.
+func (t *cleanupTrace) stop() {
+	if t == nil {
+		return
+	}
+	t.stopOnce.Do(func() {
+		for _, cancel := range t.subs {
+			cancel()
+		}
+	})
+}
+
 func short(id string) string { return id[:min(len(id), 8)] }
 
 // begin marks the session's Delete, the trace's zero, and names its pages.
@@ -92,9 +106,7 @@ func (t *cleanupTrace) write(dir, name string, lastPage, gone time.Time) error {
 		return nil
 	}
 	time.Sleep(200 * time.Millisecond)
-	for _, cancel := range t.subs {
-		cancel()
-	}
+	t.stop()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.add(lastPage, "LAST SESSION PAGE DESTROYED")

@@ -150,23 +150,32 @@ var errCloseAgain = errors.New("close again")
 
 // awaitDestroyed waits for page id's targetDestroyed (done): nil then, with
 // or without the reply of its close (replied). A reply that reports an error
-// other than the page being gone ends the wait with it; the connection's end
-// (connGone) with ErrNotConnected; the retry tick with errCloseAgain.
+// other than the page being gone ends the wait with it (unless the page went
+// meanwhile); the connection's end (connGone) with ErrNotConnected; a retry
+// tick after the reply with errCloseAgain. A close not answered yet is not
+// sent again: Chromium is still working through it (and the retry is for a
+// close it answered, then dropped).
 func awaitDestroyed(ctx context.Context, id string, done, connGone <-chan struct{}, replied <-chan error, retry <-chan time.Time) error {
+	var tick <-chan time.Time // the retry, once the close is answered
 	for {
 		select {
 		case <-done:
 			return nil
 		case err := <-replied:
 			if err != nil && !wire.IsGone(err) {
-				return err
+				select {
+				case <-done:
+					return nil
+				default:
+					return err
+				}
 			}
-			replied = nil // answered: the page goes at targetDestroyed
+			replied, tick = nil, retry // answered: the page goes at targetDestroyed
 		case <-connGone:
 			return fmt.Errorf("close %s: %w", id, browser.ErrNotConnected)
 		case <-ctx.Done():
 			return fmt.Errorf("close %s: waiting for the page to go: %w", id, ctx.Err())
-		case <-retry:
+		case <-tick:
 			return errCloseAgain
 		}
 	}

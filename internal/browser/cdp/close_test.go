@@ -104,8 +104,10 @@ func TestCloseNeverHangsOnAPage(t *testing.T) {
 
 // TestAwaitDestroyed: a close ends at the page's targetDestroyed whether or
 // not Chromium has answered the closeTarget (it answers late when many windows
-// close at once); an error reply ends it unless it says the page is gone, and
-// so do the connection's end, the caller's context and the retry tick.
+// close at once); an error reply ends it unless it says the page is gone (or
+// the page went meanwhile), and so do the connection's end, the caller's
+// context and a retry tick once the close was answered; a close not answered
+// yet is never sent again.
 func TestAwaitDestroyed(t *testing.T) {
 	closed := func() chan struct{} { c := make(chan struct{}); close(c); return c }
 	reply := func(err error) chan error { r := make(chan error, 1); r <- err; return r }
@@ -114,6 +116,8 @@ func TestAwaitDestroyed(t *testing.T) {
 	gone := &wire.Error{Code: -32602, Message: "No target with given id found"}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
+	shortly, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer stop()
 	for _, tc := range []struct {
 		name     string
 		ctx      context.Context
@@ -129,7 +133,9 @@ func TestAwaitDestroyed(t *testing.T) {
 		{name: "an error reply", replied: reply(refused), want: func(err error) bool { return errors.Is(err, refused) }},
 		{name: "the connection ends", connGone: closed(), replied: make(chan error), want: func(err error) bool { return errors.Is(err, browser.ErrNotConnected) }},
 		{name: "the caller gives up", ctx: cancelled, replied: make(chan error), want: func(err error) bool { return errors.Is(err, context.Canceled) }},
-		{name: "still there at the retry tick", replied: reply(nil), retry: tick(), want: func(err error) bool { return errors.Is(err, errCloseAgain) }},
+		{name: "answered, still there at the retry tick", replied: reply(nil), retry: tick(), want: func(err error) bool { return errors.Is(err, errCloseAgain) }},
+		{name: "not answered at the retry tick: not sent again", ctx: shortly, replied: make(chan error), retry: tick(), want: func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }},
+		{name: "an error reply for a page gone meanwhile", done: closed(), replied: reply(refused), want: func(err error) bool { return err == nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := tc.ctx
