@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,15 +112,7 @@ func (t *cleanupTrace) write(dir, name string, lastPage, gone time.Time) error {
 	defer t.mu.Unlock()
 	t.add(lastPage, "LAST SESSION PAGE DESTROYED")
 	t.add(gone, "SESSION OBJECT GONE")
-	slices.SortStableFunc(t.lines, func(a, b traceLine) int {
-		switch {
-		case a.at < b.at:
-			return -1
-		case a.at > b.at:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(t.lines, func(a, b traceLine) int { return cmp.Compare(a.at, b.at) })
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# cleanup %s: ms from the session's Delete, sent at %s\n", name, t.t0.UTC().Format("15:04:05.000000"))
 	for _, l := range t.lines {
