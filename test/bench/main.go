@@ -61,6 +61,10 @@ type config struct {
 	// of this many MiB: GOMEMLIMIT at 90 % of it, as run.SoftMemoryLimit sets
 	// in a container (0: none, like the bench's processes, which have no limit).
 	roleMemMiB int
+	// apiProfile, when set, profiles the API server's CPU for this long from
+	// the start of each scale create phase, the floor's and tabwarden's
+	// (-apiserver-profile), into apiserver-{floor,tabwarden}-S<S>.cpu.pprof.
+	apiProfile time.Duration
 	profileDir string
 	date       string
 	logFile    string
@@ -94,6 +98,7 @@ func main() {
 		memLimit = flag.Int("role-memory-limit", 0, "run the scale case's controller and agent as under a container memory limit of this many MiB: GOMEMLIMIT at 90 % of it, the soft limit the roles set in a container (0: none, as the bench's processes have no limit; the limit itself is not enforced)")
 		clean    = flag.String("clean-reps", "", "cleanup repetitions per N, e.g. 1:200,10:30,50:10")
 		date     = flag.String("date", time.Now().Format("2006-01-02"), "date in the results file name")
+		apiProf  = flag.Duration("apiserver-profile", 0, "profile the API server's CPU for this long from the start of each scale create phase (the floor's and tabwarden's), e.g. 30s; the files are named in the log")
 		trace    = flag.String("trace", "", "write each cleanup repetition's timeline (the roles' API requests, the targets destroyed) to cleanup-<session>.txt in this directory")
 		verbose  = flag.Bool("v", false, "log the in-process roles at info level (default: errors only) to bench.log in the run's directory")
 	)
@@ -105,6 +110,7 @@ func main() {
 	cfg.roleBurst = int(2 * cfg.roleQPS)
 	cfg.ctlWorkers = *workers
 	cfg.roleMemMiB = *memLimit
+	cfg.apiProfile = *apiProf
 	if cfg.short {
 		// Under two minutes on 2 cores: only the spawn cases count API writes
 		// (a counted repetition waits for quiet three times, 2–3 s each).

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -12,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,7 +102,7 @@ func statusPatch(obj client.Object, status any) client.Patch {
 // window and write one status per object, same workers; then delete them. The
 // status writes go through st, the controller's identity: the admission policies
 // let no one else write them.
-func floor(ctx context.Context, c client.WithWatch, st client.Client, cfg config, S int) (ready, gone time.Duration, writes int64, err error) {
+func floor(ctx context.Context, c client.WithWatch, admin *rest.Config, st client.Client, cfg config, S int) (ready, gone time.Duration, writes int64, err error) {
 	ns := fmt.Sprintf("floor-%d", S)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		return 0, 0, 0, err
@@ -121,6 +124,8 @@ func floor(ctx context.Context, c client.WithWatch, st client.Client, cfg config
 		"conditions": append(cond(twv1.ReadyCondition), cond(twv1.RegisteredCondition)...)}
 	var nw int64
 	var mu sync.Mutex
+	prof := profileAPIServer(ctx, cfg, admin, fmt.Sprintf("floor-S%d", S))
+	defer prof()
 	t0 := time.Now()
 	err = parallel(S, cfg.workers, func(i int) error {
 		s := scaleSession(ns, i)
@@ -153,6 +158,9 @@ func floor(ctx context.Context, c client.WithWatch, st client.Client, cfg config
 		return 0, 0, 0, err
 	}
 	ready = time.Since(t0)
+	prof()
+	profDel := profileAPIServer(ctx, cfg, admin, fmt.Sprintf("floor-delete-S%d", S))
+	defer profDel()
 	t1 := time.Now()
 	err = parallel(S, cfg.workers, func(i int) error {
 		for j := 0; j < cfg.scaleWin; j++ {
@@ -201,18 +209,18 @@ func scaleSection(ctx context.Context, cfg config, restCfg *rest.Config, rep *re
 		return err
 	}
 	// Warm up: the first write to a just-installed CRD is slow server-side (≈ 2 s).
-	if _, _, _, err := floor(ctx, c, st, cfg, 1); err != nil {
+	if _, _, _, err := floor(ctx, c, kc, st, withoutProfile(cfg), 1); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	for _, S := range cfg.scaleS {
 		row := scaleRow{S: S, W: cfg.scaleWin, load: loadAvg1()}
 		logf("scale S=%d: API server floor (%d creates + %d status writes, %d workers)", S, S*(1+cfg.scaleWin), S*(1+cfg.scaleWin), cfg.workers)
 		var err error
-		if row.floorReady, row.floorGone, row.floorWritesCreate, err = floor(ctx, c, st, cfg, S); err != nil {
+		if row.floorReady, row.floorGone, row.floorWritesCreate, err = floor(ctx, c, kc, st, cfg, S); err != nil {
 			return fmt.Errorf("floor S=%d: %w", S, err)
 		}
 		logf("  floor: ready %v, deleted %v", row.floorReady.Round(time.Millisecond), row.floorGone.Round(time.Millisecond))
-		if err := scaleRun(ctx, c, cfg, rests, S, &row); err != nil {
+		if err := scaleRun(ctx, c, kc, cfg, rests, S, &row); err != nil {
 			return fmt.Errorf("scale S=%d: %w", S, err)
 		}
 		rep.scale = append(rep.scale, row)
@@ -221,7 +229,7 @@ func scaleSection(ctx context.Context, cfg config, restCfg *rest.Config, rep *re
 	return nil
 }
 
-func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[string]string, S int, row *scaleRow) error {
+func scaleRun(ctx context.Context, c client.WithWatch, admin *rest.Config, cfg config, rests map[string]string, S int, row *scaleRow) error {
 	ns := fmt.Sprintf("scale-%d", S)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		return err
@@ -271,6 +279,8 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 	logf("scale S=%d: tabwarden (%d sessions × %d windows, %d workers creating)", S, S, cfg.scaleWin, cfg.workers)
 	c0, a0 := ctl.read().Counts, agt.read().Counts
 	smp := startSampler(pm)
+	prof := profileAPIServer(ctx, cfg, admin, fmt.Sprintf("tabwarden-S%d", S))
+	defer prof()
 	t0 := time.Now()
 	err = parallel(S, cfg.workers, func(i int) error {
 		// Created as a client of tabwarden does (kubectl tabwarden start and
@@ -318,7 +328,10 @@ func scaleRun(ctx context.Context, c client.WithWatch, cfg config, rests map[str
 		float64(row.ctlLive)/float64(S*cfg.scaleWin), float64(row.agtLive)/float64(S*cfg.scaleWin))
 	logf("  ready in %v (floor %v)", row.ready.Round(time.Millisecond), row.floorReady.Round(time.Millisecond))
 
+	prof()
 	smp = startSampler(pm)
+	profDel := profileAPIServer(ctx, cfg, admin, fmt.Sprintf("tabwarden-delete-S%d", S))
+	defer profDel()
 	t1 := time.Now()
 	err = parallel(S, cfg.workers, func(i int) error {
 		return client.IgnoreNotFound(c.Delete(ctx, scaleSession(ns, i)))
@@ -371,4 +384,41 @@ func settle(kids ...*child) {
 		}
 		return n
 	}, settleFor, 10*time.Second)
+}
+
+func withoutProfile(cfg config) config { cfg.apiProfile = 0; return cfg }
+
+// profileAPIServer starts a CPU profile of the API server (its
+// /debug/pprof/profile, as the bench's administrator) for cfg.apiProfile and
+// returns a wait for it, which logs where the profile went. Nothing when
+// -apiserver-profile is unset.
+func profileAPIServer(ctx context.Context, cfg config, admin *rest.Config, name string) (wait func()) {
+	if cfg.apiProfile <= 0 {
+		return func() {}
+	}
+	rc := rest.CopyConfig(admin)
+	rc.Timeout = cfg.apiProfile + time.Minute
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		logf("  apiserver profile %s: %v", name, err)
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(cfg.apiProfile.Seconds()))).DoRaw(ctx)
+		if err != nil {
+			logf("  apiserver profile %s: %v", name, err)
+			return
+		}
+		p := filepath.Join(cfg.profileDir, "apiserver-"+name+".cpu.pprof")
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			logf("  apiserver profile %s: %v", name, err)
+			return
+		}
+		logf("  apiserver profile: %s", p)
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { <-done }) }
 }
