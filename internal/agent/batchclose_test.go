@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
+	fakebrowser "github.com/tabwarden/tabwarden/internal/browser/fake"
+)
+
+// TestBatchClosesByWhatTheAPIServerHas: an ended session's batch close
+// (closeSessionPages) finds its candidates in the agent's cache, which may be
+// behind, and decides each page on the window as the API server has it. The
+// cache shows every window Temporary; the API server has the user's Keep on
+// one, another window gone, and a third deleted and re-created under the same
+// name (another uid). Only the page whose window the API server still has as
+// Temporary closes; the others stay open (each window's own cleanup decides
+// when its deletion arrives). The batch returns without waiting for the
+// closed page's window to be deleted: that window is let go (its page
+// finalizer removed) when its deletion shows afterwards.
+func TestBatchClosesByWhatTheAPIServerHas(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := twv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	fb := fakebrowser.New()
+	session := &twv1.BrowserSession{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "uid-s"}}
+	session.Spec.Thread, session.Spec.State, session.Status.ProfileName = "t", twv1.SessionFinished, "p"
+
+	type row struct {
+		name       string
+		api        func(w *twv1.BrowserWindow) *twv1.BrowserWindow // the API server's copy (nil: gone)
+		wantClosed bool
+	}
+	rows := []row{
+		{"temporary", func(w *twv1.BrowserWindow) *twv1.BrowserWindow { return w.DeepCopy() }, true},
+		{"kept", func(w *twv1.BrowserWindow) *twv1.BrowserWindow {
+			k := w.DeepCopy()
+			k.Spec.Disposition = twv1.DispositionKeep
+			return k
+		}, false},
+		{"gone", func(*twv1.BrowserWindow) *twv1.BrowserWindow { return nil }, false},
+		{"recreated", func(w *twv1.BrowserWindow) *twv1.BrowserWindow {
+			n := w.DeepCopy()
+			n.UID = "uid-other"
+			return n
+		}, false},
+	}
+	var cached, api []client.Object
+	pages := map[string]string{}
+	for _, r := range rows {
+		uid := types.UID("uid-" + r.name)
+		p, err := fb.Open(ctx, browser.OpenRequest{Key: string(uid), URL: "https://example.test/" + r.name, NewWindow: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[r.name] = p.ID
+		w := &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: r.name, UID: uid,
+			Labels: map[string]string{twv1.ProfileLabel: "p", twv1.SessionLabel: "s"}, Finalizers: []string{twv1.PageFinalizer}}}
+		w.Spec.SessionRef.Name, w.Spec.Source, w.Spec.Disposition = "s", twv1.SourceOpen, twv1.DispositionTemporary
+		w.Status.TabID, w.Status.Phase = p.ID, twv1.WindowOpen
+		cached = append(cached, w)
+		if a := r.api(w); a != nil {
+			api = append(api, a)
+		}
+	}
+	index := func(o client.Object) []string { return []string{o.(*twv1.BrowserWindow).Spec.SessionRef.Name} }
+	cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(cached, session)...).
+		WithIndex(&twv1.BrowserWindow{}, twv1.SessionRefIndex, index).Build()
+	apiserver := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(api, session.DeepCopy())...).Build()
+
+	snap, err := fb.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{opts: Options{Profile: "p", Browser: fb}, client: cache, reader: apiserver, model: newModel(), barrier: make(chan chan struct{})}
+	a.model.replace(snap, a.model.beginSnapshot())
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the adopter: nothing pending
+		for {
+			select {
+			case done := <-a.barrier:
+				close(done)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	r := &WindowReconciler{agent: a}
+	if err := r.closeSessionPages(ctx, session); err != nil {
+		t.Fatal(err)
+	}
+	// The batch is over; the controller's deletion of the closed page's
+	// window comes now, and the let-go waiting in the background lets it go.
+	w := &twv1.BrowserWindow{}
+	if err := cache.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "temporary"}, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	a.deletions.seen(w.UID)
+	deadline := time.Now().Add(5 * time.Second)
+	for err := cache.Get(ctx, client.ObjectKeyFromObject(w), w); !apierrors.IsNotFound(err); err = cache.Get(ctx, client.ObjectKeyFromObject(w), w) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the closed page's window was not let go after its deletion showed (finalizers %v, err %v)", w.Finalizers, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, row := range rows {
+		if closed := !fb.HasPage(pages[row.name]); closed != row.wantClosed {
+			t.Errorf("window %s: its page closed = %v after the batch, want %v (the API server's copy decides, not the cache's)", row.name, closed, row.wantClosed)
+		}
+	}
+}
