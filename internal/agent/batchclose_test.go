@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/browser"
@@ -22,7 +24,7 @@ import (
 // behind, and decides each page on the window as the API server has it. The
 // cache shows every window Temporary; the API server has the user's Keep on
 // one, another window gone, and a third deleted and re-created under the same
-// name (another uid). Only the page whose window the API server still has as
+// name (another uid, with a page of its own). Only the page whose window the API server still has as
 // Temporary closes; the others stay open (each window's own cleanup decides
 // when its deletion arrives). The batch returns without waiting for the
 // closed page's window to be deleted: that window is let go (its page
@@ -42,6 +44,8 @@ func TestBatchClosesByWhatTheAPIServerHas(t *testing.T) {
 		api        func(w *twv1.BrowserWindow) *twv1.BrowserWindow // the API server's copy (nil: gone)
 		wantClosed bool
 	}
+	var cached, api []client.Object
+	pages := map[string]string{}
 	rows := []row{
 		{"temporary", func(w *twv1.BrowserWindow) *twv1.BrowserWindow { return w.DeepCopy() }, true},
 		{"kept", func(w *twv1.BrowserWindow) *twv1.BrowserWindow {
@@ -51,13 +55,19 @@ func TestBatchClosesByWhatTheAPIServerHas(t *testing.T) {
 		}, false},
 		{"gone", func(*twv1.BrowserWindow) *twv1.BrowserWindow { return nil }, false},
 		{"recreated", func(w *twv1.BrowserWindow) *twv1.BrowserWindow {
+			// Re-created under the same name with a page of its own, which
+			// the batch must not take for the old window's.
 			n := w.DeepCopy()
 			n.UID = "uid-other"
+			p, err := fb.Open(ctx, browser.OpenRequest{Key: "uid-other", URL: "https://example.test/other", NewWindow: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages["other"] = p.ID
+			n.Status.TabID = p.ID
 			return n
 		}, false},
 	}
-	var cached, api []client.Object
-	pages := map[string]string{}
 	for _, r := range rows {
 		uid := types.UID("uid-" + r.name)
 		p, err := fb.Open(ctx, browser.OpenRequest{Key: string(uid), URL: "https://example.test/" + r.name, NewWindow: true})
@@ -118,9 +128,62 @@ func TestBatchClosesByWhatTheAPIServerHas(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	if !fb.HasPage(pages["other"]) {
+		t.Error("the page of the window re-created under the name of another was closed")
+	}
 	for _, row := range rows {
 		if closed := !fb.HasPage(pages[row.name]); closed != row.wantClosed {
 			t.Errorf("window %s: its page closed = %v after the batch, want %v (the API server's copy decides, not the cache's)", row.name, closed, row.wantClosed)
 		}
+	}
+}
+
+// TestNoneKeptAsksTheAPIServer: before an ended pool session's context is
+// disposed (which closes every page in it), the windows the cache showed
+// temporary are confirmed on the API server. A Keep or a Bind there, or a read
+// that fails, stops the disposal (the per-page path decides); a window gone is
+// no kept one.
+func TestNoneKeptAsksTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := twv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	window := func(name string) *twv1.BrowserWindow {
+		w := &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+		w.Spec.SessionRef.Name, w.Spec.Source, w.Spec.Disposition = "s", twv1.SourceOpen, twv1.DispositionTemporary
+		return w
+	}
+	for _, tc := range []struct {
+		name   string
+		api    func(a, b *twv1.BrowserWindow) []client.Object // the API server's copies of a and b
+		getErr bool
+		want   bool
+	}{
+		{"both temporary", func(a, b *twv1.BrowserWindow) []client.Object { return []client.Object{a, b} }, false, true},
+		{"one kept since", func(a, b *twv1.BrowserWindow) []client.Object {
+			b.Spec.Disposition = twv1.DispositionKeep
+			return []client.Object{a, b}
+		}, false, false},
+		{"one a bind", func(a, b *twv1.BrowserWindow) []client.Object {
+			b.Spec.Source = twv1.SourceBind
+			return []client.Object{a, b}
+		}, false, false},
+		{"one gone", func(a, _ *twv1.BrowserWindow) []client.Object { return []client.Object{a} }, false, true},
+		{"the API server away", func(a, b *twv1.BrowserWindow) []client.Object { return []client.Object{a, b} }, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.api(window("a"), window("b"))...)
+			if tc.getErr {
+				b = b.WithInterceptorFuncs(interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+					return errors.New("connection refused")
+				}})
+			}
+			a := &Agent{reader: b.Build()}
+			cached := map[string]*twv1.BrowserWindow{"uid-a": window("a"), "uid-b": window("b")}
+			if got := a.noneKept(ctx, cached); got != tc.want {
+				t.Errorf("noneKept = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

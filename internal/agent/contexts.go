@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -135,6 +137,9 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 		}
 		pages++
 	}
+	if !a.noneKept(ctx, temporary) {
+		return false, nil
+	}
 	var gone func(string)
 	if wentWith != nil {
 		gone = func(page string) {
@@ -149,4 +154,38 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 	a.metrics().PoolContextDisposed(metrics.DisposedInCleanup)
 	ctrl.LoggerFrom(ctx).Info("Disposed the browser context of an ended session: its temporary pages are closed at once", "context", name, "pages", pages)
 	return true, nil
+}
+
+// noneKept confirms on the API server what the cache showed of an ended
+// session's windows before their context is disposed: that none is Keep or a
+// Bind now. The cache may show the session's end before a Keep the user set
+// earlier (the session and window informers are separate streams), and a
+// disposal closes every page of the context. One GET per window, at most
+// maxBatchCloses at a time; a window gone, or re-created under its name, is
+// not a kept one (its pages are recorded under the old uid). Any failed read
+// reports false: the per-page path, which reads each window again, decides.
+func (a *Agent) noneKept(ctx context.Context, windows map[string]*twv1.BrowserWindow) bool {
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, maxBatchCloses)
+		kept atomic.Bool
+	)
+	for _, cached := range windows {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			w, err := a.current(ctx, cached)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).V(1).Info("Reading a window of an ended session failed; its pages close one by one", "window", cached.Name, "err", err.Error())
+				kept.Store(true)
+				return
+			}
+			if w != nil && (w.Spec.Disposition == twv1.DispositionKeep || !w.Owned()) {
+				kept.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	return !kept.Load()
 }

@@ -155,9 +155,21 @@ func (r *WindowReconciler) closeAndLetGo(ctx context.Context, rec browser.Record
 		ctrl.LoggerFrom(ctx).V(1).Info("Closing a page of an ended session failed; its window's cleanup retries", "page", rec.Page, "window", w.Name, "err", err.Error())
 		return false
 	}
-	go r.letGoClosed(ctx, w)
+	// Its own context: bounded, and not ended with the reconcile that ran the
+	// batch (controller-runtime cancels that one at return when a
+	// ReconciliationTimeout is set).
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deletionWait+letGoWriteTimeout)
+	go func() {
+		defer cancel()
+		r.letGoClosed(lctx, w)
+	}()
 	return true
 }
+
+// letGoWriteTimeout bounds a background let-go's reads and finalizer patch
+// after its wait for the window's deletion: what it does not finish, the
+// window's own reconcile does.
+const letGoWriteTimeout = 10 * time.Second
 
 // letGoClosed lets a deleted window go the moment the session's batch
 // (closeSessionPages) has closed its page: the removal of its page finalizer is
@@ -420,8 +432,6 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, maxBatchCloses)
 		closed atomic.Int32
-		mu     sync.Mutex
-		errs   []error
 	)
 	for i := range list.Items {
 		cached := &list.Items[i]
@@ -433,17 +443,17 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			w := &twv1.BrowserWindow{}
-			if err := a.reader.Get(ctx, client.ObjectKeyFromObject(cached), w); err != nil {
-				if client.IgnoreNotFound(err) != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("reading window %s before closing its page: %w", cached.Name, err))
-					mu.Unlock()
-				}
+			w, err := a.current(ctx, cached)
+			if err != nil {
+				// Like a close that fails: the window's own cleanup closes it.
+				log.V(1).Info("Reading a window of an ended session failed; its own cleanup closes its page", "window", cached.Name, "err", err.Error())
+				return
+			}
+			if w == nil {
 				return
 			}
 			rec, owns, ok := r.batchCloses(w)
-			if !ok || w.UID != cached.UID {
+			if !ok {
 				return
 			}
 			r.adoptSpawnsOf(ctx, w, rec)
@@ -456,7 +466,23 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 	if n := closed.Load(); n > 0 {
 		log.Info("Closed the temporary pages of an ended session at once", "session", s.Name, "pages", n)
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// current returns the window as the API server has it now (a GET), for a
+// decision that must see every write made before its session ended: the cache
+// may not have them yet (the session and window informers are separate
+// streams). It returns nil when the window is gone or was re-created under its
+// name (another uid).
+func (a *Agent) current(ctx context.Context, cached *twv1.BrowserWindow) (*twv1.BrowserWindow, error) {
+	w := &twv1.BrowserWindow{}
+	if err := a.reader.Get(ctx, client.ObjectKeyFromObject(cached), w); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if w.UID != cached.UID {
+		return nil, nil
+	}
+	return w, nil
 }
 
 // batchCloses reports whether closeSessionPages closes the window's page: a

@@ -62,8 +62,11 @@ type config struct {
 	// in a container (0: none, like the bench's processes, which have no limit).
 	roleMemMiB int
 	// apiProfile, when set, profiles the API server's CPU for this long from
-	// the start of each scale create phase, the floor's and tabwarden's
-	// (-apiserver-profile), into apiserver-{floor,tabwarden}-S<S>.cpu.pprof.
+	// the start of each scale phase, the floor's and tabwarden's, create and
+	// delete (-apiserver-profile), into
+	// apiserver-{floor,tabwarden}[-delete]-S<S>.cpu.pprof in the run's
+	// directory. A delete phase starts only once its create phase's profile is
+	// written (its times are unaffected).
 	apiProfile time.Duration
 	profileDir string
 	date       string
@@ -98,7 +101,7 @@ func main() {
 		memLimit = flag.Int("role-memory-limit", 0, "run the scale case's controller and agent as under a container memory limit of this many MiB: GOMEMLIMIT at 90 % of it, the soft limit the roles set in a container (0: none, as the bench's processes have no limit; the limit itself is not enforced)")
 		clean    = flag.String("clean-reps", "", "cleanup repetitions per N, e.g. 1:200,10:30,50:10")
 		date     = flag.String("date", time.Now().Format("2006-01-02"), "date in the results file name")
-		apiProf  = flag.Duration("apiserver-profile", 0, "profile the API server's CPU for this long from the start of each scale create phase (the floor's and tabwarden's), e.g. 30s; the files are named in the log")
+		apiProf  = flag.Duration("apiserver-profile", 0, "profile the API server's CPU for this long (whole seconds, at least 1s) from the start of each scale phase (the floor's and tabwarden's, create and delete), e.g. 30s; the files are named in the log")
 		trace    = flag.String("trace", "", "write each cleanup repetition's timeline (the roles' API requests, the targets destroyed) to cleanup-<session>.txt in this directory")
 		verbose  = flag.Bool("v", false, "log the in-process roles at info level (default: errors only) to bench.log in the run's directory")
 	)
@@ -111,6 +114,9 @@ func main() {
 	cfg.ctlWorkers = *workers
 	cfg.roleMemMiB = *memLimit
 	cfg.apiProfile = *apiProf
+	if cfg.apiProfile != 0 && cfg.apiProfile < time.Second {
+		fail(fmt.Errorf("-apiserver-profile %v: the API server profiles whole seconds; give at least 1s, e.g. -apiserver-profile 30s", cfg.apiProfile))
+	}
 	if cfg.short {
 		// Under two minutes on 2 cores: only the spawn cases count API writes
 		// (a counted repetition waits for quiet three times, 2–3 s each).
