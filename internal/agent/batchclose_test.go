@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -181,8 +182,65 @@ func TestNoneKeptAsksTheAPIServer(t *testing.T) {
 			}
 			a := &Agent{reader: b.Build()}
 			cached := map[string]*twv1.BrowserWindow{"uid-a": window("a"), "uid-b": window("b")}
-			if got := a.noneKept(ctx, cached); got != tc.want {
+			if got := a.noneKept(ctx, cached, "7"); got != tc.want {
 				t.Errorf("noneKept = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCurrentReadsAsOfTheSessionsEnd: the batch's read of a window names the
+// ended session's resourceVersion ("not older than": the API server answers
+// from its watch cache once that has caught up, not with a quorum read from
+// etcd), and when the watch cache does not catch up in time (504,
+// ResourceVersionTooLarge) it reads again without one rather than leave the
+// page to the slow path. Any other error is returned.
+func TestCurrentReadsAsOfTheSessionsEnd(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := twv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	w := &twv1.BrowserWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "uid-w"}}
+	w.Spec.Disposition = twv1.DispositionKeep
+	tooLarge := apierrors.NewTimeoutError("Too large resource version: 900, current: 800", 1)
+	tooLarge.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}
+	for _, tc := range []struct {
+		name    string
+		atRV    error // the answer to the read that names a resourceVersion
+		want    []string
+		wantErr bool
+	}{
+		{"the watch cache caught up", nil, []string{"900"}, false},
+		{"the watch cache is behind", tooLarge, []string{"900", ""}, false},
+		{"the API server away", errors.New("connection refused"), []string{"900"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked []string
+			reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					o := &client.GetOptions{}
+					o.ApplyOptions(opts)
+					rv := ""
+					if o.Raw != nil {
+						rv = o.Raw.ResourceVersion
+					}
+					asked = append(asked, rv)
+					if rv != "" && tc.atRV != nil {
+						return tc.atRV
+					}
+					return c.Get(ctx, key, obj)
+				}}).Build()
+			a := &Agent{reader: reader}
+			got, err := a.current(ctx, w, "900")
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("current: err %v, want an error: %v", err, tc.wantErr)
+			}
+			if !slices.Equal(asked, tc.want) {
+				t.Errorf("reads asked at resourceVersions %q, want %q", asked, tc.want)
+			}
+			if !tc.wantErr && (got == nil || got.Spec.Disposition != twv1.DispositionKeep) {
+				t.Errorf("current returned %+v, want the API server's copy (Keep)", got)
 			}
 		})
 	}

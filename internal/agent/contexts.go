@@ -137,7 +137,7 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 		}
 		pages++
 	}
-	if !a.noneKept(ctx, temporary) {
+	if !a.noneKept(ctx, temporary, s.ResourceVersion) {
 		return false, nil
 	}
 	var gone func(string)
@@ -164,7 +164,7 @@ func (a *Agent) disposeSessionContext(ctx context.Context, s *twv1.BrowserSessio
 // maxBatchCloses at a time; a window gone, or re-created under its name, is
 // not a kept one (its pages are recorded under the old uid). Any failed read
 // reports false: the per-page path, which reads each window again, decides.
-func (a *Agent) noneKept(ctx context.Context, windows map[string]*twv1.BrowserWindow) bool {
+func (a *Agent) noneKept(ctx context.Context, windows map[string]*twv1.BrowserWindow, after string) bool {
 	var (
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, maxBatchCloses)
@@ -175,7 +175,7 @@ func (a *Agent) noneKept(ctx context.Context, windows map[string]*twv1.BrowserWi
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			w, err := a.current(ctx, cached)
+			w, err := a.current(ctx, cached, after)
 			if err != nil {
 				ctrl.LoggerFrom(ctx).V(1).Info("Reading a window of an ended session failed; its pages close one by one", "window", cached.Name, "err", err.Error())
 				kept.Store(true)

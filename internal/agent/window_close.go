@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -411,7 +412,8 @@ func (r *WindowReconciler) closeEnded(ctx context.Context, s *twv1.BrowserSessio
 // cache may show the session's end before a Keep the user set earlier on
 // another window (the informers of sessions and windows are separate
 // streams). A read after the session ended sees every write before its end.
-// That read is one GET per window the cache shows closing (batchCloses), not a
+// That read is one GET per window the cache shows closing (batchCloses), as of
+// the session's end (current: from the API server's watch cache), not a
 // LIST of the session's windows: the API server answers a LIST by label by
 // scanning every window of the namespace, which made a fleet's cleanup
 // quadratic (at 2,000 sessions × 5 windows in one namespace, 11 % of the API
@@ -443,7 +445,7 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			w, err := a.current(ctx, cached)
+			w, err := a.current(ctx, cached, s.ResourceVersion)
 			if err != nil {
 				// Like a close that fails: the window's own cleanup closes it.
 				log.V(1).Info("Reading a window of an ended session failed; its own cleanup closes its page", "window", cached.Name, "err", err.Error())
@@ -469,20 +471,39 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 	return nil
 }
 
-// current returns the window as the API server has it now (a GET), for a
-// decision that must see every write made before its session ended: the cache
-// may not have them yet (the session and window informers are separate
-// streams). It returns nil when the window is gone or was re-created under its
+// current returns the window as the API server has it at least as of the
+// session's resourceVersion after (a GET), for a decision that must see every
+// write made before its session ended: the cache may not have them yet (the
+// session and window informers are separate streams). after is the
+// resourceVersion of the ended session as this agent's cache shows it: every
+// write before the end has a smaller one. A GET that names it ("not older
+// than") is answered from the API server's watch cache once that has caught up,
+// where a GET without one is a quorum read from etcd; when a fleet's sessions
+// end together those reads ran alongside every window's deletion and slowed
+// the closes. A watch cache that does not catch up within the API server's
+// wait (a 504 naming the resourceVersion too large) is asked again without
+// one. It returns nil when the window is gone or was re-created under its
 // name (another uid).
-func (a *Agent) current(ctx context.Context, cached *twv1.BrowserWindow) (*twv1.BrowserWindow, error) {
+func (a *Agent) current(ctx context.Context, cached *twv1.BrowserWindow, after string) (*twv1.BrowserWindow, error) {
 	w := &twv1.BrowserWindow{}
-	if err := a.reader.Get(ctx, client.ObjectKeyFromObject(cached), w); err != nil {
+	key := client.ObjectKeyFromObject(cached)
+	err := a.reader.Get(ctx, key, w, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: after}})
+	if after != "" && tooLargeResourceVersion(err) {
+		err = a.reader.Get(ctx, key, w)
+	}
+	if err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	if w.UID != cached.UID {
 		return nil, nil
 	}
 	return w, nil
+}
+
+// tooLargeResourceVersion reports whether err is the API server's answer to a
+// read at a resourceVersion its watch cache has not reached in time.
+func tooLargeResourceVersion(err error) bool {
+	return apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
 }
 
 // batchCloses reports whether closeSessionPages closes the window's page: a
