@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -193,10 +194,13 @@ func TestNoneKeptAsksTheAPIServer(t *testing.T) {
 // ended session's resourceVersion ("not older than": the API server answers
 // from its watch cache once that has caught up, not with a quorum read from
 // etcd), and when the watch cache does not catch up in time (504,
-// ResourceVersionTooLarge) it reads again without one rather than leave the
-// page to the slow path. Any other error is returned.
+// ResourceVersionTooLarge, or no answer within watchCacheWait while client-go
+// retries that 504) it reads again without one rather than leave the page to
+// the slow path. Any other error is returned.
 func TestCurrentReadsAsOfTheSessionsEnd(t *testing.T) {
 	ctx := context.Background()
+	defer func(d time.Duration) { watchCacheWait = d }(watchCacheWait)
+	watchCacheWait = 50 * time.Millisecond
 	scheme := runtime.NewScheme()
 	if err := twv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -214,6 +218,9 @@ func TestCurrentReadsAsOfTheSessionsEnd(t *testing.T) {
 		{"the watch cache caught up", nil, []string{"900"}, false},
 		{"the watch cache is behind", tooLarge, []string{"900", ""}, false},
 		{"the API server away", errors.New("connection refused"), []string{"900"}, true},
+		// The API server's 504 carries a Retry-After, which client-go retries:
+		// the read at the resourceVersion runs out of its own time.
+		{"the watch cache stays behind", context.DeadlineExceeded, []string{"900", ""}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked []string
@@ -226,6 +233,10 @@ func TestCurrentReadsAsOfTheSessionsEnd(t *testing.T) {
 						rv = o.Raw.ResourceVersion
 					}
 					asked = append(asked, rv)
+					if rv != "" && errors.Is(tc.atRV, context.DeadlineExceeded) {
+						<-ctx.Done()
+						return fmt.Errorf("client rate limiter Wait returned an error: %w", ctx.Err())
+					}
 					if rv != "" && tc.atRV != nil {
 						return tc.atRV
 					}

@@ -476,19 +476,30 @@ func (r *WindowReconciler) closeSessionPages(ctx context.Context, s *twv1.Browse
 // write made before its session ended: the cache may not have them yet (the
 // session and window informers are separate streams). after is the
 // resourceVersion of the ended session as this agent's cache shows it: every
-// write before the end has a smaller one. A GET that names it ("not older
-// than") is answered from the API server's watch cache once that has caught up,
-// where a GET without one is a quorum read from etcd; when a fleet's sessions
-// end together those reads ran alongside every window's deletion and slowed
-// the closes. A watch cache that does not catch up within the API server's
-// wait (a 504 naming the resourceVersion too large) is asked again without
-// one. It returns nil when the window is gone or was re-created under its
-// name (another uid).
+// write before the end has a smaller one (custom resources share the API
+// server's one etcd, and its revisions). A GET that names it ("not older than")
+// is answered from the API server's watch cache once that has caught up, where
+// a GET without one is a quorum read from etcd; when a fleet's sessions end
+// together those reads ran alongside every window's deletion and slowed the
+// closes. A watch cache that has not caught up within the API server's wait
+// answers 504 ResourceVersionTooLarge with a Retry-After, which client-go
+// retries (ten times by default): a read that names the resourceVersion gets
+// watchCacheWait, and one that fails so (or is answered so) is made again
+// without it. It returns nil when the window is gone or was re-created under
+// its name (another uid).
 func (a *Agent) current(ctx context.Context, cached *twv1.BrowserWindow, after string) (*twv1.BrowserWindow, error) {
 	w := &twv1.BrowserWindow{}
 	key := client.ObjectKeyFromObject(cached)
-	err := a.reader.Get(ctx, key, w, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: after}})
-	if after != "" && tooLargeResourceVersion(err) {
+	var err error
+	if after != "" {
+		wctx, cancel := context.WithTimeout(ctx, watchCacheWait)
+		err = a.reader.Get(wctx, key, w, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: after}})
+		outwaited := err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		cancel()
+		if tooLargeResourceVersion(err) || outwaited {
+			err = a.reader.Get(ctx, key, w)
+		}
+	} else {
 		err = a.reader.Get(ctx, key, w)
 	}
 	if err != nil {
@@ -499,6 +510,11 @@ func (a *Agent) current(ctx context.Context, cached *twv1.BrowserWindow, after s
 	}
 	return w, nil
 }
+
+// watchCacheWait bounds a read at a resourceVersion (current): the API
+// server's watch cache waits 3 s at most for it, and a read past that is made
+// again as a quorum read.
+var watchCacheWait = 4 * time.Second
 
 // tooLargeResourceVersion reports whether err is the API server's answer to a
 // read at a resourceVersion its watch cache has not reached in time.
