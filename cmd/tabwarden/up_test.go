@@ -72,7 +72,7 @@ type upRun struct {
 	began  time.Time
 	// stderr and printed (its stdout) are what it wrote so far.
 	stderr, printed syncBuffer
-	ready           chan struct{} // closed when it printed its ready line
+	ready           chan struct{} // closed when it printed its whole ready message
 	// stopped: the test saw it exit, and has no SIGINT to send.
 	stopped bool
 }
@@ -93,11 +93,15 @@ func startUp(t *testing.T, bin, dir string, args ...string) *upRun {
 	}
 	go func() { r.exited <- r.cmd.Wait() }()
 	go func() {
+		// ready closes once the whole ready message is read (its last line),
+		// not at its first: the tests read what it says.
 		sc := bufio.NewScanner(stdout)
 		once := sync.Once{}
+		began := false
 		for sc.Scan() {
 			r.printed.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), up.ReadyPrefix) {
+			began = began || strings.HasPrefix(sc.Text(), up.ReadyPrefix)
+			if began && sc.Text() == up.ReadyEnd {
 				once.Do(func() { close(r.ready) })
 			}
 		}
@@ -105,7 +109,7 @@ func startUp(t *testing.T, bin, dir string, args ...string) *upRun {
 	return r
 }
 
-// waitReady waits until the run printed its ready line. It fails the test
+// waitReady waits until the run printed its whole ready message. It fails the test
 // (what, when set, prefixing the message) when the run exits first or is not
 // ready within 5 minutes.
 func (r *upRun) waitReady(t *testing.T, what string) {

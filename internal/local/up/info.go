@@ -155,7 +155,7 @@ func readyText(o Options, repo string, info Info) string {
 		fmt.Fprintf(&b, "  3. click the tabwarden toolbar icon, enter the code and port %s, press Pair\n", port)
 		fmt.Fprintf(&b, "  4. kubectl get browserprofile %s   (Connected: True)\n", info.ExtensionProfile)
 	}
-	fmt.Fprintf(&b, "\nCtrl-C stops everything tabwarden up started.\n")
+	fmt.Fprintf(&b, "\n%s\n", ReadyEnd)
 	return b.String()
 }
 

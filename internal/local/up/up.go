@@ -84,6 +84,9 @@ const (
 // ReadyPrefix starts the line printed on standard output once everything runs.
 const ReadyPrefix = "tabwarden up: ready"
 
+// ReadyEnd is the last line of the message that ReadyPrefix begins.
+const ReadyEnd = "Ctrl-C stops everything tabwarden up started."
+
 // Options configure Run.
 type Options struct {
 	// Dir holds the kubeconfig, the extension state and the run's info files
