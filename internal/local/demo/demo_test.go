@@ -6,10 +6,11 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/tabwarden/tabwarden/internal/local/demo"
@@ -35,7 +36,9 @@ func TestDemo(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal(`KUBEBUILDER_ASSETS is not set: run KUBEBUILDER_ASSETS="$(hack/envtest.sh)" go test ./internal/local/demo`)
 	}
-	ctrl.SetLogger(logr.Discard())
+	// The roles' logs are kept, and shown when the demo fails.
+	var logs lockedBuffer
+	ctrl.SetLogger(funcr.New(func(prefix, args string) { logs.write(prefix + " " + args + "\n") }, funcr.Options{}))
 	var out, progress bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -44,8 +47,14 @@ func TestDemo(t *testing.T) {
 		Up: up.Options{ExtensionAddr: up.ExtensionOff},
 	})
 	t.Log(out.String())
+	// fail shows the roles' logs, then what failed (last, where it is read).
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Logf("the roles' logs:\n%s", logs.String())
+		t.Fatalf(format, args...)
+	}
 	if err != nil {
-		t.Fatalf("demo: %v\n%s", err, progress.String())
+		fail("demo: %v\n%s", err, progress.String())
 	}
 	text := out.String()
 	// Step by step, in order.
@@ -92,7 +101,7 @@ func TestDemo(t *testing.T) {
 	for _, w := range want {
 		loc := regexp.MustCompile(w).FindStringIndex(text[at:])
 		if loc == nil {
-			t.Fatalf("the demo's output lacks %s after offset %d", w, at)
+			fail("the demo's output lacks %s after offset %d", w, at)
 		}
 		at += loc[1]
 	}
@@ -102,9 +111,27 @@ func TestDemo(t *testing.T) {
 	final := text[strings.LastIndex(text, "# what the browser shows now"):]
 	final = final[:strings.Index(final, "── 8.")]
 	if !strings.Contains(final, "the user's") || strings.Contains(final, "the session's") {
-		t.Fatalf("after the finish the browser should show only the user's page:\n%s", final)
+		fail("after the finish the browser should show only the user's page:\n%s", final)
 	}
 	if !strings.Contains(progress.String(), "tabwarden up: stopped") {
-		t.Fatalf("the tabwarden up started for the demo did not stop:\n%s", progress.String())
+		fail("the tabwarden up started for the demo did not stop:\n%s", progress.String())
 	}
+}
+
+// lockedBuffer is a buffer the roles' goroutines write their logs to.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) write(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.WriteString(s)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,7 +88,7 @@ func (d *demo) waitFor(ctx context.Context, what string, done func() (bool, erro
 			if last != nil {
 				msg += " (last error: " + last.Error() + ")"
 			}
-			return errors.New(msg + "; is tabwarden up still running? `kubectl get browserprofiles` shows whether its agent is connected")
+			return errors.New(msg + "; is tabwarden up still running? `kubectl get browserprofiles` shows whether its agent is connected\n" + d.state(ctx))
 		}
 		select {
 		case <-ctx.Done():
@@ -94,4 +96,47 @@ func (d *demo) waitFor(ctx context.Context, what string, done func() (bool, erro
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// state says where the demo's session and its windows stand, for an error
+// after a wait that timed out: each one's phase, its Ready
+// condition, and what keeps it from going (its deletion and finalizers).
+func (d *demo) state(ctx context.Context) string {
+	var b strings.Builder
+	s := &twv1.BrowserSession{}
+	if err := d.k8s.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: SessionName}, s); err != nil {
+		fmt.Fprintf(&b, "  browsersession %s: %v\n", SessionName, err)
+	} else {
+		fmt.Fprintf(&b, "  browsersession %s: phase %s, %s%s\n", s.Name, s.Status.Phase, conditionText(s.Status.Conditions, twv1.ReadyCondition), goingText(&s.ObjectMeta))
+	}
+	var ws twv1.BrowserWindowList
+	if err := d.k8s.List(ctx, &ws, client.InNamespace(d.ns), client.MatchingLabels{twv1.SessionLabel: SessionName}); err != nil {
+		fmt.Fprintf(&b, "  browserwindows: %v\n", err)
+		return b.String()
+	}
+	for _, w := range ws.Items {
+		fmt.Fprintf(&b, "  browserwindow %s: %s %s, phase %s, %s%s\n", w.Name, w.Spec.Source, w.Spec.Disposition, w.Status.Phase, conditionText(w.Status.Conditions, twv1.ReadyCondition), goingText(&w.ObjectMeta))
+	}
+	return b.String()
+}
+
+// conditionText is a condition of t as "t=status reason: message".
+func conditionText(cs []metav1.Condition, t string) string {
+	c := meta.FindStatusCondition(cs, t)
+	if c == nil {
+		return t + " not set"
+	}
+	return fmt.Sprintf("%s=%s %s: %s", t, c.Status, c.Reason, c.Message)
+}
+
+// goingText says whether o is being deleted, and its finalizers.
+func goingText(o *metav1.ObjectMeta) string {
+	out := ""
+	if o.DeletionTimestamp != nil {
+		out += ", deleted at " + o.DeletionTimestamp.UTC().Format(time.RFC3339)
+	}
+	if len(o.Finalizers) > 0 {
+		out += ", finalizers " + strings.Join(o.Finalizers, ",")
+	}
+	return out
 }
