@@ -2,6 +2,10 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,12 +14,15 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 	"github.com/tabwarden/tabwarden/internal/agent"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/fake"
+	"github.com/tabwarden/tabwarden/internal/k8s/access"
+	"github.com/tabwarden/tabwarden/internal/testenv"
 )
 
 // laggingBrowser is the fake browser whose events reach the agent late: while
@@ -360,4 +367,77 @@ func TestWindowGoesWithItsPageWhileTheBatchCloses(t *testing.T) {
 		g.Expect(windowsOf(ns, "batch")).To(BeEmpty())
 		g.Expect(fb.Records()).To(BeEmpty(), "no record is left")
 	}).Should(Succeed())
+}
+
+// slowWindowPatches is the agent's transport that counts, per window, the
+// patches of a BrowserWindow object (not its status: the page finalizer's
+// removal is one) while counting is on, and holds each of them back before
+// it is sent, as a loaded API server would take to answer it.
+type slowWindowPatches struct {
+	rt       http.RoundTripper
+	counting *atomic.Bool
+	delay    time.Duration
+
+	mu      *sync.Mutex
+	patches map[string]int
+}
+
+func (s slowWindowPatches) RoundTrip(req *http.Request) (*http.Response, error) {
+	if s.counting.Load() && req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/browserwindows/") && !strings.HasSuffix(req.URL.Path, "/status") {
+		s.mu.Lock()
+		s.patches[path.Base(req.URL.Path)]++
+		s.mu.Unlock()
+		time.Sleep(s.delay)
+	}
+	return s.rt.RoundTrip(req)
+}
+
+// TestEachWindowIsLetGoOnce: each window of an ended session is let go by one
+// patch of the agent. The session's batch closes the pages and lets each
+// window go as its deletion shows (in the background), and each window's own
+// reconcile, which its deletion brings, gets there too: only one of them
+// sends the finalizer's removal. The agent's window patches are slowed, so
+// that the reconciles come while the batch's let-gos are in flight (where a
+// loaded API server had 2 to 7 of 10 windows patched twice, all at the end of
+// a cleanup). The session then goes, and nothing is left.
+func TestEachWindowIsLetGoOnce(t *testing.T) {
+	g, ctx, ns := begin(t, 30*time.Second)
+	fb := fake.New()
+	var (
+		counting atomic.Bool
+		mu       sync.Mutex
+		patches  = map[string]int{}
+	)
+	startController(t)
+	testenv.StartAgent(t, cfg, agent.Options{Profile: "let-go-once", Driver: twv1.DriverFake, Browser: fb, LeaseNamespace: access.SystemNamespace},
+		func(c *rest.Config) {
+			c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+				return slowWindowPatches{rt: rt, counting: &counting, delay: 300 * time.Millisecond, mu: &mu, patches: patches}
+			}
+		})
+
+	s := session(ns, "once", "let-go-once")
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	var ws []*twv1.BrowserWindow
+	for i := range 5 {
+		w := openWindow(ns, fmt.Sprintf("w%d", i), "once", fmt.Sprintf("https://work.example/%d", i))
+		g.Expect(k8s.Create(ctx, w)).To(Succeed())
+		ws = append(ws, w)
+	}
+	pages := openedTabs(t, g, ws...)
+
+	counting.Store(true)
+	g.Expect(k8s.Delete(ctx, s)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(windowsOf(ns, "once")).To(BeEmpty())
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), &twv1.BrowserSession{}))).To(BeTrue(), "the session goes after its windows")
+	}).Should(Succeed())
+	for _, p := range pages {
+		g.Expect(fb.HasPage(p)).To(BeFalse(), "every page of the session is closed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, w := range ws {
+		g.Expect(patches).To(HaveKeyWithValue(w.Name, 1), "window %s: one finalizer patch, from one writer", w.Name)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -100,6 +101,10 @@ type Agent struct {
 	letGo patch.LetGo
 	// deletions tells letGoClosed when the cache shows a window's deletion.
 	deletions deletions
+	// lettingGo holds the uid of each window whose page finalizer is being
+	// removed, by letGoClosed or by the window's reconcile: one writer at a
+	// time (claimLetGo).
+	lettingGo sync.Map
 	// profileRead is set once the profile was read: until then whether pages
 	// must be isolated per session (pool) is not known, and nothing opens.
 	profileRead atomic.Bool

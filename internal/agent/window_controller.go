@@ -83,7 +83,7 @@ func (r *WindowReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	defer func() { result, retErr = write.finish(ctx, w, result, retErr) }()
 
 	if !w.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, w)
+		return r.reconcileDelete(ctx, write, w)
 	}
 	s, err := r.reconcileSession(ctx, write, w)
 	if s == nil || err != nil {

@@ -27,6 +27,10 @@ type windowWrite struct {
 	helper *patch.Helper
 	// before is the window as the reconcile started, for the holds.
 	before *twv1.BrowserWindow
+	// skip leaves every write out (skipAll); release, when set, runs once
+	// the write is over (releaseAfter).
+	skip    bool
+	release func()
 }
 
 // startWrite snapshots w, then puts back into it a first Open status held back
@@ -40,6 +44,14 @@ func (a *Agent) startWrite(w *twv1.BrowserWindow) *windowWrite {
 
 // skipStatus leaves the status out of this reconcile's writes: nothing to say.
 func (ww *windowWrite) skipStatus() { ww.helper.SkipStatus() }
+
+// skipAll leaves this reconcile with no write at all: another writer has the
+// window (letGoClosed, letting it go).
+func (ww *windowWrite) skipAll() { ww.skip = true }
+
+// releaseAfter runs release once this reconcile's write is over (a claim
+// held for it: claimLetGo).
+func (ww *windowWrite) releaseAfter(release func()) { ww.release = release }
 
 // patchNow writes w's changes at once, ahead of the reconcile's end (the page
 // finalizer, stored before a page exists that it would close).
@@ -55,6 +67,12 @@ func (ww *windowWrite) patchNow(ctx context.Context, w *twv1.BrowserWindow) erro
 // back while the status holds say it waits (the reconcile is then requeued
 // when the hold ends). It returns the result and error of the reconcile.
 func (ww *windowWrite) finish(ctx context.Context, w *twv1.BrowserWindow, result ctrl.Result, err error) (ctrl.Result, error) {
+	if ww.release != nil {
+		defer ww.release()
+	}
+	if ww.skip {
+		return result, err
+	}
 	a, helper := ww.a, ww.helper
 	summarizeWindow(w, err)
 	if err == nil {

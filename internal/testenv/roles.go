@@ -69,8 +69,9 @@ func StartControllerWith(t testing.TB, admin *rest.Config, o run.ControllerOptio
 // StartAgent runs the agent of opts.Profile under its own identity (user
 // tabwarden:agent:<profile>, with the shipped RBAC; its lease Role in
 // opts.LeaseNamespace) on the control plane of admin; the heartbeat defaults to
-// one second.
-func StartAgent(t testing.TB, admin *rest.Config, opts agent.Options) *Role {
+// one second. Each tune, when given, changes the agent's rest config first (a
+// test's transport that counts or slows its requests).
+func StartAgent(t testing.TB, admin *rest.Config, opts agent.Options, tune ...func(*rest.Config)) *Role {
 	t.Helper()
 	if opts.Heartbeat == 0 {
 		opts.Heartbeat = time.Second
@@ -78,6 +79,9 @@ func StartAgent(t testing.TB, admin *rest.Config, opts agent.Options) *Role {
 	// As an admin would before starting its agent: the profile, admitting every namespace.
 	ensureProfile(t, admin, opts.Profile, opts.Driver)
 	cfg := MustConfig(t)(AgentConfig(admin, opts.Profile))
+	for _, f := range tune {
+		f(cfg)
+	}
 	if err := AllowAgentLeases(admin, opts.LeaseNamespace); err != nil {
 		t.Fatal(err)
 	}
