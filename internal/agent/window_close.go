@@ -234,13 +234,14 @@ func (r *WindowReconciler) letGoClosed(ctx context.Context, listed *twv1.Browser
 		// The window's reconcile is letting it go (or retrying a failure).
 		return
 	}
-	defer release()
-	if err := a.forgetLost(w); err != nil {
-		a.wakeAfterLetGo(ctx, w)
-		return
+	err := a.forgetLost(w)
+	if err == nil {
+		err = a.letGo.Patched(w, twv1.PageFinalizer, patch.RemoveFinalizer(ctx, a.client, w, twv1.PageFinalizer))
 	}
-	err := patch.RemoveFinalizer(ctx, a.client, w, twv1.PageFinalizer)
-	if err = a.letGo.Patched(w, twv1.PageFinalizer, err); err != nil {
+	// Released before the wake below, so that the reconcile it brings finds
+	// the window free.
+	release()
+	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Letting a window of an ended session go failed; its reconcile retries", "window", w.Name, "err", err.Error())
 		a.wakeAfterLetGo(ctx, w)
 		return
