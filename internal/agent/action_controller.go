@@ -169,13 +169,19 @@ func (r *ActionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	unlock := r.lock(s.UID)
 	defer unlock()
-	// Read the action itself, not the cache: another reconcile of it may have
-	// finished while this one waited for the session's lock.
-	if err := a.reader.Get(ctx, req.NamespacedName, act); err != nil {
+	// Read the action again after waiting for the session's lock, from the
+	// cache: no read from the API server on the way to the claim (it cost every
+	// action a round trip). A cache behind the API server is harmless here:
+	// an action this agent finished is remembered (ranHere), and the claim
+	// and every other status write of the action carry the resourceVersion read
+	// here (write: optimistic lock), so a version older than the API server's —
+	// finished, refused or claimed meanwhile by anyone — makes the write a
+	// conflict, and the reconcile that follows reads again: nothing runs on a
+	// stale read.
+	if err := a.client.Get(ctx, req.NamespacedName, act); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if act.Status.Phase.Finished() {
-		r.finished(act)
+	if act.Status.Phase.Finished() || r.ranHere(act) {
 		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("session", s.Name, "window", act.Spec.WindowRef.Name))
