@@ -148,7 +148,7 @@ func TestAStaleCacheNeverRunsAnAction(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !res.Requeue {
+			if err != nil || res.IsZero() {
 				t.Errorf("a stale copy: the reconcile returned %+v, %v; want a retry (its claim a conflict) and no error", res, err)
 			}
 			if claims != 0 || after.ResourceVersion != before.ResourceVersion || after.UID != before.UID || after.Status.Phase != before.Status.Phase {
