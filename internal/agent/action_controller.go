@@ -198,6 +198,9 @@ func (r *ActionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, err
 	}
+	if run.tell != nil {
+		run.tell()
+	}
 	if run.act.Status.Phase.Finished() {
 		r.finished(act)
 	}
@@ -223,6 +226,9 @@ type actionRun struct {
 	stepSettle spawnSettle
 	// claimErr is the error of a claim that was not written.
 	claimErr error
+	// tell records the finished action's Event, log line and metric (finish),
+	// once its result is written.
+	tell func()
 }
 
 // execute checks the action's guards, claims it and runs its steps. It sets the
@@ -324,12 +330,17 @@ func (run *actionRun) finish(ctx context.Context, phase twv1.ActionPhase, rf *re
 	} else {
 		act.Status.Message = fmt.Sprintf("%d step(s) ran", len(act.Spec.Steps))
 	}
-	if phase == twv1.ActionRefused {
-		a.recorder.Eventf(act, run.session, corev1.EventTypeWarning, twv1.EventActionRefused, "Act", "%s: %s Corrected call: %s", rf.reason, act.Status.Message, act.Status.Hint)
-	}
 	conditions.Action(act)
-	ctrl.LoggerFrom(ctx).Info("Action finished", "action", act.Name, "phase", phase, "reason", act.Status.Reason)
-	a.metrics().ActionFinished(string(phase), act.Status.Reason, run.claimedAt)
+	// Told once the result is written (Reconcile): a result the API server
+	// refuses (a conflict: the cache's copy was behind) happened to no one.
+	message, hint, reason := act.Status.Message, act.Status.Hint, act.Status.Reason
+	run.tell = func() {
+		if phase == twv1.ActionRefused {
+			a.recorder.Eventf(act, run.session, corev1.EventTypeWarning, twv1.EventActionRefused, "Act", "%s: %s Corrected call: %s", reason, message, hint)
+		}
+		ctrl.LoggerFrom(ctx).Info("Action finished", "action", act.Name, "phase", phase, "reason", reason)
+		a.metrics().ActionFinished(string(phase), reason, run.claimedAt)
+	}
 }
 
 // write patches the action's status with optimistic locking (one write for an
