@@ -355,3 +355,26 @@ test("an unsent draft (beforeunload prompt on remove) closes with its owner's cl
   // The queue was not stalled: the next owner's cleanup runs.
   assert.deepEqual(ok(await env.cmd("cleanup", { owner: "uid-b" })), { closed: [other.tabId] });
 });
+
+test("a close does not wait for the tab's renderer to answer Page.enable: the remove goes out at once, and a prompt it raises is still answered", async () => {
+  const env = await setup();
+  const { browser, user } = env;
+  const slow = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/slow", windowId: user.windowId }));
+  const draft = ok(await env.cmd("open", { owner: "uid-d", url: "https://mail.example/draft", windowId: user.windowId }));
+  browser.armBeforeUnload(draft.tabId);
+  // The renderer of the slow tab is busy (or already blocked by a dialog of its own): it
+  // never answers a command. The worker's clock does not move in this test, so a close that
+  // waited for an answer (or for its step's bound) would never reply.
+  browser.setPage(() => new Promise(() => {}));
+  const res = await Promise.race([
+    Promise.all([env.cmd("cleanup", { owner: "uid-a" }), env.cmd("cleanup", { owner: "uid-d" })]),
+    new Promise((resolve) => setTimeout(() => resolve("no reply"), 3000)),
+  ]);
+  assert.notEqual(res, "no reply", "the cleanup waited for the renderer");
+  assert.deepEqual(res.map((f) => ok(f)), [{ closed: [slow.tabId] }, { closed: [draft.tabId] }]);
+  assert.deepEqual(browser.tabIds(), [user.tabId]);
+  assert.equal(browser.promptShowing(draft.tabId), false, "no prompt left showing");
+  const sent = browser.calls.filter((c) => c.api === "debugger.sendCommand" || c.api === "tabs.remove");
+  const order = sent.filter((c) => c.api === "tabs.remove" || c.args.target.tabId === slow.tabId).map((c) => c.args.method ?? c.api);
+  assert.deepEqual(order.slice(0, 3), ["Page.enable", "Page.handleJavaScriptDialog", "tabs.remove"], "Page events are asked for before the remove");
+});

@@ -2,7 +2,9 @@ package extension_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
 
@@ -80,4 +83,59 @@ func TestHostilePagesCloseWithTheirSession(t *testing.T) {
 	w := openWindow(ns, "next", "after", fx.Path("/quiet?after="+ns))
 	g.Expect(k8s.Create(ctx, w)).To(Succeed())
 	g.Eventually(func() twv1.WindowPhase { return get(t, w).Status.Phase }).WithTimeout(10 * time.Second).Should(Equal(twv1.WindowOpen))
+}
+
+// TestDraftsCloseAtTheirFirstClose: pages holding an unsent draft (a
+// beforeunload handler armed after the user typed) close at the driver's first
+// Close, all at once, each close answered without an error: the extension asks
+// for the page's dialogs before its remove raises the prompt, so the prompt is
+// accepted as it shows. A close that missed it would hold the prompt for its
+// bound and fail (the agent would retry). The user's tab stays.
+func TestDraftsCloseAtTheirFirstClose(t *testing.T) {
+	paired(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	d := host.Driver()
+	run := time.Now().UnixNano()
+	userURL := fx.Path(fmt.Sprintf("/form?drafts=%d", run))
+	_, win := openUserWindow(t, userURL)
+
+	const arm = `document.body.textContent = 'unsent draft';
+		window.addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = 'unsent'; return 'unsent'; }); true`
+	type page struct{ key, id, url string }
+	var ps []page
+	for i := range 3 {
+		key := fmt.Sprintf("drafts-%d-%d", run, i)
+		u := fx.Path(fmt.Sprintf("/quiet?drafts=%d-%d", run, i))
+		p, err := d.Open(ctx, browser.OpenRequest{Key: key, URL: u, WindowID: win})
+		g.Expect(err).NotTo(HaveOccurred())
+		ps = append(ps, page{key: key, id: p.ID, url: u})
+	}
+	for _, p := range ps {
+		sess, err := devtools.attach(ctx, pageTarget(g, p.url))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(func(g Gomega) {
+			r, err := call(ctx, devtools, sess, wire.Evaluate{Expression: arm, ReturnByValue: true, UserGesture: true})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(r.ExceptionDetails).To(BeNil(), "arming %s: %+v", p.url, r.ExceptionDetails)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		devtools.detach(ctx, sess)
+	}
+
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() { errs[i] = d.Close(ctx, browser.CloseRequest{Key: p.key, ID: p.id}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		g.Expect(err).NotTo(HaveOccurred(), "the first close of draft %s", ps[i].url)
+	}
+	g.Eventually(func(g Gomega) {
+		open := chromePages(g)
+		for _, p := range ps {
+			g.Expect(open).NotTo(ContainElement(p.url), "the draft %s is closed", p.url)
+		}
+		g.Expect(open).To(ContainElement(userURL), "the user's tab stays")
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
