@@ -407,6 +407,17 @@ func (b *Browser) locateText(ctx context.Context, ps *pageSession, op string, t 
 // locateArgs is locateText with the op's other arguments (an upload's files);
 // args.Target is set from t as routed.
 func (b *Browser) locateArgs(ctx context.Context, ps *pageSession, op string, t browser.Target, args scriptArgs) (string, point, error) {
+	if op == "locate" && t.Text != "" && t.Ref == "" && ps.world != 0 && !b.hasChildSessions(ps) {
+		// A text target on a page without frames is the page's own: the frame
+		// tree's read (does the page have frames, is the world still its
+		// document's) goes out with the locate, one round trip for both.
+		a := args
+		a.Target = targetArgs(t)
+		var p point
+		if done, err := b.runPipelined(ctx, ps, op, a, &p, noChildFrames); done {
+			return ps.id, p, err
+		}
+	}
 	r, _, err := b.routeTarget(ctx, ps, t, ps.allow)
 	if err != nil {
 		return "", point{}, err

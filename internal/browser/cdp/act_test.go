@@ -509,3 +509,27 @@ func TestActLeavesDialogsForADialogStep(t *testing.T) {
 	}
 	observe(t, b, "dialog", p.ID)
 }
+
+// TestActAfterThePageNavigatedItself: a step after the page left for another
+// document by itself (no step of the driver's) acts in the new document. The
+// driver asks the page which document it shows with the step's script call
+// sent alongside (one round trip), and uses the answer only if the document is
+// the one its world was made in: the old document's world answers nothing,
+// though Chromium may keep that document alive for the back/forward cache.
+// Back in the old document (restored from that cache), the step acts there.
+func TestActAfterThePageNavigatedItself(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	p := openWindow(t, b, r, "self", "/two-send", fixture.TitleTwoSend)
+	observe(t, b, "self", p.ID) // the driver's world in /two-send
+
+	evaluate(t, b, p.ID, `location.href = "/landing"; true`)
+	waitTitle(t, b, p.ID, fixture.TitleLanding)
+	_, err := step(b, "self", p.ID, click(browser.Target{Text: "Send later"}))
+	refused(t, "a click on a button of the document the page left", err, "target_not_found")
+	stays(t, p.ID, fixture.TitleLanding)
+
+	evaluate(t, b, p.ID, `history.back(); true`)
+	waitTitle(t, b, p.ID, fixture.TitleTwoSend)
+	stepOK(t, b, "self", p.ID, click(browser.Target{Text: "Send later"}))
+	waitTitle(t, b, p.ID, "Sent later")
+}

@@ -666,15 +666,23 @@ type route struct {
 // hasFrames says whether the page may have frames the driver reaches itself
 // (child sessions, or a frame in the page's tree), for the fast path.
 func (b *Browser) hasFrames(ctx context.Context, ps *pageSession) bool {
-	b.mu.Lock()
-	n := len(ps.children)
-	b.mu.Unlock()
-	if n > 0 {
+	if b.hasChildSessions(ps) {
 		return true
 	}
 	tree, err := call(ctx, ps.c, ps.id, wire.GetFrameTree{})
-	return err == nil && len(tree.FrameTree.ChildFrames) > 0
+	return err == nil && !noChildFrames(tree.FrameTree)
 }
+
+// hasChildSessions says whether the browser attached the driver to frames of
+// the page (out-of-process frames).
+func (b *Browser) hasChildSessions(ps *pageSession) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(ps.children) > 0
+}
+
+// noChildFrames says whether the page's frame tree has no frame but its main one.
+func noChildFrames(t wire.FrameTree) bool { return len(t.ChildFrames) == 0 }
 
 // routeTarget resolves which world a target belongs to. A ref x<k>.… is
 // checked against the page's current document and frame k's (stale_ref when
