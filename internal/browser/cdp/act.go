@@ -407,14 +407,16 @@ func (b *Browser) locateText(ctx context.Context, ps *pageSession, op string, t 
 // locateArgs is locateText with the op's other arguments (an upload's files);
 // args.Target is set from t as routed.
 func (b *Browser) locateArgs(ctx context.Context, ps *pageSession, op string, t browser.Target, args scriptArgs) (string, point, error) {
-	if op == "locate" && t.Text != "" && t.Ref == "" && ps.world != 0 && !b.hasChildSessions(ps) {
-		// A text target on a page without frames is the page's own: the frame
-		// tree's read (does the page have frames, is the world still its
-		// document's) goes out with the locate, one round trip for both.
-		a := args
-		a.Target = targetArgs(t)
-		var p point
-		if done, err := b.runPipelined(ctx, ps, op, a, &p, noChildFrames); done {
+	if op == "locate" && t.Text != "" && t.Ref == "" && !b.hasChildSessions(ps) {
+		// A text target: one read of the frame tree says both whether the page
+		// has frames (routeTarget would read it for that) and whether the world
+		// is still its document's (run would read it again for that).
+		tree, err := call(ctx, ps.c, ps.id, wire.GetFrameTree{})
+		if err == nil && noChildFrames(tree.FrameTree) {
+			a := args
+			a.Target = targetArgs(t)
+			var p point
+			err := b.runRead(ctx, ps, &tree.FrameTree.Frame, op, a, &p)
 			return ps.id, p, err
 		}
 	}

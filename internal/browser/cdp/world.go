@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	pagescript "github.com/tabwarden/tabwarden/extension"
 	"github.com/tabwarden/tabwarden/internal/browser"
@@ -50,7 +49,12 @@ func (b *Browser) ensureWorld(ctx context.Context, ps *pageSession) error {
 	if err != nil {
 		return err
 	}
-	f := tree.FrameTree.Frame
+	return b.worldFor(ctx, ps, tree.FrameTree.Frame)
+}
+
+// worldFor makes sure ps has an isolated world in f, the page's main frame as
+// the frame tree was just read.
+func (b *Browser) worldFor(ctx context.Context, ps *pageSession, f wire.Frame) error {
 	if ps.world != 0 && ps.loader == f.LoaderID {
 		return nil
 	}
@@ -136,81 +140,26 @@ func scriptReply(op string, r wire.EvaluateResult, out any) error {
 	return nil
 }
 
-// readOps are the page script's ops that change nothing on the page but the
-// scroll position of their target (locate reveals it) and the world's own
-// state: run may send them before it knows the world is still the page's.
-var readOps = map[string]bool{
-	"info": true, "observe": true, "find": true, "frameInfo": true, "frameHit": true,
-	"locate": true, "shotBox": true, "hasText": true,
-}
-
-// runPipelined is run's first attempt for a read op in a world ps already
-// has: the frame tree's read and the script's call go out back to back (the
-// page's session handles them in order), one round trip to the browser where
-// reading the tree first took two. The script's answer counts only if the
-// tree shows the document the world was made in; otherwise it is dropped
-// (a world of a document that left runs nothing of the page's) and run goes on
-// as before. If also is given, the answer counts only if the tree passes it
-// too. done is false when run must; err is run's answer when done.
-func (b *Browser) runPipelined(ctx context.Context, ps *pageSession, op string, args scriptArgs, out any, also func(wire.FrameTree) bool) (done bool, err error) {
-	a := args
-	a.World = ps.nonce
-	cmd, err := scriptCall(ps.world, op, a)
-	if err != nil {
-		return true, err
-	}
-	treeWait := send(ps.c, ps.id, wire.GetFrameTree{})
-	evalWait := send(ps.c, ps.id, cmd)
-	tree, err := treeWait(ctx)
-	if err != nil || tree.FrameTree.Frame.LoaderID != ps.loader || (also != nil && !also(tree.FrameTree)) {
-		// An error is run's to judge (it reads the tree again); a new document
-		// has a world of its own to make. The answer, if any comes, is of the
-		// old one (or not the one the caller wants).
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_, _ = evalWait(ctx)
-		}()
-		return false, nil
-	}
-	r, err := evalWait(ctx)
-	if err != nil {
-		if worldGone(err) {
-			ps.world = 0
-			return false, nil
-		}
-		return true, err
-	}
-	var raw json.RawMessage
-	if err := scriptReply(op, r, &raw); err != nil {
-		return true, err
-	}
-	var probe struct {
-		Error *scriptError `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return true, fmt.Errorf("page script %s: %w", op, err)
-	}
-	if probe.Error != nil {
-		if probe.Error.Reason == reasonWorldMismatch {
-			ps.world = 0
-			return false, nil
-		}
-		return true, probe.Error.err(op)
-	}
-	return true, json.Unmarshal(raw, out)
-}
-
 // run runs op in the page's world, creating the world when the page has a new
 // document or the old world is gone. out's Error field receives a script error.
 func (b *Browser) run(ctx context.Context, ps *pageSession, op string, args scriptArgs, out any) error {
-	if ps.world != 0 && readOps[op] {
-		if done, err := b.runPipelined(ctx, ps, op, args, out, nil); done {
-			return err
-		}
-	}
+	return b.runRead(ctx, ps, nil, op, args, out)
+}
+
+// runRead is run with the page's main frame as a frame tree the caller read
+// just before (nil: run reads it). The tree is read before the script's call,
+// never alongside it: a world's context id names a context only within its
+// renderer process, and after a navigation to another process the same id
+// may name one of the page's own (the call would run the page script where
+// the page sees it).
+func (b *Browser) runRead(ctx context.Context, ps *pageSession, read *wire.Frame, op string, args scriptArgs, out any) error {
 	for attempt := 0; ; attempt++ {
-		err := b.ensureWorld(ctx, ps)
+		var err error
+		if attempt == 0 && read != nil {
+			err = b.worldFor(ctx, ps, *read)
+		} else {
+			err = b.ensureWorld(ctx, ps)
+		}
 		if err == nil {
 			a := args
 			a.World = ps.nonce
