@@ -361,8 +361,8 @@ test("a close does not wait for the tab's renderer to answer Page.enable: the re
   const { browser, user } = env;
   const slow = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/slow", windowId: user.windowId }));
   const draft = ok(await env.cmd("open", { owner: "uid-d", url: "https://mail.example/draft", windowId: user.windowId }));
-  browser.armBeforeUnload(draft.tabId);
-  // The renderer of the slow tab is busy (or already blocked by a dialog of its own): it
+  browser.armBeforeUnload(draft.tabId, { holdEnable: true });
+  // The renderer of each tab is busy (or already blocked by a dialog of its own): it
   // never answers a command. The worker's clock does not move in this test, so a close that
   // waited for an answer (or for its step's bound) would never reply.
   browser.setPage(() => new Promise(() => {}));

@@ -438,7 +438,8 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
           if (!attached.has(target.tabId)) throw new Error(`Debugger is not attached to the tab with id: ${target.tabId}.`);
           const d = drafts.get(target.tabId);
           if (d && method === "Page.enable") {
-            d.enabled = true;
+            d.enabled = true; // the browser turns the Page events on as the command arrives
+            if (d.holdEnable) return new Promise(() => {}); // the renderer never answers
             return {};
           }
           if (d && method === "Page.handleJavaScriptDialog") {
@@ -553,8 +554,12 @@ export function createFakeChrome({ extensionId = "tabwardenfakeextensionid", ver
     },
     /** Tabs the worker's debugger is attached to now. */
     attachedTabs: () => [...attached].sort((a, b) => a - b),
-    /** The page arms a beforeunload handler after the user typed (an unsent draft). */
-    armBeforeUnload: (tabId) => drafts.set(tabId, { enabled: false, accept: null }),
+    /**
+     * The page arms a beforeunload handler after the user typed (an unsent draft). holdEnable:
+     * its renderer is busy, so Page.enable takes effect (the browser tells the prompt) but is
+     * never answered.
+     */
+    armBeforeUnload: (tabId, { holdEnable = false } = {}) => drafts.set(tabId, { enabled: false, accept: null, holdEnable }),
     /** Whether a beforeunload prompt is showing on the tab. */
     promptShowing: (tabId) => !!drafts.get(tabId)?.accept,
     /** DevTools is open on the tab: the worker's attach fails. */
