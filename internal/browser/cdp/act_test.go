@@ -511,12 +511,10 @@ func TestActLeavesDialogsForADialogStep(t *testing.T) {
 }
 
 // TestActAfterThePageNavigatedItself: a step after the page left for another
-// document by itself (no step of the driver's) acts in the new document. The
-// driver asks the page which document it shows with the step's script call
-// sent alongside (one round trip), and uses the answer only if the document is
-// the one its world was made in: the old document's world answers nothing,
-// though Chromium may keep that document alive for the back/forward cache.
-// Back in the old document (restored from that cache), the step acts there.
+// document by itself (no step of the driver's) acts in the new document: the
+// driver reads which document the page shows before it calls the page script,
+// and makes a world in a document it has none in. Back in the old document
+// (restored from the back/forward cache), the step acts there.
 func TestActAfterThePageNavigatedItself(t *testing.T) {
 	b, r := newDriver(t, Options{})
 	p := openWindow(t, b, r, "self", "/two-send", fixture.TitleTwoSend)
@@ -531,5 +529,57 @@ func TestActAfterThePageNavigatedItself(t *testing.T) {
 	evaluate(t, b, p.ID, `history.back(); true`)
 	waitTitle(t, b, p.ID, fixture.TitleTwoSend)
 	stepOK(t, b, "self", p.ID, click(browser.Target{Text: "Send later"}))
+	waitTitle(t, b, p.ID, "Sent later")
+}
+
+// TestPageScriptNeverRunsInThePagesOwnWorld: after the page navigates itself
+// to another site (another renderer process, whose execution contexts are
+// numbered afresh, so the driver's old world id may name one of the new
+// page's), the driver's next steps never run the page script where the page
+// sees it: a trap in the page's own worlds on the names the script touches
+// never fires, and the steps act in the new document. A driver that called the
+// script before reading which document the page shows (the one-turn read of
+// 451031c, taken back) fails it.
+func TestPageScriptNeverRunsInThePagesOwnWorld(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	p := openWindow(t, b, r, "trap", "/two-send", fixture.TitleTwoSend)
+	observe(t, b, "trap", p.ID) // the driver's world in the first site's process
+	stepOK(t, b, "trap", p.ID, click(browser.Target{Text: "Send later"}))
+	waitTitle(t, b, p.ID, "Sent later")
+
+	other := strings.Replace(site.Path("/two-send?trap"), "127.0.0.1", "localhost", 1)
+	evaluate(t, b, p.ID, `location.href = "`+other+`"; true`)
+	deadline := time.Now().Add(10 * time.Second)
+	for chromiumPages(t)[p.ID].URL != other || pageTitle(t, p.ID) != fixture.TitleTwoSend {
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not load %s: %+v", other, chromiumPages(t)[p.ID])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The trap is in the page's own world and in that of a dozen frames it
+	// adds (each a context of the new process: ids 1, 2, … as Chromium gives
+	// them, among them the id of the driver's old world).
+	evaluate(t, b, p.ID, `const trap = (w) => {
+		for (const k of ["tabwardenPage", "__tabwardenPageState"]) {
+			Object.defineProperty(w, k, {configurable: true,
+				get() { top.document.title = "Trapped"; return undefined; },
+				set(v) { top.document.title = "Trapped"; }});
+		}
+	};
+	trap(window);
+	for (let i = 0; i < 12; i++) {
+		const f = document.createElement("iframe");
+		f.style.height = "10px";
+		document.body.appendChild(f);
+		trap(f.contentWindow);
+	}
+	true`)
+
+	o := observe(t, b, "trap", p.ID)
+	if !strings.HasPrefix(o.URL, "http://localhost") {
+		t.Errorf("observed %s, want the new site's document", o.URL)
+	}
+	stays(t, p.ID, fixture.TitleTwoSend)
+	stepOK(t, b, "trap", p.ID, click(browser.Target{Text: "Send later"}))
 	waitTitle(t, b, p.ID, "Sent later")
 }
