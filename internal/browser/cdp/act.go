@@ -370,14 +370,16 @@ type point struct {
 	X, Y float64
 }
 
-// locate runs locate (or focus) for a target. Selector targets may take
+// locate runs locate (or focus) for a target; main is the page's main frame
+// as just read (nil: not read; see runRead). Selector targets may take
 // selectorGrace to appear (a page that was just opened).
-func (b *Browser) locate(ctx context.Context, ps *pageSession, op string, t browser.Target) (point, error) {
+func (b *Browser) locate(ctx context.Context, ps *pageSession, op string, t browser.Target, main *wire.Frame) (point, error) {
 	args := scriptArgs{Target: targetArgs(t)}
 	deadline := time.Now().Add(selectorGrace)
 	for {
 		var p point
-		err := b.run(ctx, ps, op, args, &p)
+		err := b.runRead(ctx, ps, main, op, args, &p)
+		main = nil // a retry reads the tree again
 		var ae *browser.ActError
 		retry := t.Selector != "" && time.Now().Before(deadline) &&
 			((errors.As(err, &ae) && ae.Reason == "target_not_found") || worldGone(err))
@@ -407,19 +409,6 @@ func (b *Browser) locateText(ctx context.Context, ps *pageSession, op string, t 
 // locateArgs is locateText with the op's other arguments (an upload's files);
 // args.Target is set from t as routed.
 func (b *Browser) locateArgs(ctx context.Context, ps *pageSession, op string, t browser.Target, args scriptArgs) (string, point, error) {
-	if op == "locate" && t.Text != "" && t.Ref == "" && !b.hasChildSessions(ps) {
-		// A text target: one read of the frame tree says both whether the page
-		// has frames (routeTarget would read it for that) and whether the world
-		// is still its document's (run would read it again for that).
-		tree, err := call(ctx, ps.c, ps.id, wire.GetFrameTree{})
-		if err == nil && noChildFrames(tree.FrameTree) {
-			a := args
-			a.Target = targetArgs(t)
-			var p point
-			err := b.runRead(ctx, ps, &tree.FrameTree.Frame, op, a, &p)
-			return ps.id, p, err
-		}
-	}
 	r, _, err := b.routeTarget(ctx, ps, t, ps.allow)
 	if err != nil {
 		return "", point{}, err
@@ -427,11 +416,11 @@ func (b *Browser) locateArgs(ctx context.Context, ps *pageSession, op string, t 
 	args.Target = targetArgs(r.target)
 	if r.world.fw == nil {
 		if op == "locate" || op == "focus" {
-			p, err := b.locate(ctx, ps, op, r.target)
+			p, err := b.locate(ctx, ps, op, r.target, r.main)
 			return ps.id, p, err
 		}
 		var p point
-		err := b.run(ctx, ps, op, args, &p)
+		err := b.runRead(ctx, ps, r.main, op, args, &p)
 		return ps.id, p, err
 	}
 	var p point

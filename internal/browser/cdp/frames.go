@@ -661,16 +661,30 @@ func splitFrameRef(ref string) (label, rest string, ok bool) {
 type route struct {
 	world  worldRef
 	target browser.Target
+	// main is the page's main frame as routing read it, just before (nil:
+	// not read): the page's world is checked against it (runRead) instead of
+	// a second read of the frame tree.
+	main *wire.Frame
 }
 
 // hasFrames says whether the page may have frames the driver reaches itself
 // (child sessions, or a frame in the page's tree), for the fast path.
 func (b *Browser) hasFrames(ctx context.Context, ps *pageSession) bool {
+	frames, _ := b.pageFrames(ctx, ps)
+	return frames
+}
+
+// pageFrames is hasFrames with the page's main frame, when it read the frame
+// tree to tell (nil otherwise).
+func (b *Browser) pageFrames(ctx context.Context, ps *pageSession) (frames bool, main *wire.Frame) {
 	if b.hasChildSessions(ps) {
-		return true
+		return true, nil
 	}
 	tree, err := call(ctx, ps.c, ps.id, wire.GetFrameTree{})
-	return err == nil && !noChildFrames(tree.FrameTree)
+	if err != nil {
+		return false, nil
+	}
+	return len(tree.FrameTree.ChildFrames) > 0, &tree.FrameTree.Frame
 }
 
 // hasChildSessions says whether the browser attached the driver to frames of
@@ -680,9 +694,6 @@ func (b *Browser) hasChildSessions(ps *pageSession) bool {
 	defer b.mu.Unlock()
 	return len(ps.children) > 0
 }
-
-// noChildFrames says whether the page's frame tree has no frame but its main one.
-func noChildFrames(t wire.FrameTree) bool { return len(t.ChildFrames) == 0 }
 
 // routeTarget resolves which world a target belongs to. A ref x<k>.… is
 // checked against the page's current document and frame k's (stale_ref when
@@ -696,8 +707,10 @@ func (b *Browser) routeTarget(ctx context.Context, ps *pageSession, t browser.Ta
 	if t.Ref == "" && t.Text == "" {
 		return route{target: t}, nil, nil
 	}
-	if t.Ref == "" && !b.hasFrames(ctx, ps) {
-		return route{target: t}, nil, nil
+	if t.Ref == "" {
+		if frames, main := b.pageFrames(ctx, ps); !frames {
+			return route{target: t, main: main}, nil, nil
+		}
 	}
 	if isFrame {
 		fw := ps.frames[label]

@@ -100,37 +100,22 @@ func (b *Browser) evaluate(ctx context.Context, ps *pageSession, op string, args
 // evaluateIn runs the page script once in world world of session:
 // (Source)(op, args), nothing else.
 func (b *Browser) evaluateIn(ctx context.Context, c *wire.Conn, session string, world int64, op string, args scriptArgs, out any) error {
-	cmd, err := scriptCall(world, op, args)
-	if err != nil {
-		return err
-	}
-	r, err := call(ctx, c, session, cmd)
-	if err != nil {
-		return err
-	}
-	return scriptReply(op, r, out)
-}
-
-// scriptCall is the command that runs the page script once in world:
-// (Source)(op, args), nothing else.
-func scriptCall(world int64, op string, args scriptArgs) (wire.Evaluate, error) {
-	if world == 0 {
-		return wire.Evaluate{}, fmt.Errorf("page script %s: cannot find context: no isolated world", op)
-	}
 	opJSON, err := json.Marshal(op)
 	if err != nil {
-		return wire.Evaluate{}, err
+		return err
 	}
 	argsJSON, err := json.Marshal(args)
 	if err != nil {
-		return wire.Evaluate{}, err
+		return err
 	}
 	expr := "(" + pagescript.Source + "\n)(" + string(opJSON) + ", " + string(argsJSON) + ")"
-	return wire.Evaluate{Expression: expr, ContextID: world, ReturnByValue: true, Silent: true}, nil
-}
-
-// scriptReply decodes the page script's reply into out.
-func scriptReply(op string, r wire.EvaluateResult, out any) error {
+	if world == 0 {
+		return fmt.Errorf("page script %s: cannot find context: no isolated world", op)
+	}
+	r, err := call(ctx, c, session, wire.Evaluate{Expression: expr, ContextID: world, ReturnByValue: true, Silent: true})
+	if err != nil {
+		return err
+	}
 	if d := r.ExceptionDetails; d != nil {
 		return fmt.Errorf("page script %s threw: %s %s", op, d.Text, d.Exception.Description)
 	}
