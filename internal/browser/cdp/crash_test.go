@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/ledger"
@@ -11,6 +12,25 @@ import (
 )
 
 var errKilled = errors.New("killed by the test")
+
+// pagesOnceLoaded is pagesAtURL once want (and nothing else) is there, or
+// what is there after 10 s: an Open returns before its page commits at its url
+// (leaveMarker), so the page gets there soon after.
+func pagesOnceLoaded(t *testing.T, url string, want ...string) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ids := pagesAtURL(t, url)
+		ok := len(ids) == len(want)
+		for _, w := range want {
+			ok = ok && contains(ids, w)
+		}
+		if ok || time.Now().After(deadline) {
+			return ids
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // pagesAtURL counts the pages Chromium itself lists at url.
 func pagesAtURL(t *testing.T, url string) []string {
@@ -78,7 +98,7 @@ func TestOpenIsCrashConsistent(t *testing.T) {
 			if p.ID == user.ID {
 				t.Fatalf("the user's tab %s was claimed", user.ID)
 			}
-			ids := pagesAtURL(t, url)
+			ids := pagesOnceLoaded(t, url, user.ID, p.ID)
 			if len(ids) != 2 || !contains(ids, user.ID) || !contains(ids, p.ID) {
 				t.Errorf("pages at %s: %v, want the user's %s and the driver's %s", url, ids, user.ID, p.ID)
 			}
@@ -142,7 +162,7 @@ func TestInterruptedOpenClaimsOnlyItsNonce(t *testing.T) {
 			wantRecords(t, b, "after the restart", browser.Record{Key: "win", Page: p.ID, Kind: browser.RecordOpened})
 			waitTitle(t, b, p.ID, fixture.TitleQuiet)
 			mustBeOpen(t, "the user's tab", user.ID)
-			if ids := pagesAtURL(t, url); len(ids) != 2 || !contains(ids, user.ID) || !contains(ids, p.ID) {
+			if ids := pagesOnceLoaded(t, url, user.ID, p.ID); len(ids) != 2 || !contains(ids, user.ID) || !contains(ids, p.ID) {
 				t.Errorf("pages at %s: %v, want the user's %s and the driver's %s", url, ids, user.ID, p.ID)
 			}
 			// Closing the window's page leaves the user's tab alone.

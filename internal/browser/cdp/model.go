@@ -25,6 +25,9 @@ type target struct {
 	seq        int64
 	updates    int64 // target infos applied from events, to keep refreshes from going back in time
 	closing    int   // Closes in flight past the last-tab check (close.go)
+	// marker is the url of an Open's marker the page was first seen at
+	// (pageLocked).
+	marker string
 }
 
 // actEntry is a mutating step running (or lingering, attributionLinger) on a
@@ -107,6 +110,9 @@ func (b *Browser) onTargetInfoLocked(c *wire.Conn, ti wire.TargetInfo) {
 	if !known {
 		b.seq++
 		t = &target{info: ti, seq: b.seq}
+		if strings.HasPrefix(ti.URL, markerPrefix) {
+			t.marker = ti.URL
+		}
 		b.targets[ti.TargetID] = t
 		if ti.OpenerID == "" {
 			u := normURL(ti.URL)
@@ -216,6 +222,9 @@ func (b *Browser) removeLocked(id string) {
 	}
 	delete(b.targets, id)
 	delete(b.sessions, id)
+	if t.marker != "" {
+		delete(b.leaving, t.marker)
+	}
 	if b.connected && t.shown {
 		b.emitLocked(browser.PageRemoved, t)
 	}
@@ -230,7 +239,7 @@ func (b *Browser) emitLocked(typ browser.EventType, t *target) {
 }
 
 func (b *Browser) pageLocked(t *target) browser.Page {
-	return browser.Page{
+	p := browser.Page{
 		ID:         t.info.TargetID,
 		WindowID:   t.windowID,
 		OpenerID:   t.info.OpenerID,
@@ -240,6 +249,24 @@ func (b *Browser) pageLocked(t *target) browser.Page {
 		Context:    b.ctxNames[t.info.BrowserContextID],
 		Attributed: t.attributed,
 	}
+	// A page an Open created at its marker is reported at the url the Open
+	// navigates it to, as a page created at that url is while it loads (its
+	// title is its url until it has one): no caller or observer sees the
+	// marker. While the site answers, Chromium shows such a page at the url
+	// it is going to, at no url, or at its marker again (Target.getTargets
+	// gives the committed url, events the pending one), until it commits; so
+	// the marker is masked for the page's lifetime. Only the page's own
+	// history could take it back to the marker, an empty document whose url
+	// holds a nonce the page never learns.
+	if u, ok := b.leaving[t.marker]; ok && t.marker != "" {
+		if p.URL == "" || p.URL == t.marker {
+			p.URL = u
+		}
+		if p.Title == "" || p.Title == t.marker {
+			p.Title = u
+		}
+	}
+	return p
 }
 
 var _ browser.RecordLookup = (*Browser)(nil)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
@@ -90,9 +89,6 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 		p = browser.Page{ID: id, URL: req.URL}
 	}
 	b.mu.Unlock()
-	if strings.HasPrefix(p.URL, markerPrefix) {
-		p.URL = req.URL // loading: the browser reports it soon
-	}
 	p, err = b.withWindow(ctx, c, p)
 	if err != nil {
 		return p, err
@@ -120,7 +116,7 @@ func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.
 			if err := b.ledger.Opened(req.Key, id); err != nil {
 				return "", err
 			}
-			return id, b.leaveMarker(ctx, c, id, req.URL)
+			return id, b.leaveMarker(ctx, c, id, in.Marker, req.URL)
 		}
 	}
 	if err := b.faultAt(faultBeforeIntent, ""); err != nil {
@@ -138,10 +134,17 @@ func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.
 		return "", err
 	}
 	params.URL = in.Marker
+	b.mu.Lock()
+	b.leaving[in.Marker] = orBlank(req.URL)
+	b.mu.Unlock()
 	id, err := b.createTarget(ctx, c, params)
 	if err != nil {
 		// The intent stays: a create whose reply was lost may still have made
-		// the page, and the next Open resolves it.
+		// the page, and the next Open resolves it (and reports it at its url
+		// from then on).
+		b.mu.Lock()
+		delete(b.leaving, in.Marker)
+		b.mu.Unlock()
 		return "", err
 	}
 	if err := b.faultAt(faultAfterCreate, id); err != nil {
@@ -150,53 +153,68 @@ func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.
 	if err := b.ledger.Opened(req.Key, id); err != nil {
 		return "", err
 	}
-	return id, b.leaveMarker(ctx, c, id, req.URL)
+	return id, b.leaveMarker(ctx, c, id, in.Marker, req.URL)
+}
+
+func orBlank(u string) string {
+	if u == "" {
+		return "about:blank"
+	}
+	return u
 }
 
 // markerPrefix starts the url an Open creates its page at (Intent.Marker).
 const markerPrefix = "about:blank#tw-"
 
 // leaveMarker navigates a recorded page from its intent's marker to the url
-// the Open asked for (about:blank for none). A url that fails to load leaves
-// the browser's error page, as a create at it would.
-func (b *Browser) leaveMarker(ctx context.Context, c *wire.Conn, id, u string) error {
-	if u == "" {
-		u = "about:blank"
-	}
+// the Open asked for (about:blank for none), and returns once the browser has
+// taken the navigation, as a create at the url returns before the page
+// commits. Until the browser shows the page leave its marker, the driver
+// reports it at that url (pageLocked), so callers and observers never see the
+// marker. Waiting for the commit instead cost every Open the start of the
+// site's renderer (about 200 ms here) and, on a remote browser, round trips;
+// a step on the page waits for its target as on any page still loading
+// (locate's selectorGrace). A url that fails to load leaves the browser's
+// error page, as a create at it would.
+func (b *Browser) leaveMarker(ctx context.Context, c *wire.Conn, id, marker, u string) error {
+	u = orBlank(u)
+	b.mu.Lock()
+	b.leaving[marker] = u
+	b.mu.Unlock()
 	ps, err := b.session(ctx, c, id)
 	if err != nil {
 		return fmt.Errorf("open: load %s in page %s: %w", u, id, err)
 	}
 	defer ps.mu.Unlock()
-	// The navigate goes out right behind the attach's Page.enable (session).
-	_, err = call(ctx, ps.c, ps.id, wire.Navigate{URL: u})
-	if eerr := ps.enabled(ctx); err == nil {
-		err = eerr
-	}
+	// The navigate goes out right behind the attach's Page.enable (session),
+	// whose reply the session's next user awaits (enabled). Its own reply
+	// comes once the site has answered, so it is not awaited either: the
+	// session's later commands go out behind it all the same.
+	nav, err := wire.Send(ps.c, ps.id, wire.Navigate{URL: u})
 	if err != nil {
+		if errors.Is(err, wire.ErrClosed) {
+			err = browser.ErrNotConnected
+		}
 		return fmt.Errorf("open: load %s in page %s: %w", u, id, err)
 	}
-	// Open returns once the browser reports the page at its url, as a create
-	// at the url would: callers and observers see the url, never the marker.
-	deadline := time.Now().Add(markerWait)
-	for {
-		b.mu.Lock()
-		t, ok := b.targets[id]
-		left := !ok || !strings.HasPrefix(t.info.URL, markerPrefix)
-		b.mu.Unlock()
-		if left || time.Now().After(deadline) {
-			return nil
+	go func() {
+		wctx, cancel := context.WithTimeout(context.Background(), navigateReplyWait)
+		defer cancel()
+		if _, err := nav.Wait(wctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			// Chromium refused the navigation: the page stays at its marker,
+			// and is reported there.
+			b.log.Info("an open's page did not leave its marker", "page", id, "url", u, "error", err.Error())
+			b.mu.Lock()
+			delete(b.leaving, marker)
+			b.mu.Unlock()
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	}()
+	return nil
 }
 
-// markerWait bounds leaveMarker's wait for the browser to report the url.
-const markerWait = 5 * time.Second
+// navigateReplyWait bounds how long leaveMarker listens for the reply of its
+// Page.navigate (which comes once the site answers).
+const navigateReplyWait = 2 * time.Minute
 
 // pageInfos returns every page target the browser reports now, in every context.
 func (b *Browser) pageInfos(ctx context.Context, c *wire.Conn) ([]wire.TargetInfo, error) {
