@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,9 +26,20 @@ import (
 
 func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 	url := l.site.Path("/landing")
+	// The Playwright peer first, every size in one browser of its own (one
+	// launch, not one per size), while tabwarden's browser is idle.
+	warm := 1
+	if l.cfg.short {
+		warm = 0
+	}
+	pws, pwErr := playwrightClose(ctx, url, l.cfg.cleanNs, l.cfg.cleanReps, warm)
 	for _, n := range l.cfg.cleanNs {
 		reps := l.cfg.cleanReps[n]
-		logf("cleanup of %d page(s): %d repetitions (tabwarden, raw sequential, raw concurrent, Playwright)", n, reps)
+		baselines := "raw sequential, raw concurrent, Playwright"
+		if l.cfg.short {
+			baselines = "raw concurrent, Playwright"
+		}
+		logf("cleanup of %d page(s): %d repetitions (tabwarden, %s)", n, reps, baselines)
 		var last, gone, seq, conc sample
 		lg := newLegs(fmt.Sprintf("cleanup: session with %d page(s)", n), "Delete → controller's first window DELETE", "first → last window DELETE (controller loop)",
 			"last window DELETE → last page destroyed (agent closes)", "last page destroyed → session object gone")
@@ -106,8 +118,13 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 				cost = cost.add(l.mark().since(before))
 				costN++
 			}
-			// Raw baselines on the same browser: N new windows, closed one by one, then all at once.
+			// Raw baselines on the same browser: N new windows, closed one by one
+			// (not in -short: no target compares with it, and opening N windows
+			// costs Chromium about a quarter of a second each), then all at once.
 			for _, concurrent := range []bool{false, true} {
+				if !concurrent && l.cfg.short {
+					continue
+				}
 				rids, err := l.rawOpen(ctx, url, n)
 				if err != nil {
 					return err
@@ -125,16 +142,14 @@ func cleanupSection(ctx context.Context, l *lab, rep *report) error {
 		}
 		rep.latency(fmt.Sprintf("cleanup: delete session with %d page(s) → last page gone", n), last, "raw closeTarget, concurrent", conc,
 			"from Delete to the last Target.targetDestroyed on the raw connection")
-		rep.latency(fmt.Sprintf("cleanup: … with %d page(s), vs raw sequential close", n), last, "raw closeTarget, sequential", seq, "")
+		if len(seq) > 0 {
+			rep.latency(fmt.Sprintf("cleanup: … with %d page(s), vs raw sequential close", n), last, "raw closeTarget, sequential", seq, "")
+		}
 		rep.latency(fmt.Sprintf("cleanup: delete session with %d page(s) → session object gone", n), gone, "raw closeTarget, concurrent", conc, "")
 		rep.legs = append(rep.legs, lg)
-		warm := 1
-		if l.cfg.short {
-			warm = 0
-		}
-		pw, err := playwrightClose(ctx, url, n, reps, warm)
-		if err != nil {
-			rep.note(fmt.Sprintf("Playwright peer for N=%d failed: %v", n, err))
+		pw := pws[n]
+		if pwErr != nil {
+			rep.note(fmt.Sprintf("Playwright peer for N=%d failed: %v", n, pwErr))
 		} else {
 			rep.latency(fmt.Sprintf("cleanup: %d page(s), tabwarden vs Playwright context.close()", n), last, "Playwright context.close()", pw, "separate Chromium launched by playwright-core, same binary and flags")
 		}
@@ -229,9 +244,9 @@ func closeAllOn(ctx context.Context, raw *rawCDP, ids []string) (float64, error)
 }
 
 // playwrightClose runs test/bench/node/close.mjs: playwright-core launches the
-// same Chromium binary headless, opens n pages in one context, and times
-// context.close(), reps times.
-func playwrightClose(ctx context.Context, url string, n, reps, warm int) (sample, error) {
+// same Chromium binary headless and, for each n of ns, opens n pages in one
+// context and times context.close(), reps[n] times, all in one browser.
+func playwrightClose(ctx context.Context, url string, ns []int, reps map[int]int, warm int) (map[int]sample, error) {
 	dir := filepath.Join(testenv.Root(), "test", "bench", "node")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
 		logf("installing playwright-core (npm ci) in %s", dir)
@@ -245,7 +260,12 @@ func playwrightClose(ctx context.Context, url string, n, reps, warm int) (sample
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"close.mjs", bin, url, strconv.Itoa(n), strconv.Itoa(reps), strconv.Itoa(warm)}, chromium.DefaultArgs(false)...)
+	sizes := make([]string, 0, len(ns))
+	for _, n := range ns {
+		sizes = append(sizes, fmt.Sprintf("%d:%d", n, reps[n]))
+	}
+	logf("Playwright peer: context.close() of %s page(s) (n:repetitions)", strings.Join(sizes, ", "))
+	args := append([]string{"close.mjs", bin, url, strings.Join(sizes, ","), strconv.Itoa(warm)}, chromium.DefaultArgs(false)...)
 	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
@@ -255,12 +275,20 @@ func playwrightClose(ctx context.Context, url string, n, reps, warm int) (sample
 		return nil, fmt.Errorf("node close.mjs: %v: %s", err, stderr.String())
 	}
 	var r struct {
-		Closes []float64 `json:"closes"`
+		Closes map[string][]float64 `json:"closes"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
 		return nil, fmt.Errorf("node close.mjs output %q: %w", out, err)
 	}
-	return r.Closes, nil
+	got := make(map[int]sample, len(ns))
+	for _, n := range ns {
+		c, ok := r.Closes[strconv.Itoa(n)]
+		if !ok || len(c) != reps[n] {
+			return nil, fmt.Errorf("node close.mjs output %q: want %d closes of %d page(s)", out, reps[n], n)
+		}
+		got[n] = c
+	}
+	return got, nil
 }
 
 var _ = client.ObjectKey{}
