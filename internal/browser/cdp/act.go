@@ -132,6 +132,9 @@ func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActR
 	if err := ps.enabled(ctx); err != nil {
 		return browser.ActResult{}, err
 	}
+	if err := b.awaitCommit(ctx, ps, req.Page); err != nil {
+		return browser.ActResult{}, err
+	}
 	ps.allow = req.FrameAllowed
 	defer func() { ps.allow = nil }()
 
@@ -543,4 +546,56 @@ func press(ctx context.Context, c *wire.Conn, sess string, k keys.Chord) error {
 	}
 	_, err := call(ctx, c, sess, wire.DispatchKeyEvent{Type: "keyUp", Key: k.Key, Code: k.Code, WindowsVirtualKeyCode: k.KeyCode, NativeVirtualKeyCode: k.KeyCode, Modifiers: k.Modifiers})
 	return err
+}
+
+// commitWait bounds how long a step waits for a page an Open just created to
+// commit its url's document (awaitCommit).
+const commitWait = 10 * time.Second
+
+// awaitCommit holds a step on a page an Open created until the page has
+// committed a document of its url: Open returns before that (leaveMarker), and
+// no step may run on the marker's empty document, whose url holds the nonce
+// that proves the page the driver's. The page's main frame, read from the
+// page, is the truth (its Page.frameNavigated also ends the wait, and may have
+// been missed across a reconnect).
+func (b *Browser) awaitCommit(ctx context.Context, ps *pageSession, page string) error {
+	deadline := time.Now().Add(commitWait)
+	for {
+		b.mu.Lock()
+		t := b.targets[page]
+		marker, refused := "", ""
+		if t != nil {
+			marker = t.marker
+			if e := b.leaving[marker]; marker != "" && e != nil && e.id == page {
+				refused = e.refused
+			}
+		}
+		b.mu.Unlock()
+		if marker == "" {
+			return nil
+		}
+		if refused != "" {
+			return fmt.Errorf("page %s: Chromium refused to load its url (%s); it stays blank, close it and open again", page, refused)
+		}
+		r, err := call(ctx, ps.c, ps.id, wire.GetFrameTree{})
+		if err != nil {
+			return err
+		}
+		if u := r.FrameTree.Frame.URL; u != "" && u != marker {
+			b.mu.Lock()
+			if t := b.targets[page]; t != nil && t.marker == marker {
+				b.committedLocked(t)
+			}
+			b.mu.Unlock()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("page %s has not loaded its url within %v of its open: try the step again", page, commitWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

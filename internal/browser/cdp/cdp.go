@@ -159,10 +159,10 @@ type Browser struct {
 	sessions  map[string]*pageSession // page id → the driver's session for actions (pagesession.go)
 	actSeq    int64
 	ownCreate map[string]int // url → createTarget calls in flight
-	// leaving maps an Open's marker url to the url the Open navigates its page
-	// to: what the page is reported at until the browser shows it leave the
-	// marker (open.go, leaveMarker).
-	leaving   map[string]string
+	// leaving holds, by an Open's marker url, the url the Open navigates its
+	// page to: what the page is reported at until it commits a document
+	// (open.go, leaveMarker).
+	leaving   map[string]*leave
 	phWaiters []chan string // placeholder clicks waiting for their about:blank page
 	destroyed map[string][]chan struct{}
 	winLocks  map[string]*sync.Mutex
@@ -215,7 +215,7 @@ func New(ctx context.Context, endpoint string, opts Options) (*Browser, error) {
 		sessions:  map[string]*pageSession{},
 		ctxNames:  map[string]string{},
 		ownCreate: map[string]int{},
-		leaving:   map[string]string{},
+		leaving:   map[string]*leave{},
 		destroyed: map[string][]chan struct{}{},
 		winLocks:  map[string]*sync.Mutex{},
 		keyLocks:  map[string]*sync.Mutex{},

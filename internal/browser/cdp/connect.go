@@ -161,6 +161,16 @@ func (b *Browser) connect(ctx context.Context) (*wire.Conn, error) {
 		if o, ok := old[id]; ok {
 			t.shown = t.shown || o.shown
 			t.windowID, t.popup, t.attributed = o.windowID, o.popup, o.attributed
+			if t.marker == "" && o.marker != "" && (t.info.URL == o.marker || t.info.URL == "") {
+				t.marker = o.marker // still on its way from an Open's marker
+			}
+		}
+	}
+	// The Opens' pages that did not survive the reconnect are no longer on
+	// their way anywhere.
+	for m, e := range b.leaving {
+		if t := b.targets[e.id]; e.id != "" && (t == nil || t.marker != m) {
+			delete(b.leaving, m)
 		}
 	}
 	b.version = ver.Product

@@ -78,6 +78,10 @@ func (b *Browser) onEvent(c *wire.Conn, e wire.Event) {
 		b.onFrameDetached(c, ev.SessionID)
 	case *wire.WindowOpen:
 		b.onWindowOpen(c, e.Session)
+	case *wire.FrameNavigated:
+		if e.Session != "" && ev.Frame.ParentID == "" {
+			b.onCommitted(c, e.Session, ev.Frame.URL)
+		}
 	case *wire.JavaScriptDialogOpening:
 		b.onDialog(c, e.Session, dialog{Type: ev.Type, Message: ev.Message, DefaultPrompt: ev.DefaultPrompt})
 	case *wire.JavaScriptDialogClosed:
@@ -222,7 +226,7 @@ func (b *Browser) removeLocked(id string) {
 	}
 	delete(b.targets, id)
 	delete(b.sessions, id)
-	if t.marker != "" {
+	if e := b.leaving[t.marker]; t.marker != "" && e != nil && (e.id == "" || e.id == id) {
 		delete(b.leaving, t.marker)
 	}
 	if b.connected && t.shown {
@@ -254,19 +258,55 @@ func (b *Browser) pageLocked(t *target) browser.Page {
 	// title is its url until it has one): no caller or observer sees the
 	// marker. While the site answers, Chromium shows such a page at the url
 	// it is going to, at no url, or at its marker again (Target.getTargets
-	// gives the committed url, events the pending one), until it commits; so
-	// the marker is masked for the page's lifetime. Only the page's own
-	// history could take it back to the marker, an empty document whose url
-	// holds a nonce the page never learns.
-	if u, ok := b.leaving[t.marker]; ok && t.marker != "" {
+	// gives the committed url, events the pending one), until the page
+	// commits a document (onCommitted). Only the page the Open created is
+	// masked (leave.id, once createTarget answered).
+	if e := b.leaving[t.marker]; t.marker != "" && e != nil && (e.id == "" || e.id == t.info.TargetID) {
 		if p.URL == "" || p.URL == t.marker {
-			p.URL = u
+			p.URL = e.url
 		}
 		if p.Title == "" || p.Title == t.marker {
-			p.Title = u
+			p.Title = e.url
 		}
 	}
 	return p
+}
+
+// leave is an Open's page on its way from its marker to its url.
+type leave struct {
+	url string // where it is going
+	id  string // the page, once createTarget answered
+	// refused is Chromium's reason when it refused the navigation: the page
+	// stays on its marker's empty document, reported at url, and no step runs
+	// on it (awaitCommit).
+	refused string
+}
+
+// onCommitted ends the masking of a page an Open created once its main frame
+// committed a document other than its marker's: from then on it is reported
+// as Chromium shows it.
+func (b *Browser) onCommitted(c *wire.Conn, session, url string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conn != c || url == "" {
+		return
+	}
+	for page, ps := range b.sessions {
+		if ps.c != c || ps.id != session {
+			continue
+		}
+		if t := b.targets[page]; t != nil && t.marker != "" && url != t.marker {
+			b.committedLocked(t)
+		}
+	}
+}
+
+// committedLocked ends t's masking.
+func (b *Browser) committedLocked(t *target) {
+	if e := b.leaving[t.marker]; e != nil && (e.id == "" || e.id == t.info.TargetID) {
+		delete(b.leaving, t.marker)
+	}
+	t.marker = ""
 }
 
 var _ browser.RecordLookup = (*Browser)(nil)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
@@ -24,6 +25,9 @@ func (b *Browser) Open(ctx context.Context, req browser.OpenRequest) (browser.Pa
 	}
 	if req.Key == "" {
 		return browser.Page{}, errors.New("open: a key is required: the page is recorded under it")
+	}
+	if _, err := url.Parse(req.URL); err != nil {
+		return browser.Page{}, fmt.Errorf("open: %q is not a url a browser can load (%v): give an absolute url such as https://example.com/path", req.URL, err)
 	}
 	l := lockFor(b.keyLocks, &b.mu, req.Key)
 	l.Lock()
@@ -135,7 +139,7 @@ func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.
 	}
 	params.URL = in.Marker
 	b.mu.Lock()
-	b.leaving[in.Marker] = orBlank(req.URL)
+	b.leaving[in.Marker] = &leave{url: orBlank(req.URL)}
 	b.mu.Unlock()
 	id, err := b.createTarget(ctx, c, params)
 	if err != nil {
@@ -147,6 +151,11 @@ func (b *Browser) createRecorded(ctx context.Context, c *wire.Conn, req browser.
 		b.mu.Unlock()
 		return "", err
 	}
+	b.mu.Lock()
+	if e := b.leaving[in.Marker]; e != nil {
+		e.id = id
+	}
+	b.mu.Unlock()
 	if err := b.faultAt(faultAfterCreate, id); err != nil {
 		return "", err
 	}
@@ -179,7 +188,10 @@ const markerPrefix = "about:blank#tw-"
 func (b *Browser) leaveMarker(ctx context.Context, c *wire.Conn, id, marker, u string) error {
 	u = orBlank(u)
 	b.mu.Lock()
-	b.leaving[marker] = u
+	b.leaving[marker] = &leave{url: u, id: id}
+	if t := b.targets[id]; t != nil && t.marker == "" && (t.info.URL == marker || t.info.URL == "") {
+		t.marker = marker
+	}
 	b.mu.Unlock()
 	ps, err := b.session(ctx, c, id)
 	if err != nil {
@@ -200,14 +212,19 @@ func (b *Browser) leaveMarker(ctx context.Context, c *wire.Conn, id, marker, u s
 	go func() {
 		wctx, cancel := context.WithTimeout(context.Background(), navigateReplyWait)
 		defer cancel()
-		if _, err := nav.Wait(wctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			// Chromium refused the navigation: the page stays at its marker,
-			// and is reported there.
-			b.log.Info("an open's page did not leave its marker", "page", id, "url", u, "error", err.Error())
-			b.mu.Lock()
-			delete(b.leaving, marker)
-			b.mu.Unlock()
+		_, err := nav.Wait(wctx)
+		if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, wire.ErrClosed) || wire.IsGone(err) {
+			return // sent; or the connection or the page went (a reconnect finds the page as it is)
 		}
+		// Chromium refused the navigation: the page stays on its marker's
+		// empty document. It is still reported at u (never at the marker),
+		// and steps on it are refused with the reason (awaitCommit).
+		b.log.Info("Chromium refused an open's navigation: its page stays blank", "page", id, "url", u, "error", err.Error())
+		b.mu.Lock()
+		if e := b.leaving[marker]; e != nil && e.id == id {
+			e.refused = err.Error()
+		}
+		b.mu.Unlock()
 	}()
 	return nil
 }

@@ -43,11 +43,11 @@ func TestOpenReturnsBeforeItsPageCommits(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer let()
-	fallback := time.AfterFunc(4*time.Second, let)
-	defer fallback.Stop()
 
 	b, rec := newDriver(t, Options{})
 	u := srv.URL + "/held"
+	fallback := time.AfterFunc(4*time.Second, let)
+	defer fallback.Stop()
 	p, err := b.Open(ctx, browser.OpenRequest{Key: "held", URL: u})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,39 @@ func TestOpenReturnsBeforeItsPageCommits(t *testing.T) {
 	if !seen {
 		t.Errorf("the snapshot has no page %s", p.ID)
 	}
+	// A step on the page waits for the page to commit its url: it never runs
+	// on the marker's empty document (whose url is the nonce).
+	type acted struct {
+		res      browser.ActResult
+		err      error
+		released bool
+	}
+	done := make(chan acted, 1)
+	go func() {
+		// A key press needs no target: nothing else would hold it.
+		res, err := b.Act(ctx, browser.ActRequest{Key: "press", Owner: "held", Page: p.ID, Step: browser.Step{Kind: browser.StepPress, Key: "End"}})
+		done <- acted{res, err, released.Load()}
+	}()
+	select {
+	case a := <-done:
+		t.Fatalf("a step returned while the page had not committed (released: %v): %v", a.released, a.err)
+	case <-time.After(300 * time.Millisecond):
+	}
 	let()
+	if a := <-done; a.err != nil || !a.released {
+		t.Fatalf("the press once the site answered: %v (released %v)", a.err, a.released)
+	}
+	res, err := b.Act(ctx, browser.ActRequest{Key: "observe", Owner: "held", Page: p.ID, Step: browser.Step{Kind: browser.StepObserve}})
+	a := acted{res, err, true}
+	if a.err != nil || a.res.Observation == nil {
+		t.Fatalf("observe once the site answered: %+v %v", a.res.Observation, a.err)
+	}
+	if a.res.Observation.URL != u {
+		t.Errorf("the step observed the page at %q, want %q", a.res.Observation.URL, u)
+	}
+	if o := fmt.Sprintf("%+v", *a.res.Observation); strings.Contains(o, markerPrefix) {
+		t.Errorf("the observation shows the Open's marker: %s", o)
+	}
 	rec.wait(t, 10*time.Second, "the page's title once the site answered", func(e browser.Event) bool {
 		return e.Page.ID == p.ID && e.Page.Title == "committed at last"
 	})
@@ -92,5 +124,23 @@ func TestOpenReturnsBeforeItsPageCommits(t *testing.T) {
 	}
 	if err := b.Close(ctx, browser.CloseRequest{Key: "held", ID: p.ID}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenRefusesWhatIsNoURL: a url no browser can load is refused before
+// anything is created, with the corrected call, and nothing is recorded.
+func TestOpenRefusesWhatIsNoURL(t *testing.T) {
+	ctx := tctx(t)
+	b, _ := newDriver(t, Options{})
+	before := len(chromiumPages(t))
+	_, err := b.Open(ctx, browser.OpenRequest{Key: "bad", URL: "http://["})
+	if err == nil || !strings.Contains(err.Error(), "absolute url") {
+		t.Fatalf("open of http://[: %v, want a refusal that says what to give", err)
+	}
+	if _, ok := b.ledger.PageOf("bad"); ok {
+		t.Error("a refused open recorded a page")
+	}
+	if n := len(chromiumPages(t)); n != before {
+		t.Errorf("a refused open left %d pages, want %d", n, before)
 	}
 }

@@ -85,6 +85,7 @@ type AttachedToTarget struct {
 }
 
 var eventTypes = map[string]func() any{
+	"Page.frameNavigated":                func() any { return &FrameNavigated{} },
 	"Target.attachedToTarget":            func() any { return &AttachedToTarget{} },
 	"Fetch.requestPaused":                func() any { return &RequestPaused{} },
 	"Page.windowOpen":                    func() any { return &WindowOpen{} },
@@ -97,10 +98,15 @@ var eventTypes = map[string]func() any{
 	"ServiceWorker.workerVersionUpdated": func() any { return &WorkerVersionUpdated{} },
 }
 
+// FrameNavigated is Page.frameNavigated: a frame committed a document.
+type FrameNavigated struct {
+	Frame Frame `json:"frame"`
+}
+
 // ParseEvent decodes e into its typed struct: *TargetCreated,
 // *TargetInfoChanged, *TargetDestroyed, *DetachedFromTarget,
-// *JavaScriptDialogOpening, *JavaScriptDialogClosed, *WorkerVersionUpdated or
-// *RequestPaused;
+// *JavaScriptDialogOpening, *JavaScriptDialogClosed, *WorkerVersionUpdated,
+// *RequestPaused or *FrameNavigated (among others);
 // nil for any other
 // method or params that do not decode.
 func ParseEvent(e Event) any {
