@@ -238,13 +238,18 @@ func (l *lab) register(ctx context.Context, w *twv1.BrowserWindow) error {
 }
 
 // openPages opens n pages of session (windows <session>-w<i>, registered as a
-// client would) at once and waits until every one shows open; it returns their
+// client would) at once and waits until every one shows open with its page
+// loaded (its own title in the status); it returns their
 // page ids.
 func (l *lab) openPages(ctx context.Context, session string, n int, url string) ([]string, error) {
 	opened := map[string]string{}
 	var mu sync.Mutex
+	// Every page loaded, as the raw baselines' pages are before their close:
+	// its window shows the page's own title (an Open returns, and its status
+	// is written, before the page commits; a page still loading closes slower).
 	ready := l.api.expect(func(e apiEvent) bool {
-		if e.Win == nil || e.Win.Spec.SessionRef.Name != session || e.Win.Status.Phase != twv1.WindowOpen || e.Win.Status.TabID == "" {
+		if e.Win == nil || e.Win.Spec.SessionRef.Name != session || e.Win.Status.Phase != twv1.WindowOpen || e.Win.Status.TabID == "" ||
+			e.Win.Status.Title == "" || e.Win.Status.Title == e.Win.Status.URL {
 			return false
 		}
 		mu.Lock()
