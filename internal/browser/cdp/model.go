@@ -226,7 +226,7 @@ func (b *Browser) removeLocked(id string) {
 	}
 	delete(b.targets, id)
 	delete(b.sessions, id)
-	if e := b.leaving[t.marker]; t.marker != "" && e != nil && (e.id == "" || e.id == id) {
+	if b.leavingLocked(t) != nil {
 		delete(b.leaving, t.marker)
 	}
 	if b.connected && t.shown {
@@ -261,7 +261,7 @@ func (b *Browser) pageLocked(t *target) browser.Page {
 	// gives the committed url, events the pending one), until the page
 	// commits a document (onCommitted). Only the page the Open created is
 	// masked (leave.id, once createTarget answered).
-	if e := b.leaving[t.marker]; t.marker != "" && e != nil && (e.id == "" || e.id == t.info.TargetID) {
+	if e := b.leavingLocked(t); e != nil {
 		if p.URL == "" || p.URL == t.marker {
 			p.URL = e.url
 		}
@@ -280,6 +280,21 @@ type leave struct {
 	// stays on its marker's empty document, reported at url, and no step runs
 	// on it (awaitCommit).
 	refused string
+}
+
+// leavingLocked is the Open t is on its way through, if t is that Open's
+// page: the one createTarget answered with, or any page at the marker while
+// createTarget has not answered yet. A page at somebody else's marker gets
+// nil.
+func (b *Browser) leavingLocked(t *target) *leave {
+	if t.marker == "" {
+		return nil
+	}
+	e := b.leaving[t.marker]
+	if e == nil || (e.id != "" && e.id != t.info.TargetID) {
+		return nil
+	}
+	return e
 }
 
 // onCommitted ends the masking of a page an Open created once its main frame
@@ -303,7 +318,7 @@ func (b *Browser) onCommitted(c *wire.Conn, session, url string) {
 
 // committedLocked ends t's masking.
 func (b *Browser) committedLocked(t *target) {
-	if e := b.leaving[t.marker]; e != nil && (e.id == "" || e.id == t.info.TargetID) {
+	if b.leavingLocked(t) != nil {
 		delete(b.leaving, t.marker)
 	}
 	t.marker = ""

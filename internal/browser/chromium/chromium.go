@@ -160,6 +160,42 @@ func DefaultArgs(headful bool) []string {
 	return args
 }
 
+// MergeFeatureLists joins every --disable-features (and every
+// --enable-features) in args into one flag where the first stood, keeping
+// each name once in order. Chromium honours only the last of a repeated
+// flag, so an operator's --disable-features=X among a launch's extra args
+// would otherwise switch tabwarden's own list back on.
+func MergeFeatureLists(args []string) []string {
+	out := make([]string, 0, len(args))
+	first := map[string]int{} // flag → its index in out
+	seen := map[string]map[string]bool{}
+	for _, arg := range args {
+		name, value, ok := strings.Cut("--"+strings.TrimLeft(arg, "-"), "=")
+		if !ok || (name != "--disable-features" && name != "--enable-features") {
+			out = append(out, arg)
+			continue
+		}
+		i, had := first[name]
+		if !had {
+			i = len(out)
+			first[name] = i
+			seen[name] = map[string]bool{}
+			out = append(out, name+"=")
+		}
+		for f := range strings.SplitSeq(value, ",") {
+			if f = strings.TrimSpace(f); f == "" || seen[name][f] {
+				continue
+			}
+			seen[name][f] = true
+			if !strings.HasSuffix(out[i], "=") {
+				out[i] += ","
+			}
+			out[i] += f
+		}
+	}
+	return out
+}
+
 // Launch starts Chromium and waits until its DevTools endpoint answers.
 func Launch(ctx context.Context, opts Options) (*Process, error) {
 	bin, err := Find()
@@ -193,7 +229,7 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 		args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--remote-debugging-port") })
 		args = append(args, "--remote-debugging-pipe")
 	}
-	args = append(args, opts.ExtraArgs...)
+	args = MergeFeatureLists(append(args, opts.ExtraArgs...))
 	start := "about:blank"
 	if opts.StartURL != "" {
 		start = opts.StartURL

@@ -71,17 +71,52 @@ func TestHeadlessWindowsBuildNoUI(t *testing.T) {
 		t.Logf("this Chromium builds no UI pages for a window even without the flag: the check below cannot tell the flag's effect here")
 	}
 
-	p, err := chromium.Launch(ctx, chromium.Options{})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		extra []string
+	}{
+		{"default flags", nil},
+		// Chromium takes only the last of several --disable-features: an
+		// operator's own list must add to tabwarden's, not replace it.
+		{"an operator's own --disable-features", []string{"--disable-features=PaintHolding"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := chromium.Launch(ctx, chromium.Options{ExtraArgs: tc.extra})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = p.Close() }()
+			c, err := wire.Dial(ctx, p.WebSocketURL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if ui := uiTargets(ctx, t, c); len(ui) > 0 {
+				t.Errorf("a headless window of a Chromium tabwarden launched with extra flags %q has %d UI page(s) besides its own, each a renderer nobody sees: %+v", tc.extra, len(ui), ui)
+			}
+		})
 	}
-	defer func() { _ = p.Close() }()
-	c, err := wire.Dial(ctx, p.WebSocketURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if ui := uiTargets(ctx, t, c); len(ui) > 0 {
-		t.Errorf("a headless window of a Chromium tabwarden launched has %d UI page(s) besides its own, each a renderer nobody sees: %+v", len(ui), ui)
+}
+
+// TestMergeFeatureLists: repeated feature flags become one, each name once,
+// where the first stood; other flags keep their order.
+func TestMergeFeatureLists(t *testing.T) {
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{[]string{"--headless", "--no-sandbox"}, []string{"--headless", "--no-sandbox"}},
+		{
+			[]string{"--disable-features=A,B", "--headless", "--disable-features=B,C", "-disable-features=D"},
+			[]string{"--disable-features=A,B,C,D", "--headless"},
+		},
+		{
+			[]string{"--enable-features=X", "--disable-features=A", "--enable-features=Y, X", "--disable-features="},
+			[]string{"--enable-features=X,Y", "--disable-features=A"},
+		},
+		{[]string{"--disable-features-foo=1", "--disable-features"}, []string{"--disable-features-foo=1", "--disable-features"}},
+	} {
+		if got := chromium.MergeFeatureLists(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("MergeFeatureLists(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -13,7 +13,12 @@ if (!sizes.length || sizes.some(([n, reps]) => !(n > 0) || !(reps > 0)) || !(war
   process.stderr.write(`close.mjs: sizes ${JSON.stringify(sizesArg)} and warmups ${JSON.stringify(warmArg)}: want e.g. "1:200,10:30" and 1\n`);
   process.exit(2);
 }
-// Playwright adds --headless and its own remote-debugging pipe.
+// Playwright adds --headless and its own remote-debugging pipe. Chromium
+// honours only the last --disable-features, so tabwarden's list (given after
+// Playwright's own) is the one this browser runs with: it builds the same
+// pages per window as tabwarden's (no omnibox UI, docs/design.md "Chromium's
+// own cost"). Playwright's list turns off background fetches, paint holding
+// and storage partitioning, none of which a context's close waits for.
 const args = flags.filter((f) => f !== '--headless' && !f.startsWith('--remote-debugging-port') && !f.startsWith('--remote-allow-origins'));
 const browser = await chromium.launch({ executablePath: bin, headless: true, args });
 const closes = {};
