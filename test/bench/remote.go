@@ -404,11 +404,15 @@ func remoteSection(ctx context.Context, l *lab, restCfg *rest.Config, rep *repor
 			rep.note("load average at the end of the remote section: " + strings.Join(strings.Fields(string(l))[:3], " "))
 		}
 	}()
+	var held time.Duration // the longest one-way delay bytes in flight may still be held for
 	for _, ph := range phases {
 		r.setRTT(ph.cdpRTT, ph.apiRTT)
 		logf("remote, %v: %d repetitions (cleanup: %v)", ph, l.cfg.remoteReps, ns)
-		// Let the agent's connections carry the new delay before measuring.
-		time.Sleep(2 * time.Second)
+		// A relay stamps each chunk with its delay as it reads it: the new
+		// delay holds for every byte read from here on, and the bytes read
+		// before it are through once the old one-way delay has passed.
+		time.Sleep(held + 100*time.Millisecond)
+		held = max(ph.cdpRTT, ph.apiRTT) / 2
 		for _, step := range []func(context.Context, *lab, *remoteLab, remotePhase, *report) error{remoteSpawn, remoteOpen, remoteAction} {
 			if err := step(ctx, l, r, ph, rep); err != nil {
 				return fmt.Errorf("%v: %w", ph, err)
