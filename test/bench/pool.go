@@ -165,11 +165,13 @@ func cleanupPool(ctx context.Context, l *lab, p *poolLab, rep *report, n, reps i
 		// The watch can show the session gone before the controller's client
 		// has its finalizer patch's reply, which publishes the request: wait
 		// for it, or the legs of this repetition go uncounted.
-		_ = poll(time.Second, func() (bool, error) {
+		if err := poll(time.Second, func() (bool, error) {
 			dmu.Lock()
 			defer dmu.Unlock()
 			return !sessFin.IsZero(), nil
-		})
+		}); err != nil {
+			logf("pool session %s: the controller's finalizer request was not seen (%v): this repetition's legs are not counted", name, err)
+		}
 		rec.cancel()
 		last = append(last, ms(de.At.Sub(t0)))
 		gone = append(gone, ms(ge.At.Sub(t0)))

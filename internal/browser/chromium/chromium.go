@@ -163,15 +163,28 @@ func DefaultArgs(headful bool) []string {
 // MergeFeatureLists joins every --disable-features (and every
 // --enable-features) in args into one flag where the first stood, keeping
 // each name once in order. Chromium honours only the last of a repeated
-// flag, so an operator's --disable-features=X among a launch's extra args
-// would otherwise switch tabwarden's own list back on.
+// switch, so an operator's --disable-features=X among a launch's extra args
+// would otherwise switch tabwarden's own list back on; a bare
+// --disable-features (Chromium reads it as an empty list) would switch it
+// off. Chromium takes a switch as --name or -name, with its value after =
+// only; a lone -- ends its switches, and nothing after it is touched.
 func MergeFeatureLists(args []string) []string {
 	out := make([]string, 0, len(args))
-	first := map[string]int{} // flag → its index in out
+	first := map[string]int{} // switch → its index in out
 	seen := map[string]map[string]bool{}
-	for _, arg := range args {
-		name, value, ok := strings.Cut("--"+strings.TrimLeft(arg, "-"), "=")
-		if !ok || (name != "--disable-features" && name != "--enable-features") {
+	for k, arg := range args {
+		if arg == "--" {
+			return append(out, args[k:]...)
+		}
+		name, value, _ := strings.Cut(arg, "=")
+		if n, ok := strings.CutPrefix(name, "--"); ok {
+			name = n
+		} else if n, ok := strings.CutPrefix(name, "-"); ok {
+			name = n
+		} else {
+			name = ""
+		}
+		if name != "disable-features" && name != "enable-features" {
 			out = append(out, arg)
 			continue
 		}
@@ -180,7 +193,7 @@ func MergeFeatureLists(args []string) []string {
 			i = len(out)
 			first[name] = i
 			seen[name] = map[string]bool{}
-			out = append(out, name+"=")
+			out = append(out, "--"+name+"=")
 		}
 		for f := range strings.SplitSeq(value, ",") {
 			if f = strings.TrimSpace(f); f == "" || seen[name][f] {

@@ -113,7 +113,12 @@ func TestMergeFeatureLists(t *testing.T) {
 			[]string{"--enable-features=X", "--disable-features=A", "--enable-features=Y, X", "--disable-features="},
 			[]string{"--enable-features=X,Y", "--disable-features=A"},
 		},
-		{[]string{"--disable-features-foo=1", "--disable-features"}, []string{"--disable-features-foo=1", "--disable-features"}},
+		// A bare switch is an empty list to Chromium: merged, it takes nothing away.
+		{[]string{"--disable-features=A", "--disable-features-foo=1", "--disable-features"}, []string{"--disable-features=A", "--disable-features-foo=1"}},
+		// Chromium strips one - or --: ---disable-features is another switch.
+		{[]string{"--disable-features=A", "---disable-features=B"}, []string{"--disable-features=A", "---disable-features=B"}},
+		// Nothing after a lone -- is a switch.
+		{[]string{"--disable-features=A", "--", "--disable-features=B"}, []string{"--disable-features=A", "--", "--disable-features=B"}},
 	} {
 		if got := chromium.MergeFeatureLists(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("MergeFeatureLists(%q) = %q, want %q", tc.in, got, tc.want)
