@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +42,7 @@ func (r *SessionReconciler) reconcileDelete(ctx context.Context, s *twv1.Browser
 			return ctrl.Result{}, err
 		}
 		r.cleaned.Delete(s.UID)
+		r.deleting.Forget(client.ObjectKeyFromObject(s))
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, twv1.EventSessionCleaned, "Cleanup", "Every page the session owned is closed, released or detached")
 		// A session that finished before its deletion was observed then.
 		if at, finishing := r.endedAt.LoadAndDelete(s.UID); finishing {
@@ -67,9 +69,10 @@ func (r *SessionReconciler) removeFinalizer(ctx context.Context, s *twv1.Browser
 	return err == nil, nil
 }
 
-// cleanup deletes every window of an ended session. The agent's page finalizer
-// closes temporary pages and lets Keep pages and bound tabs go without closing
-// them. It records Keep pages as deliverables, sets Clean=False (dirty_session)
+// cleanup deletes every window of an ended session, once: a window it deleted
+// that the cache does not show deleting yet is not deleted again
+// (patch.Deleting). The agent's page finalizer closes temporary pages and
+// lets Keep pages and bound tabs go without closing them. It records Keep pages as deliverables, sets Clean=False (dirty_session)
 // while owned pages are still open, and returns how many windows remain.
 func (r *SessionReconciler) cleanup(ctx context.Context, s *twv1.BrowserSession, windows []twv1.BrowserWindow) (int, error) {
 	var (
@@ -78,19 +81,28 @@ func (r *SessionReconciler) cleanup(ctx context.Context, s *twv1.BrowserSession,
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, 8) // deletes in flight: cleanup of N pages is not N round trips in a row
 	)
+	owner := client.ObjectKeyFromObject(s)
+	r.deleting.Retain(owner, func(uid types.UID) bool {
+		return slices.ContainsFunc(windows, func(w twv1.BrowserWindow) bool { return w.UID == uid })
+	})
 	for i := range windows {
 		w := &windows[i]
 		if w.Spec.Disposition == twv1.DispositionKeep && w.Live() {
 			addDeliverable(s, w)
 		}
-		if !w.DeletionTimestamp.IsZero() {
+		// Pending first: it also ends the expectation of a window shown deleting.
+		if r.deleting.Pending(owner, w) || !w.DeletionTimestamp.IsZero() {
 			continue
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := r.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
+			err := r.Delete(ctx, w, client.Preconditions{UID: &w.UID})
+			if err == nil {
+				r.deleting.Deleted(owner, w)
+			}
+			if client.IgnoreNotFound(err) != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

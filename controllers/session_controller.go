@@ -55,6 +55,9 @@ type SessionReconciler struct {
 	// deletingWrites is when this controller last wrote the status of each
 	// deleted session whose windows are going (deletingStatusWait).
 	deletingWrites sync.Map
+	// deleting remembers the windows of each ended session this controller
+	// deleted until the cache shows them deleting (cleanup).
+	deleting patch.Deleting
 }
 
 // reservation is a placement decided by this controller, counted until the
@@ -169,6 +172,7 @@ func (r *SessionReconciler) getSession(ctx context.Context, req ctrl.Request) (*
 		if apierrors.IsNotFound(err) {
 			r.letGo.Forget(req.NamespacedName)
 			r.deletingWrites.Delete(req.NamespacedName)
+			r.deleting.Forget(req.NamespacedName)
 		}
 		return nil, client.IgnoreNotFound(err)
 	}
