@@ -72,8 +72,9 @@ func (r *SessionReconciler) removeFinalizer(ctx context.Context, s *twv1.Browser
 // cleanup deletes every window of an ended session, once: a window it deleted
 // that the cache does not show deleting yet is not deleted again
 // (patch.Deleting). The agent's page finalizer closes temporary pages and
-// lets Keep pages and bound tabs go without closing them. It records Keep pages as deliverables, sets Clean=False (dirty_session)
-// while owned pages are still open, and returns how many windows remain.
+// lets Keep pages and bound tabs go without closing them. It records Keep
+// pages as deliverables, sets Clean=False (dirty_session) while owned pages
+// are still open, and returns how many windows remain.
 func (r *SessionReconciler) cleanup(ctx context.Context, s *twv1.BrowserSession, windows []twv1.BrowserWindow) (int, error) {
 	var (
 		mu   sync.Mutex
@@ -82,8 +83,15 @@ func (r *SessionReconciler) cleanup(ctx context.Context, s *twv1.BrowserSession,
 		sem  = make(chan struct{}, 8) // deletes in flight: cleanup of N pages is not N round trips in a row
 	)
 	owner := client.ObjectKeyFromObject(s)
+	var listed map[types.UID]bool // built only when expectations are held
 	r.deleting.Retain(owner, func(uid types.UID) bool {
-		return slices.ContainsFunc(windows, func(w twv1.BrowserWindow) bool { return w.UID == uid })
+		if listed == nil {
+			listed = make(map[types.UID]bool, len(windows))
+			for i := range windows {
+				listed[windows[i].UID] = true
+			}
+		}
+		return listed[uid]
 	})
 	for i := range windows {
 		w := &windows[i]
