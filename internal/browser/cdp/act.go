@@ -566,8 +566,8 @@ func (b *Browser) awaitCommit(ctx context.Context, ps *pageSession, page string)
 		marker, refused := "", ""
 		if t != nil {
 			marker = t.marker
-			if e := b.leaving[marker]; marker != "" && e != nil && e.id == page {
-				refused = e.refused
+			if e := b.leavingLocked(t); e != nil {
+				refused = e.refused // set only once createTarget answered with this page
 			}
 		}
 		b.mu.Unlock()
