@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -111,6 +112,52 @@ func (r *rawCDP) closeAndWait(ctx context.Context, id string) error {
 	}
 	_, err := w.wait(10 * time.Second)
 	return err
+}
+
+// pageLoad opens url in a page of its own and returns the page's load time as
+// the page measured it (Navigation Timing: navigation start → load event end),
+// which no delay of the DevTools path is part of; then closes the page.
+func (r *rawCDP) pageLoad(ctx context.Context, url string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	id, err := r.createTarget(ctx, url, false)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = r.closeAndWait(context.WithoutCancel(ctx), id) }()
+	a, err := wire.Call(ctx, r.c, "", wire.AttachToTarget{TargetID: id, Flatten: true})
+	if err != nil {
+		return 0, err
+	}
+	const loaded = `new Promise((done) => {
+  const check = () => {
+    const e = performance.getEntriesByType("navigation")[0];
+    if (e && e.loadEventEnd > 0 && location.href !== "about:blank") done(e.loadEventEnd - e.startTime);
+    else setTimeout(check, 20);
+  };
+  check();
+})`
+	for {
+		res, err := wire.Call(ctx, r.c, a.SessionID, wire.Evaluate{Expression: loaded, AwaitPromise: true, ReturnByValue: true})
+		if err != nil {
+			// The page's first document (about:blank) went while the call
+			// waited: ask the one that replaced it.
+			select {
+			case <-ctx.Done():
+				return 0, fmt.Errorf("load time of %s: %w (last: %v)", url, ctx.Err(), err)
+			case <-time.After(20 * time.Millisecond):
+				continue
+			}
+		}
+		if res.ExceptionDetails != nil {
+			return 0, fmt.Errorf("load time of %s: %s", url, res.ExceptionDetails.Text)
+		}
+		var msec float64
+		if err := json.Unmarshal(res.Result.Value, &msec); err != nil {
+			return 0, fmt.Errorf("load time of %s: %s: %w", url, res.Result.Value, err)
+		}
+		return time.Duration(msec * float64(time.Millisecond)), nil
+	}
 }
 
 // clicker is an attached session on a page with an element's centre, ready to

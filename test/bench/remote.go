@@ -58,12 +58,15 @@ const (
 )
 
 type remoteLab struct {
-	ns        *netpath.Netns
-	agtRelay  *netpath.Relay // the agent's CDP path
-	rawRelay  *netpath.Relay // the raw baseline's CDP path
-	apiRelay  *netpath.Relay // the agent's API path
-	raw       *rawCDP
-	site      *httptest.Server
+	ns       *netpath.Netns
+	agtRelay *netpath.Relay // the agent's CDP path
+	rawRelay *netpath.Relay // the raw baseline's CDP path
+	apiRelay *netpath.Relay // the agent's API path
+	raw      *rawCDP
+	site     *httptest.Server
+	// loadBase is the chain page's load times before the agent connected
+	// (remotePageLoad's baseline): no request of it paused.
+	loadBase  sample
 	stopOnce  sync.Once
 	stopFuncs []func()
 }
@@ -165,6 +168,15 @@ func (l *lab) startRemote(ctx context.Context, restCfg *rest.Config) (_ *remoteL
 	}
 	r.onStop(r.raw.close)
 
+	// The baseline of remotePageLoad: the same page in the same browser before
+	// any agent guards it. The page's own timing does not cross the CDP path.
+	for i := 0; i < max(l.cfg.remoteReps, 5); i++ {
+		d, err := r.raw.pageLoad(ctx, r.site.URL+chainPath(i))
+		if err != nil {
+			return nil, fmt.Errorf("the chain page before the agent connected: %w", err)
+		}
+		r.loadBase = append(r.loadBase, ms(d))
+	}
 	if err := testenv.EnsureProfile(ctx, l.k8s, remoteProfile, twv1.DriverCDP); err != nil {
 		return nil, err
 	}
@@ -413,7 +425,7 @@ func remoteSection(ctx context.Context, l *lab, restCfg *rest.Config, rep *repor
 		// before it are through once the old one-way delay has passed.
 		time.Sleep(held + 100*time.Millisecond)
 		held = max(ph.cdpRTT, ph.apiRTT) / 2
-		for _, step := range []func(context.Context, *lab, *remoteLab, remotePhase, *report) error{remoteSpawn, remoteOpen, remoteAction} {
+		for _, step := range []func(context.Context, *lab, *remoteLab, remotePhase, *report) error{remoteSpawn, remoteOpen, remoteAction, remotePageLoad} {
 			if err := step(ctx, l, r, ph, rep); err != nil {
 				return fmt.Errorf("%v: %w", ph, err)
 			}
@@ -579,6 +591,38 @@ func remoteOpen(ctx context.Context, l *lab, r *remoteLab, ph remotePhase, rep *
 		}
 		rep.remote = append(rep.remote, one, drv)
 	}
+	return nil
+}
+
+// chainRequests is how many requests the chain page makes one after another
+// after its document.
+const chainRequests = 10
+
+// chainPath is the chain page's path for repetition i (its own url: nothing
+// of one load is reused by the next).
+func chainPath(i int) string { return fmt.Sprintf("/chain?n=%d&rep=%d", chainRequests, i) }
+
+// remotePageLoad: a page that makes its requests one after another, opened by
+// the raw client in the browser the agent guards (the browser boundary,
+// internal/browser/cdp/boundary.go), timed by the page itself (navigation
+// start → load end), against the same page before the agent connected. The
+// agent's commands meanwhile are the boundary's answers to paused requests.
+func remotePageLoad(ctx context.Context, l *lab, r *remoteLab, ph remotePhase, rep *report) error {
+	row := remoteRow{phase: ph, name: fmt.Sprintf("page load: %d requests one after another (the page's own timing)", chainRequests+1),
+		baseName: "the same page before the agent connected",
+		note:     "a page the raw client opens in the browser the agent guards: navigation start → load event end, from the page's Navigation Timing"}
+	for i := 0; i < l.cfg.remoteReps; i++ {
+		a0 := r.agtRelay.Counts()
+		d, err := r.raw.pageLoad(ctx, r.site.URL+chainPath(1000+i))
+		if err != nil {
+			return err
+		}
+		a1 := r.agtRelay.Counts()
+		row.tw = append(row.tw, ms(d))
+		row.count(a1.Minus(a0), netpath.Counts{})
+	}
+	row.base = append(row.base, r.loadBase...)
+	rep.remote = append(rep.remote, row)
 	return nil
 }
 

@@ -2,7 +2,9 @@ package cdp
 
 import (
 	"context"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,12 +15,12 @@ import (
 // The browser boundary (DESIGN "The browser boundary", invariant 8): no page
 // reaches the browser's control plane. When the driver reaches Chrome through a
 // DevTools port, every request of every target of the browser (pages, frames,
-// workers, service workers, any browser context) is paused by a browser-level
-// Fetch.enable and failed when its destination port is a control port, on any
-// host: an alias of the address (localhost, 127.1, [::1], 0x7f000001, a name
-// that resolves to loopback, another address of the machine, DNS rebinding)
-// cannot get past a rule that does not look at the host. Redirects are paused
-// hop by hop. WebSockets are not seen by the Fetch domain: Chrome itself refuses
+// workers, service workers, any browser context) to a control port is paused
+// by a browser-level Fetch.enable (interceptPatterns; requests to other ports
+// are not paused) and failed, on any host: an alias of the address (localhost,
+// 127.1, [::1], 0x7f000001, a name that resolves to loopback, another address
+// of the machine, DNS rebinding) cannot get past a rule that does not look at
+// the host. Redirects are paused hop by hop. WebSockets are not seen by the Fetch domain: Chrome itself refuses
 // a DevTools websocket whose Origin is not allowed, so a Chrome driven this way
 // must not run with --remote-allow-origins=* (docs/threat-model.md).
 
@@ -74,8 +76,32 @@ func (b *Browser) guardRequests(ctx context.Context, c *wire.Conn) error {
 	if len(b.blocked) == 0 {
 		return nil
 	}
-	_, err := call(ctx, c, "", wire.FetchEnable{Patterns: []wire.RequestPattern{{URLPattern: "*", RequestStage: "Request"}}})
+	_, err := call(ctx, c, "", wire.FetchEnable{Patterns: interceptPatterns(b.blocked)})
 	return err
+}
+
+// interceptPatterns are the Fetch patterns that pause every request whose
+// destination may be a control port, and no other: a request nobody pauses
+// does not wait for the agent (on a remote browser, a round trip per request
+// of every page). Chromium matches a pattern against the request's canonical
+// url without its fragment, on the first request and again on each redirect
+// hop ('*' any run of characters, '?' one, '\' escapes; nothing else is
+// special). A canonical http(s) url names a port only when it is not the
+// scheme's default, and always as ":PORT/" (the path is at least "/"; leading
+// zeros are dropped), so "*:PORT/*" matches every request to PORT, whatever
+// the host is called, and some others (":PORT/" in a path or query), which
+// blocksRequest lets go. A default port (80, 443, 21) is not written in the
+// url at all: a control port that is one pauses every request, as "*".
+func interceptPatterns(ports map[string]bool) []wire.RequestPattern {
+	var out []wire.RequestPattern
+	for _, p := range slices.Sorted(maps.Keys(ports)) {
+		switch p {
+		case "80", "443", "21":
+			return []wire.RequestPattern{{URLPattern: "*", RequestStage: "Request"}}
+		}
+		out = append(out, wire.RequestPattern{URLPattern: "*:" + p + "/*", RequestStage: "Request"})
+	}
+	return out
 }
 
 // onRequestPaused answers one paused request, off the reader goroutine.

@@ -34,3 +34,63 @@ func TestBlocksEveryRequestToTheControlPort(t *testing.T) {
 		}
 	}
 }
+
+// TestInterceptPatternsPauseOnlyControlPorts: the Fetch patterns pause every
+// canonical url (as Chromium matches them: without the fragment) whose port is
+// a control port, under any name of the host, and not a page's ordinary
+// requests; a control port that is a scheme's default pauses everything.
+// test/e2e/cdp TestPagesNeverReachTheDevToolsEndpoint proves the same on
+// Chromium, route by route.
+func TestInterceptPatternsPauseOnlyControlPorts(t *testing.T) {
+	pats := interceptPatterns(controlPorts("ws://127.0.0.1:9222/devtools/browser/abc", []int{6443}))
+	paused := func(u string) bool {
+		for _, p := range pats {
+			if matchPattern(u, p.URLPattern) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, u := range []string{
+		"http://127.0.0.1:9222/json/close/X", "http://localhost:9222/json", "http://127.0.0.1:9222/", "http://[::1]:9222/",
+		"http://[::ffff:7f00:1]:9222/json/activate/X", "http://rebind.attacker.example:9222/?q", "https://10.0.0.1:9222/",
+		"https://127.0.0.1:6443/api", "http://user:pw@127.0.0.1:9222/json/close/X", "https://xn--bcher-kva.example:9222/",
+	} {
+		if !paused(u) {
+			t.Errorf("%s is not paused", u)
+		}
+		if !blocksRequest(controlPorts("ws://127.0.0.1:9222/", []int{6443}), u) {
+			t.Errorf("%s is paused but not blocked", u)
+		}
+	}
+	for _, u := range []string{"http://127.0.0.1:9223/", "https://example.com/", "http://example.com/app.js", "https://example.com:8443/x", "http://127.0.0.1:19222/", "http://127.0.0.1:92220/"} {
+		if paused(u) {
+			t.Errorf("%s is paused", u)
+		}
+	}
+	for _, ports := range [][]int{{80}, {443}, {21}} {
+		if got := interceptPatterns(controlPorts("unix:/run/cdp.sock", ports)); len(got) != 1 || got[0].URLPattern != "*" {
+			t.Errorf("control port %d (a scheme's default, not written in a url): patterns %+v, want [*]", ports[0], got)
+		}
+	}
+}
+
+// matchPattern is Chromium's base::MatchPattern for the patterns
+// interceptPatterns makes: '*' any run of characters, '?' one.
+func matchPattern(s, pat string) bool {
+	if pat == "" {
+		return s == ""
+	}
+	switch pat[0] {
+	case '*':
+		for i := 0; i <= len(s); i++ {
+			if matchPattern(s[i:], pat[1:]) {
+				return true
+			}
+		}
+		return false
+	case '?':
+		return s != "" && matchPattern(s[1:], pat[1:])
+	}
+	return s != "" && s[0] == pat[0] && matchPattern(s[1:], pat[1:])
+}

@@ -66,9 +66,11 @@ ws.onopen = () => ws.send(JSON.stringify({id: 1, method: "Page.close"}));
 // a real DevTools port (as a pool pod's or `up --cdp-endpoint`'s is) is driven
 // by the agent; a user with only tabwarden-edit tries every route from a page
 // to the endpoint's /json/close and /json/activate of the user's own tabs:
-// the url of an Open window, a Navigate step, aliases of the address, a 302
-// redirect, a script fetch, a script fetch from a cross-site (out-of-process)
-// frame, an image, an iframe, a form POST and a websocket.
+// the url of an Open window, a Navigate step, aliases of the address, the port
+// written with leading zeros, credentials before the host, a 302 redirect, an
+// image whose request is redirected there, a script fetch, a script fetch from
+// a cross-site (out-of-process) frame, an image, an iframe, a form POST and a
+// websocket.
 // Every user tab stays open and in the background.
 func TestPagesNeverReachTheDevToolsEndpoint(t *testing.T) {
 	g, ctx, h := begin(t, 30*time.Second)
@@ -90,25 +92,32 @@ func TestPagesNeverReachTheDevToolsEndpoint(t *testing.T) {
 		name  string
 		open  func(target string) string // the url of an Open window; "" for a Navigate step
 		alias string                     // the host the page names
+		port  string                     // how the page writes the port; "" as it is
 	}
 	page := func(path string) func(string) string {
 		return func(target string) string { return ev.URL + path + "?t=" + url.QueryEscape(target) }
 	}
 	direct := func(target string) string { return target }
 	routes := []route{
-		{"open-window", direct, "127.0.0.1"},
-		{"open-window-localhost", direct, "localhost"},
-		{"open-window-127.1", direct, "127.1"},
-		{"open-window-hex", direct, "0x7f000001"},
-		{"redirect", page("/redirect"), "127.0.0.1"},
-		{"script-fetch", page("/fetch"), "localhost"},
-		{"oopif-fetch", page("/oopif"), "127.0.0.1"},
-		{"image", page("/img"), "127.0.0.1"},
-		{"iframe", page("/iframe"), "127.1"},
-		{"form-post", page("/form"), "127.0.0.1"},
-		{"websocket", page("/ws"), "127.0.0.1"},
+		{"open-window", direct, "127.0.0.1", ""},
+		{"open-window-localhost", direct, "localhost", ""},
+		{"open-window-127.1", direct, "127.1", ""},
+		{"open-window-hex", direct, "0x7f000001", ""},
+		// The driver pauses only requests whose url names a control port
+		// (interceptPatterns): the port written with leading zeros, behind
+		// credentials, and a subresource's redirect hop, which is paused on its own.
+		{"open-window-port-zeros", direct, "127.0.0.1", "00" + port},
+		{"open-window-userinfo", direct, "user:pw@localhost", ""},
+		{"image-redirect", func(target string) string { return page("/img")(page("/redirect")(target)) }, "127.0.0.1", ""},
+		{"redirect", page("/redirect"), "127.0.0.1", ""},
+		{"script-fetch", page("/fetch"), "localhost", ""},
+		{"oopif-fetch", page("/oopif"), "127.0.0.1", ""},
+		{"image", page("/img"), "127.0.0.1", ""},
+		{"iframe", page("/iframe"), "127.1", ""},
+		{"form-post", page("/form"), "127.0.0.1", ""},
+		{"websocket", page("/ws"), "127.0.0.1", ""},
 		// Last: no user tab opens while the action runs.
-		{"navigate-step", nil, "127.0.0.1"},
+		{"navigate-step", nil, "127.0.0.1", ""},
 	}
 	// The user's tabs, opened before any attack.
 	victims := map[string]string{}
@@ -119,9 +128,13 @@ func TestPagesNeverReachTheDevToolsEndpoint(t *testing.T) {
 	var navigated *twv1.BrowserAction
 	for _, r := range routes {
 		victim := browser.Page{ID: victims[r.name]}
-		target := fmt.Sprintf("http://%s:%s/json/close/%s", r.alias, port, victim.ID)
+		p := port
+		if r.port != "" {
+			p = r.port
+		}
+		target := fmt.Sprintf("http://%s:%s/json/close/%s", r.alias, p, victim.ID)
 		if r.name == "websocket" {
-			target = fmt.Sprintf("ws://%s:%s/devtools/page/%s", r.alias, port, victim.ID)
+			target = fmt.Sprintf("ws://%s:%s/devtools/page/%s", r.alias, p, victim.ID)
 		}
 		if r.open == nil {
 			navigated = sa.Act("home", twv1.ActionStep{Type: twv1.StepNavigate, URL: target})

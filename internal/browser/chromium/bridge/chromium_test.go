@@ -23,23 +23,30 @@ import (
 )
 
 // pollPage is the page the test leaves open across the agent's absence: it
-// fetches /data every 200 ms and, the first time a fetch fails, stops and puts
-// in its title how long that fetch took.
+// fetches /data from its own site every 200 ms; once the site answers "probe",
+// it stops and fetches the control port's url once (%s), putting in its title
+// whether that reached anything, or how long it took to fail.
 const pollPage = `<title>polling</title><script>
-let n = 0;
+let n = 0, probing = false;
 const tick = setInterval(async () => {
+  const r = await fetch('/data?' + (n++)).then((r) => r.text(), () => 'site failed');
+  if (r === 'site failed') { clearInterval(tick); document.title = 'site failed'; return; }
+  if (r !== 'probe' || probing) return;
+  probing = true;
+  clearInterval(tick);
   const t0 = performance.now();
-  try { await fetch('/data?' + (n++)); }
-  catch (e) { clearInterval(tick); document.title = 'failed after ' + Math.round(performance.now() - t0) + ' ms'; }
+  try { await fetch(%q, {mode: 'no-cors'}); document.title = 'control reached'; }
+  catch (e) { document.title = 'control failed after ' + Math.round(performance.now() - t0) + ' ms'; }
 }, 200);
 </script>`
 
 // TestBridgeWithRealChromium: Chromium run by the bridge listens on no TCP
 // port; the socket is 0600 in a 0700 directory; a cdp.Browser drives it over
-// unix:; a second concurrent client is refused; when the client goes, a
-// request of an open page fails at once (the driver's browser-wide Fetch
-// interception stays on, and the bridge fails what it pauses) instead of
-// hanging or going out; a new client then drives the browser as usual.
+// unix:; a second concurrent client is refused; when the client goes, the
+// driver's browser-wide interception of control ports stays on and the bridge
+// fails what it pauses, so a page's request to a control port fails at once
+// (neither hanging nor going out) while its requests to its own site go on; a
+// new client then drives the browser as usual.
 func TestBridgeWithRealChromium(t *testing.T) {
 	bin, err := chromium.Find()
 	if err != nil {
@@ -47,13 +54,26 @@ func TestBridgeWithRealChromium(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// control stands for a control plane (the port is one of BlockPorts).
+	var controlHits atomic.Int64
+	control := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { controlHits.Add(1) }))
+	defer control.Close()
+	controlPort, err := strconv.Atoi(control.URL[strings.LastIndex(control.URL, ":")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
 	var dataHits atomic.Int64
+	var probe atomic.Bool
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/poll":
-			fmt.Fprint(w, pollPage)
+			fmt.Fprintf(w, pollPage, control.URL+"/json/close/X")
 		case "/data":
 			dataHits.Add(1)
+			if probe.Load() {
+				fmt.Fprint(w, "probe")
+				return
+			}
 			fmt.Fprint(w, "ok")
 		default:
 			fmt.Fprint(w, "<title>plain page</title>")
@@ -85,9 +105,9 @@ func TestBridgeWithRealChromium(t *testing.T) {
 	}()
 
 	endpoint := "unix:" + sock
-	// Any blocked port turns on the driver's browser-wide interception (what the
-	// pool's agent does with --block-port for its own ports).
-	opts := cdp.Options{Logger: testr.New(t).WithName("client"), BlockPorts: []int{1}, DialTimeout: 30 * time.Second}
+	// A blocked port turns on the driver's browser-wide interception of it (what
+	// the pool's agent does with --block-port for its own ports).
+	opts := cdp.Options{Logger: testr.New(t).WithName("client"), BlockPorts: []int{controlPort}, DialTimeout: 30 * time.Second}
 	var first *cdp.Browser
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if first, err = cdp.New(ctx, endpoint, opts); err == nil {
@@ -134,30 +154,38 @@ func TestBridgeWithRealChromium(t *testing.T) {
 		t.Errorf("the second client's error does not say why: %v", err)
 	}
 
-	// The client goes. Nothing examines the page's requests now: they fail.
+	// The client goes. Nothing answers a paused request now: the bridge fails
+	// it. The page's requests to its own site are not paused at all.
 	first.Shutdown()
 	gone := time.Now()
 	hitsAtGone := dataHits.Load()
+	probe.Store(true)
 
 	var title string
 	var next *cdp.Browser
-	// Long enough for the page's next fetch; the new client reads the outcome.
+	// Long enough for the page's next fetch and its probe; the new client
+	// reads the outcome.
 	time.Sleep(1500 * time.Millisecond)
+	if dataHits.Load() == hitsAtGone {
+		t.Error("no request of the page reached its own site while no client was connected")
+	}
 	if next, err = cdp.New(ctx, endpoint, opts); err != nil {
 		t.Fatalf("a new client after the first left: %v", err)
 	}
 	defer next.Shutdown()
 	drain(next)
-	title = titleOf(ctx, t, next, poll.ID, func(s string) bool { return strings.HasPrefix(s, "failed") })
-	ms, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(title, "failed after "), " ms"))
-	if ms > 1000 {
-		t.Errorf("the page's fetch failed only after %d ms: it hung while no client was connected", ms)
+	title = titleOf(ctx, t, next, poll.ID, func(s string) bool { return s != "polling" })
+	ms, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(title, "control failed after "), " ms"))
+	switch {
+	case err != nil:
+		t.Errorf("the page's title is %q: want its probe of the control port to have failed", title)
+	case ms > 1000:
+		t.Errorf("the page's fetch of the control port failed only after %d ms: it hung while no client was connected", ms)
 	}
-	// At most the fetch in flight at the moment the client went got through.
-	if extra := dataHits.Load() - hitsAtGone; extra > 1 {
-		t.Errorf("%d of the page's requests reached the site while no client was connected", extra)
+	if n := controlHits.Load(); n != 0 {
+		t.Errorf("%d of the page's requests reached the control port", n)
 	}
-	t.Logf("with no client, the page's fetch failed in %d ms (title %q), %v after the client went", ms, title, time.Since(gone).Round(time.Millisecond))
+	t.Logf("with no client, the page's fetch of the control port failed in %d ms (title %q), %v after the client went", ms, title, time.Since(gone).Round(time.Millisecond))
 
 	// The new client drives the browser as usual.
 	page, err := next.Open(ctx, browser.OpenRequest{Key: "plain", URL: site.URL + "/plain", NewWindow: true})
