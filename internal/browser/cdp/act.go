@@ -2,6 +2,7 @@ package cdp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -19,9 +20,10 @@ import (
 // once, kept while the page and the connection live) with two kinds of calls
 // only:
 //
-//   - the bundled page script (extension/page.js), evaluated in an isolated world
-//     of the page's main frame (Page.createIsolatedWorld, worldName "tabwarden")
-//     and only as (Source)(op, args) with JSON data: observe, locate, focus,
+//   - the bundled page script (extension/page.js), evaluated once in an isolated
+//     world of the page's main frame (Page.createIsolatedWorld, worldName
+//     "tabwarden") and then only called as fn(op, args) with JSON data, by the
+//     page function's object id (world.go, install): observe, locate, focus,
 //     select, field, fillFocus, scroll, hasText, info, find (and frameInfo and
 //     frameHit, called with Runtime.callFunctionOn on an <iframe> element the
 //     browser named: frames.go, which also runs the script in worlds of
@@ -412,6 +414,9 @@ func (b *Browser) locateText(ctx context.Context, ps *pageSession, op string, t 
 // locateArgs is locateText with the op's other arguments (an upload's files);
 // args.Target is set from t as routed.
 func (b *Browser) locateArgs(ctx context.Context, ps *pageSession, op string, t browser.Target, args scriptArgs) (string, point, error) {
+	if p, ok, err := b.locateTextAlongside(ctx, ps, op, t, args); ok {
+		return ps.id, p, err
+	}
 	r, _, err := b.routeTarget(ctx, ps, t, ps.allow)
 	if err != nil {
 		return "", point{}, err
@@ -431,6 +436,36 @@ func (b *Browser) locateArgs(ctx context.Context, ps *pageSession, op string, t 
 		return "", point{}, err
 	}
 	return b.framePoint(ctx, ps, r.world.fw, p.X, p.Y)
+}
+
+// locateTextAlongside locates a text target in one round trip when the page
+// has a world already and no frame of another process: the frame tree is read
+// alongside the page world's call (readAlongsideTree), which tells that the
+// world is the page's document and whether the page has frames, where
+// routeTarget would read the tree first (a text target is looked for in every
+// world of a page with frames). ok false: not answered here (the page has
+// frames, another document or no world yet); the caller routes the target.
+func (b *Browser) locateTextAlongside(ctx context.Context, ps *pageSession, op string, t browser.Target, args scriptArgs) (point, bool, error) {
+	if t.Text == "" || t.Ref != "" || !readOnly[op] || ps.fn == "" || b.hasChildSessions(ps) {
+		return point{}, false, nil
+	}
+	args.Target = targetArgs(t)
+	var raw json.RawMessage
+	called, frames, err := b.readAlongsideTree(ctx, ps, op, args, &raw)
+	if frames || (err == nil && !called) {
+		return point{}, false, nil
+	}
+	var p point
+	if err == nil {
+		if err = decodeScript(op, raw, &p); errors.Is(err, errWorldMismatch) {
+			ps.world, ps.fn = 0, ""
+			return point{}, false, nil
+		}
+	} else if worldGone(err) {
+		ps.world, ps.fn = 0, ""
+		return point{}, false, nil
+	}
+	return p, true, err
 }
 
 func targetArgs(t browser.Target) *scriptTarget {

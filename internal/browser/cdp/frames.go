@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	pagescript "github.com/tabwarden/tabwarden/extension"
 	"github.com/tabwarden/tabwarden/internal/browser"
 	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
 )
@@ -97,6 +96,7 @@ type frameWorld struct {
 	loader  string
 	session string // the session of the frame's local root
 	world   int64
+	fn      string // the page function's object id in the world (install)
 	nonce   string
 	doc     string // the page script's document id in that world
 }
@@ -416,7 +416,7 @@ func (b *Browser) worldSession(ps *pageSession, w worldRef) string {
 
 // ensureFrameWorld makes sure fw has its isolated world, in its document.
 func (b *Browser) ensureFrameWorld(ctx context.Context, ps *pageSession, fw *frameWorld) error {
-	if fw.world != 0 {
+	if fw.fn != "" {
 		return nil
 	}
 	w, err := call(ctx, ps.c, fw.session, wire.CreateIsolatedWorld{FrameID: fw.frameID, WorldName: worldName})
@@ -428,13 +428,14 @@ func (b *Browser) ensureFrameWorld(ctx context.Context, ps *pageSession, fw *fra
 		Document string       `json:"document"`
 		Error    *scriptError `json:"error"`
 	}
-	if err := b.evaluateIn(ctx, ps.c, fw.session, w.ExecutionContextID, "init", scriptArgs{World: nonce}, &info); err != nil {
+	fn, err := b.install(ctx, ps.c, fw.session, w.ExecutionContextID, nonce, &info)
+	if err != nil {
 		return err
 	}
 	if info.Error != nil {
 		return info.Error.err("init")
 	}
-	fw.world, fw.nonce, fw.doc = w.ExecutionContextID, nonce, info.Document
+	fw.world, fw.fn, fw.nonce, fw.doc = w.ExecutionContextID, fn, nonce, info.Document
 	return nil
 }
 
@@ -452,9 +453,9 @@ func (b *Browser) runIn(ctx context.Context, ps *pageSession, w worldRef, op str
 	}
 	args.World = fw.nonce
 	var raw json.RawMessage
-	if err := b.evaluateIn(ctx, ps.c, fw.session, fw.world, op, args, &raw); err != nil {
+	if err := b.callFn(ctx, ps.c, fw.session, fw.fn, op, args, &raw); err != nil {
 		if worldGone(err) {
-			fw.world = 0
+			fw.world, fw.fn = 0, ""
 			return &browser.ActError{Reason: "stale_ref", Message: fmt.Sprintf("frame %s no longer shows the document observed (it navigated): observe again", fw.label)}
 		}
 		return err
@@ -467,7 +468,7 @@ func (b *Browser) runIn(ctx context.Context, ps *pageSession, w worldRef, op str
 	}
 	if probe.Error != nil {
 		if probe.Error.Reason == reasonWorldMismatch {
-			fw.world = 0
+			fw.world, fw.fn = 0, ""
 			return &browser.ActError{Reason: "stale_ref", Message: fmt.Sprintf("frame %s no longer shows the document observed: observe again", fw.label)}
 		}
 		e := probe.Error
@@ -505,8 +506,11 @@ func (b *Browser) callOnElement(ctx context.Context, ps *pageSession, w worldRef
 	if err != nil {
 		return err
 	}
+	key, _ := json.Marshal(worldKey(nonce))
 	r, err := call(ctx, ps.c, session, wire.CallFunctionOn{
-		FunctionDeclaration: "(" + pagescript.Source + "\n)",
+		// The element lives in the world (resolved there): the page function
+		// install left on that world's global, with the element as this.
+		FunctionDeclaration: "function (op, args) { return globalThis[" + string(key) + "].call(this, op, args); }",
 		ObjectID:            obj.Object.ObjectID,
 		Arguments:           []wire.CallArgument{{Value: opJSON}, {Value: argsJSON}},
 		ReturnByValue:       true, Silent: true,

@@ -22,6 +22,7 @@ type pageSession struct {
 	id     string // DevTools session id; "" until attached
 	loader string // the frame's loaderId the world belongs to
 	world  int64  // execution context id of the isolated world; 0: none
+	fn     string // the page function's object id in that world (install); "": none
 	nonce  string // the world's nonce (page.js init)
 	mac    bool   // the page reports a Mac (Mod is Meta there)
 	// enabling is the attach's Page.enable, sent and not yet awaited (see

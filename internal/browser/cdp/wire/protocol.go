@@ -320,6 +320,9 @@ type Evaluate struct {
 	AwaitPromise bool `json:"awaitPromise,omitempty"`
 	// UserGesture runs the expression as if the user acted (sticky activation).
 	UserGesture bool `json:"userGesture,omitempty"`
+	// ObjectGroup names the group a result returned by reference (not by
+	// value) belongs to, for Runtime.releaseObjectGroup.
+	ObjectGroup string `json:"objectGroup,omitempty"`
 }
 
 // RemoteObject is a value returned by Runtime (by value: Value holds its JSON).
@@ -327,6 +330,8 @@ type RemoteObject struct {
 	Type        string          `json:"type"`
 	Value       json.RawMessage `json:"value,omitempty"`
 	Description string          `json:"description,omitempty"`
+	// ObjectID names the object when it was returned by reference.
+	ObjectID string `json:"objectId,omitempty"`
 }
 
 // ExceptionDetails says what a script threw.
