@@ -124,6 +124,16 @@ type Process struct {
 
 var devtoolsRE = regexp.MustCompile(`DevTools listening on (ws://[^\s]+)`)
 
+// BoundaryFeatures are the Chromium features every launch turns off because a
+// page can make the browser process send a request to a url it names, past
+// the cdp driver's browser-wide Fetch interception (internal/browser/cdp
+// TestNoPageRouteReachesABlockedPort): FedCM fetches an identity provider's
+// configURL (a GET of any path), the Payment Request API fetches a payment
+// method's manifest (a HEAD of any path). Either closed a user's tab through
+// a DevTools endpoint's /json/close/<id>
+// (TestBrowserSideFetchesNeverReachTheDevToolsEndpoint).
+var BoundaryFeatures = []string{"FedCm", "WebPayments"}
+
 // headlessUnusedFeatures are the Chromium features a headless launch turns
 // off: UI it builds for every window and never shows.
 var headlessUnusedFeatures = []string{"WebUIOmniboxPopup", "WebUIOmniboxAimPopup"}
@@ -146,6 +156,12 @@ func DefaultArgs(headful bool) []string {
 		// the DevTools endpoint (a page always sends its Origin; tabwarden's
 		// client sends none).
 	}
+	// The browser boundary (docs/design.md): features whose requests the
+	// browser process makes for a page, which the driver's Fetch interception
+	// never pauses, so a page aims them at any port (the DevTools endpoint's
+	// /json/close, tabwarden's own endpoints). One --disable-features flag:
+	// Chromium honours only the last one, and DefaultArgs is also used as is.
+	features := slices.Clone(BoundaryFeatures)
 	if !headful {
 		args = append([]string{"--headless"}, args...)
 		// Chromium 156 builds the omnibox's popup for every window, as two
@@ -155,9 +171,9 @@ func DefaultArgs(headful bool) []string {
 		// CPU and opens about 40 % sooner, and its close leaves no UI
 		// renderers to tear down (docs/design.md, "Chromium's own cost").
 		// Chromium ignores feature names it does not know.
-		args = append(args, "--disable-features="+strings.Join(headlessUnusedFeatures, ","))
+		features = append(features, headlessUnusedFeatures...)
 	}
-	return args
+	return append(args, "--disable-features="+strings.Join(features, ","))
 }
 
 // MergeFeatureLists joins every --disable-features (and every
@@ -355,7 +371,7 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 }
 
 // Exec starts bin with exactly args (nothing of DefaultArgs) plus
-// --remote-debugging-pipe, in a process group of its own, and returns at once:
+// --remote-debugging-pipe and BoundaryFeatures disabled, in a process group of its own, and returns at once:
 // take the pipe with Pipe or Dial. It is how `tabwarden cdp-bridge` runs the
 // pool's Chromium, whose flags (sandbox included) are the manifest's. A
 // DevTools port flag in args is refused: the browser gets no port. Close ends
@@ -372,7 +388,10 @@ func Exec(bin string, args []string, stderr io.Writer) (*Process, error) {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	args = append(slices.Clone(args), "--remote-debugging-pipe")
+	// BoundaryFeatures are off whatever the manifest says: merged into its own
+	// --disable-features, if it has one.
+	args = MergeFeatureLists(append([]string{"--disable-features=" + strings.Join(BoundaryFeatures, ",")}, args...))
+	args = append(args, "--remote-debugging-pipe")
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout = stderr

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +101,39 @@ func TestPipeLaunchListensOnNoPort(t *testing.T) {
 	}
 	if _, err := p.Dial(ctx, nil); err == nil {
 		t.Fatal("a second Dial of the pipe succeeded")
+	}
+}
+
+// TestExecDisablesBoundaryFeatures: the pool's Chromium (`tabwarden
+// cdp-bridge`, chromium.Exec, flags from the manifest) runs with
+// BoundaryFeatures off whatever its manifest says, merged into the manifest's
+// own --disable-features (Chromium honours only the last one).
+func TestExecDisablesBoundaryFeatures(t *testing.T) {
+	bin, err := chromium.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := chromium.Exec(bin, []string{"--headless", "--no-sandbox", "--disable-features=PaintHolding", "--user-data-dir=" + t.TempDir(), "about:blank"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lists []string
+	for _, a := range strings.Split(string(raw), "\x00") {
+		if v, ok := strings.CutPrefix(a, "--disable-features="); ok {
+			lists = append(lists, v)
+		}
+	}
+	if len(lists) != 1 {
+		t.Fatalf("want one --disable-features, got %q", lists)
+	}
+	for _, f := range append([]string{"PaintHolding"}, chromium.BoundaryFeatures...) {
+		if !slices.Contains(strings.Split(lists[0], ","), f) {
+			t.Errorf("--disable-features=%s lacks %s", lists[0], f)
+		}
 	}
 }
