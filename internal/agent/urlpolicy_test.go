@@ -5,6 +5,12 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
 )
 
 // TestResolveHostReadsAddressesAsABrowserDoes: every spelling a browser
@@ -43,6 +49,60 @@ func TestResolveHostReadsAddressesAsABrowserDoes(t *testing.T) {
 			if private(ad) {
 				t.Errorf("%s is read as private (%s)", h, ad)
 			}
+		}
+	}
+}
+
+// TestURLPolicyReadsURLsAsABrowserDoes: a url Chromium loads from a private
+// destination is refused, however it is spelt for Go's parser: an escape Go
+// will not decode (in the fragment, the path or the host), a backslash (a
+// path separator to a browser), tabs and newlines (a browser drops them), a
+// host in full-width digits or with an ideographic full stop (a browser maps
+// them to ASCII, UTS #46). Before, a url Go could not parse, or whose host no
+// resolver knew, was let through: http://169.254.169.254/latest/meta-data/#%zz
+// opened cloud metadata on a profile that refuses private destinations.
+func TestURLPolicyReadsURLsAsABrowserDoes(t *testing.T) {
+	old := lookupHost
+	t.Cleanup(func() { lookupHost = old })
+	lookupHost = func(_ context.Context, host string) ([]netip.Addr, error) {
+		if host == "public.example" {
+			return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
+		}
+		return nil, errors.New("no such host")
+	}
+	scheme := runtime.NewScheme()
+	if err := twv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&twv1.BrowserProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}}).Build()
+	a := &Agent{opts: Options{Profile: "p"}, client: c, reader: c}
+	for _, u := range []string{
+		"http://169.254.169.254/latest/meta-data/",     // the witness: refused before too
+		"http://169.254.169.254/latest/meta-data/#%zz", // Go: invalid URL escape in the fragment
+		"http://169.254.169.254/latest/%zz",
+		"http://127.0.0.1:9222/json/close/ABC#%",
+		"http://127%2E0%2E0%2E1:9222/json/close/ABC", // Go: invalid escape in a host
+		`http://169.254.169.254\@public.example/`,    // Go: invalid userinfo; a browser: host 169.254.169.254
+		`http://127.0.0.1:9222\json\close\ABC`,       // a browser: /json/close/ABC
+		"http://169.254.169.254/latest/meta-data/\n", // Go: control character
+		"http://169.254.\t169.254/",
+		"http://１２７.０.０.１:9222/json/close/ABC",           // full-width digits
+		"http://127。0。0。1:9222/json/close/ABC",           // ideographic full stops
+		"http://%EF%BC%91%EF%BC%92%EF%BC%97.0.0.1:9222/", // full-width digits, escaped
+		"http:///127.0.0.1:9222/json/close/ABC",          // Go: no host; a browser: 127.0.0.1
+		`http://\127.0.0.1:9222/json/close/ABC`,
+		"http:127.0.0.1:9222/json/close/ABC",
+		" http://127.0.0.1:9222/ ",
+		"http://LOCALHOST:9222/",
+		"http://localhost.:9222/",
+	} {
+		if rf := a.checkURL(context.Background(), u, "spec.url"); rf == nil {
+			t.Errorf("%q is let through; a browser loads it from a private destination", u)
+		}
+	}
+	for _, u := range []string{"https://public.example/a?b=c#d", "http://public.example/%E2%9C%93", "about:blank", "https://does-not-resolve.example/"} {
+		if rf := a.checkURL(context.Background(), u, "spec.url"); rf != nil {
+			t.Errorf("%q is refused: %+v", u, rf)
 		}
 	}
 }
