@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/idna"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
@@ -36,11 +37,14 @@ func (a *Agent) checkURL(ctx context.Context, raw, what string) *refusal {
 	if err := a.client.Get(ctx, client.ObjectKey{Name: a.opts.Profile}, p); err == nil && p.Spec.URLPolicy != nil {
 		pol = *p.Spec.URLPolicy
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Hostname() == "" {
+	host, err := browserHost(raw)
+	if err != nil {
+		return refuse(twv1.ReasonURLNotAllowed, "give an absolute url such as https://example.com/path",
+			"%s %q is refused: %v, so its destination cannot be checked", what, raw, err)
+	}
+	if host == "" {
 		return nil // not a network destination (about:blank); the scheme checks are the API's
 	}
-	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 	if pol.AllowPrivateNetworks || slices.Contains(pol.AllowedHosts, host) {
 		return nil
 	}
@@ -65,6 +69,42 @@ func (a *Agent) checkURL(ctx context.Context, raw, what string) *refusal {
 		"%s %q is refused: %s, and profile %q does not allow it. Pages never reach the browser's control plane or the machine's own services; open a public url, or an admin allows this host with spec.urlPolicy.allowedHosts (or every private destination with spec.urlPolicy.allowPrivateNetworks)",
 		what, raw, why, a.opts.Profile)
 }
+
+// browserHost is the host a browser loads raw from, lower case, without a
+// trailing dot ("" for a url with none, such as about:blank), read as
+// Chromium reads it (the WHATWG URL standard) where Go's parser differs: a
+// browser drops tabs and newlines anywhere and C0 controls and spaces around
+// the url, takes a backslash for a slash in an http(s) url and any number of
+// slashes after its scheme for two, and maps a host
+// to ASCII (UTS #46: full-width digits, an ideographic full stop). A url Go
+// cannot parse is an error, never a pass: a browser loads many of them
+// (http://169.254.169.254/#%zz), TestURLPolicyReadsURLsAsABrowserDoes.
+func browserHost(raw string) (string, error) {
+	s := strings.TrimFunc(raw, func(r rune) bool { return r <= ' ' })
+	s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)
+	if scheme, rest, ok := strings.Cut(s, ":"); ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https")) {
+		// Any run of slashes and backslashes (none too) after the scheme of
+		// an http(s) url leads to its host: http:///127.0.0.1 is 127.0.0.1.
+		s = scheme + "://" + strings.TrimLeft(strings.ReplaceAll(rest, `\`, "/"), "/")
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("it does not parse as a url (%w)", err)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return "", nil
+	}
+	if !strings.Contains(host, ":") { // not an IPv6 literal
+		if host, err = hostIDNA.ToASCII(host); err != nil {
+			return "", fmt.Errorf("its host is not a name a browser can look up (%w)", err)
+		}
+	}
+	return strings.ToLower(strings.TrimSuffix(host, ".")), nil
+}
+
+// hostIDNA maps a host name as a browser does before it looks it up.
+var hostIDNA = idna.New(idna.MapForLookup(), idna.StrictDomainName(false), idna.Transitional(false))
 
 // resolveHost returns host's addresses: the address itself when host is one
 // (in any form a browser accepts: 127.1, 0x7f000001, 2130706433, [::1]), else
