@@ -107,12 +107,16 @@ func (r *runner) connectBrowser(ctx context.Context) error {
 	return nil
 }
 
-// ownPorts are tabwarden's own endpoints (the API server, the metrics
-// endpoint, the extension host): out of the pages' reach too (invariant 8),
-// besides the DevTools port itself.
+// ownPorts are tabwarden's own endpoints (the API server, etcd's client and
+// peer ports, the metrics endpoint, the extension host): out of the pages'
+// reach too (invariant 8), besides the DevTools port itself.
 func (r *runner) ownPorts() []int {
 	var ports []int
-	for _, a := range []string{r.cp.Config.Host, r.info.MetricsURL} {
+	addrs := []string{r.cp.Config.Host, r.info.MetricsURL}
+	if r.cp.etcd != nil {
+		addrs = append(addrs, r.cp.etcd.ClientURL.String(), r.cp.etcd.PeerURL.String())
+	}
+	for _, a := range addrs {
 		if u, err := url.Parse(a); err == nil {
 			if n, err := strconv.Atoi(u.Port()); err == nil {
 				ports = append(ports, n)
