@@ -212,13 +212,29 @@ func TestNoPageRouteReachesABlockedPort(t *testing.T) {
 	defer func() { _ = p.Close() }()
 	site := attackSite(t)
 
+	// Every route in the default browser context, and a few in a pool
+	// session's own context (Target.createBrowserContext after the driver's
+	// Fetch.enable): the interception is the browser's, not a context's.
+	type attempt struct {
+		label   string // the route's name, "pool/" before it in the pool context
+		r       pageRoute
+		context string
+	}
+	var attempts []attempt
+	for _, r := range pageRoutes {
+		attempts = append(attempts, attempt{r.name, r, ""})
+		switch r.name {
+		case "fetch-no-cors", "dedicated-worker-fetch", "service-worker-fetch", "img", "csp-report-uri", "keepalive-on-pagehide":
+			attempts = append(attempts, attempt{"pool/" + r.name, r, "session-a"})
+		}
+	}
 	open, blocked := map[string]*decoy{}, map[string]*decoy{}
 	var ports []int
-	for _, r := range pageRoutes {
-		open[r.name], blocked[r.name] = newDecoy(t), newDecoy(t)
-		ports = append(ports, blocked[r.name].port)
+	for _, a := range attempts {
+		open[a.label], blocked[a.label] = newDecoy(t), newDecoy(t)
+		ports = append(ports, blocked[a.label].port)
 	}
-	b, err := New(ctx, "pipe", Options{Dial: p.Dial, BlockPorts: ports})
+	b, err := New(ctx, "pipe", Options{Dial: p.Dial, BlockPorts: ports, Pool: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,19 +247,23 @@ func TestNoPageRouteReachesABlockedPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each pageRoute's page in a tab of that window, against the open decoy and
-	// then the blocked one.
+	// Each route's page in a tab of that window (a window of its own in the
+	// pool context), against the open decoy and then the blocked one.
 	run := func(which map[string]*decoy) {
-		for _, r := range pageRoutes {
-			u := fmt.Sprintf("%s/%s/?p=%d", site.URL, r.name, which[r.name].port)
-			if _, err := b.Open(ctx, browser.OpenRequest{Key: "attacker-" + r.name + "-" + strconv.Itoa(which[r.name].port), URL: u, WindowID: win.WindowID}); err != nil {
+		for _, a := range attempts {
+			u := fmt.Sprintf("%s/%s/?p=%d", site.URL, a.r.name, which[a.label].port)
+			req := browser.OpenRequest{Key: "attacker-" + a.label + "-" + strconv.Itoa(which[a.label].port), URL: u, WindowID: win.WindowID}
+			if a.context != "" {
+				req.WindowID, req.NewWindow, req.Context = "", true, a.context
+			}
+			if _, err := b.Open(ctx, req); err != nil {
 				t.Fatalf("open %s: %v", u, err)
 			}
 		}
 	}
 	run(open)
 	run(blocked)
-	// Let every pageRoute run: until each open decoy was reached, or 20 s.
+	// Let every route run: until each open decoy was reached, or 20 s.
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		all := true
@@ -257,8 +277,10 @@ func TestNoPageRouteReachesABlockedPort(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // the blocked pages started as late as the open ones finished
 	var proven, holes, gaps []string
-	for _, r := range pageRoutes {
-		o, k := open[r.name], blocked[r.name]
+	for _, a := range attempts {
+		r := a.r
+		r.name = a.label
+		o, k := open[a.label], blocked[a.label]
 		switch {
 		case k.spoke.Load() > 0 && r.gap != "":
 			gaps = append(gaps, r.name)
@@ -279,7 +301,7 @@ func TestNoPageRouteReachesABlockedPort(t *testing.T) {
 			t.Logf("%-32s not available in this Chromium (reached neither port): proves nothing", r.name)
 		}
 	}
-	if len(proven) < 15 {
+	if len(proven) < 20 {
 		t.Errorf("only %d routes reached even the unblocked port: the attack pages did not run", len(proven))
 	}
 	t.Logf("known gaps: %v", gaps)
