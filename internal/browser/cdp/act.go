@@ -41,8 +41,10 @@ import (
 const (
 	// worldName names the isolated world the page script runs in.
 	worldName = "tabwarden"
-	// attributionLinger keeps a mutating step's evidence registered after the
-	// step returned: a noopener link's page is reported late.
+	// attributionLinger keeps a mutating step's entry registered after the
+	// step returned, for its count of announcements (announced); what it
+	// announced and no page answered is dropped as the input returns
+	// (attribute), so the linger attributes nothing.
 	attributionLinger = time.Second
 	// waitPoll is how often a Wait step looks for its text.
 	waitPoll = 100 * time.Millisecond
@@ -96,8 +98,9 @@ type scriptTarget struct {
 // Act implements browser.Browser: one curated step on a page recorded under
 // req.Owner, by real input events and the bundled page script only. A page the
 // step's own input makes appear while a mutating step (navigate, click, type,
-// press) runs, or for attributionLinger after it returned, is attributed to
-// req.Key when the driver has the evidence attributionLocked asks for.
+// press) runs is attributed to req.Key when the driver has the evidence
+// attributionLocked asks for; an announcement no page answered by the time the
+// input is answered is dropped (attribute).
 func (b *Browser) Act(ctx context.Context, req browser.ActRequest) (browser.ActResult, error) {
 	c, err := b.current()
 	if err != nil {
@@ -199,6 +202,17 @@ func (b *Browser) attribute(key, page string) (int64, func()) {
 		for i := range b.acts {
 			if b.acts[i].id == entry.id {
 				b.acts[i].running = false // its input is done: later windowOpens are not its
+				// Nor are the announcements no page answered by now. A page the
+				// step's input opens is created before that input is answered
+				// (window.open, a target=_blank link or form: Chromium creates
+				// it inside the renderer's synchronous request for it, and
+				// reports targetCreated before the input's reply), so what is
+				// left was never created: a popup the blocker stopped (a second
+				// window.open of one click), or a page that fired windowOpen
+				// for nothing. Kept, it would hand the next page without an
+				// opener in the context (the user's own new tab) to the step
+				// for as long as the entry lingers: a time window, not proof.
+				b.acts[i].opens = 0
 			}
 		}
 		b.mu.Unlock()

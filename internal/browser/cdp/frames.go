@@ -231,6 +231,10 @@ func (b *Browser) onFrameAttached(c *wire.Conn, on string, ev *wire.AttachedToTa
 		}
 		// Its own out-of-process frames are announced on its session.
 		_, _ = wire.Call(ctx, c, ev.SessionID, autoAttach())
+		// A window the frame opens is announced (Page.windowOpen) on the
+		// frame's own session only: the page's step that clicked in it
+		// counts it as the page's (onWindowOpen).
+		_, _ = wire.Call(ctx, c, ev.SessionID, wire.PageEnable{})
 	}()
 }
 

@@ -34,8 +34,9 @@ type target struct {
 // page: the evidence a new page's attribution needs. page is the acted-on
 // target, ctx its browser context, and opens the Page.windowOpen events that
 // page fired while the step ran and no new page has accounted for yet (a
-// windowOpen comes before its step's input returns; the page's targetCreated
-// may come after, while the entry lingers).
+// windowOpen comes before its step's input returns, and so does the page's
+// targetCreated: what is left when the input returns is dropped, and the entry
+// lingers only for its count, announced).
 type actEntry struct {
 	key     string
 	id      int64
@@ -77,7 +78,14 @@ func (b *Browser) onEvent(c *wire.Conn, e wire.Event) {
 		b.dropSession(c, ev.SessionID)
 		b.onFrameDetached(c, ev.SessionID)
 	case *wire.WindowOpen:
-		b.onWindowOpen(c, e.Session)
+		b.onWindowOpen(c, e.Session, "")
+	case *wire.FrameRequestedNavigation:
+		// A link the step's input opens in a new tab or window (Ctrl, Shift
+		// or middle click): announced by its main frame only, with no
+		// Page.windowOpen; the page comes with no opener.
+		if ev.Disposition == "newTab" || ev.Disposition == "newWindow" {
+			b.onWindowOpen(c, e.Session, ev.FrameID)
+		}
 	case *wire.FrameNavigated:
 		if e.Session != "" && ev.Frame.ParentID == "" {
 			b.onCommitted(c, e.Session, ev.Frame.URL)
@@ -162,17 +170,25 @@ func (b *Browser) onTargetInfoLocked(c *wire.Conn, ti wire.TargetInfo) {
 	b.emitLocked(typ, t)
 }
 
-// onWindowOpen counts a Page.windowOpen of a page a step acts on: the step's
-// input is about to open a window or tab, which attributionLocked then gives
-// to the step.
-func (b *Browser) onWindowOpen(c *wire.Conn, session string) {
+// onWindowOpen counts a Page.windowOpen of a page a step acts on (or a
+// Page.frameRequestedNavigation of its main frame, frame, into a new tab or
+// window): the step's input is about to open a window or tab, which
+// attributionLocked then gives to the step.
+func (b *Browser) onWindowOpen(c *wire.Conn, session, frame string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.conn != c {
 		return
 	}
 	for page, ps := range b.sessions {
-		if ps.c != c || ps.id != session {
+		if ps.c != c {
+			continue
+		}
+		switch child, ok := ps.children[session]; {
+		case ps.id == session && (frame == "" || frame == page):
+		case ok && (frame == "" || frame == child.frameID):
+			// An out-of-process frame of the page (frames.go).
+		default:
 			continue
 		}
 		for i := range b.acts {

@@ -16,9 +16,10 @@ import (
 // one way each: links with and without an opener, window.open in a click
 // handler, a form with target=_blank. (The API has no middle or Ctrl click;
 // its keyboard form, Press Control+Enter on a focused link, opens a background
-// tab that Chromium reports with no opener and no Page.windowOpen: no driver
-// attributes it to the step, before or after the settle change, so it is not
-// the session's and is not listed. docs/design.md "Settle".)
+// tab that Chromium reports with no opener and no Page.windowOpen; the cdp
+// driver attributes it by the page's Page.frameRequestedNavigation into a new
+// tab: internal/browser/cdp TestModifiedEnterSpawnIsTheSessions.
+// docs/design.md "Settle".)
 var spawnKindSteps = []struct {
 	kind string
 	step twv1.ActionStep

@@ -77,6 +77,18 @@ type WindowOpen struct {
 	UserGesture    bool     `json:"userGesture"`
 }
 
+// FrameRequestedNavigation is Page.frameRequestedNavigation: a frame of the
+// page asked for a navigation; Disposition newTab or newWindow is a link the
+// page's input opens elsewhere (a Ctrl, Shift or middle click, or its keyboard
+// form), which Chromium announces with no Page.windowOpen and creates with no
+// opener.
+type FrameRequestedNavigation struct {
+	FrameID     string `json:"frameId"`
+	Reason      string `json:"reason"`
+	URL         string `json:"url"`
+	Disposition string `json:"disposition"`
+}
+
 // AttachedToTarget is Target.attachedToTarget: on a page's session with
 // auto-attach, a frame of another process (an OOPIF) of that page.
 type AttachedToTarget struct {
@@ -89,6 +101,7 @@ var eventTypes = map[string]func() any{
 	"Target.attachedToTarget":            func() any { return &AttachedToTarget{} },
 	"Fetch.requestPaused":                func() any { return &RequestPaused{} },
 	"Page.windowOpen":                    func() any { return &WindowOpen{} },
+	"Page.frameRequestedNavigation":      func() any { return &FrameRequestedNavigation{} },
 	"Target.targetCreated":               func() any { return &TargetCreated{} },
 	"Target.targetInfoChanged":           func() any { return &TargetInfoChanged{} },
 	"Target.targetDestroyed":             func() any { return &TargetDestroyed{} },
