@@ -7,11 +7,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tabwarden/tabwarden/internal/browser"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+	"github.com/tabwarden/tabwarden/internal/local/fixture"
 )
 
 // attackSite serves the pages of the spawn attribution attacks on 127.0.0.1;
@@ -255,5 +259,94 @@ func TestFrameDialogStillReported(t *testing.T) {
 	} else {
 		_, err = b.Act(ctx, browser.ActRequest{Key: "act-s", Owner: "s", Page: p.ID, Step: browser.Step{Kind: browser.StepDialog, Accept: true}})
 		t.Logf("dialog step: %v", err)
+	}
+}
+
+// TestTabInWindowNeverTakesTheUsersBlankTab: a tab the session asks for in a
+// window it owns is opened by a middle click on a link injected into its page
+// there; the driver must recognize that tab by proof, not as "the next
+// opener-less about:blank page". Meanwhile the user's own client opens
+// about:blank windows as fast as it can: none is recorded under the session,
+// navigated, or closed by the driver.
+func TestTabInWindowNeverTakesTheUsersBlankTab(t *testing.T) {
+	b, r := newDriver(t, Options{})
+	ctx := tctx(t)
+	anchor := openWindow(t, b, r, "anchor", "/quiet", fixture.TitleQuiet)
+	var w string
+	for deadline := time.Now().Add(5 * time.Second); w == "" && time.Now().Before(deadline); time.Sleep(25 * time.Millisecond) {
+		s, err := b.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := s.Page(anchor.ID)
+		w = p.WindowID
+	}
+	if w == "" {
+		t.Fatal("the anchor's window is not known")
+	}
+	user, err := wire.Dial(ctx, chrome.WebSocketURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(user.Close)
+	var (
+		mu    sync.Mutex
+		users []string
+		stop  = make(chan struct{})
+		done  = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := wire.Call(context.Background(), user, "", wire.CreateTarget{URL: "about:blank", NewWindow: true})
+			if err == nil {
+				mu.Lock()
+				users = append(users, res.TargetID)
+				mu.Unlock()
+			}
+		}
+	}()
+	var mine []string
+	for i := range 6 {
+		key := fmt.Sprintf("tab-%d", i)
+		p, err := b.Open(ctx, browser.OpenRequest{Key: key, URL: "about:blank#session-tab", WindowID: w, Anchors: []string{"anchor"}})
+		if err != nil {
+			t.Errorf("open %s: %v", key, err)
+			continue
+		}
+		if p.Misplaced != "" {
+			t.Errorf("open %s: not in window %s: %s", key, w, p.Misplaced)
+		}
+		mine = append(mine, p.ID)
+		t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: key, ID: p.ID}) })
+	}
+	close(stop)
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	t.Cleanup(func() {
+		for _, id := range users {
+			_, _ = wire.Call(context.Background(), user, "", wire.CloseTarget{TargetID: id})
+		}
+	})
+	t.Logf("the user opened %d blank windows meanwhile", len(users))
+	for _, id := range users {
+		if rec, ok := b.ledger.Get(id); ok {
+			t.Errorf("the user's blank window %s is recorded under %s (%s)", id, rec.Key, rec.Kind)
+		}
+		if slices.Contains(mine, id) {
+			t.Errorf("the session's tab is the user's blank window %s", id)
+		}
+	}
+	ps := chromiumPages(t)
+	for _, id := range users {
+		if _, ok := ps[id]; !ok {
+			t.Errorf("the user's blank window %s was closed", id)
+		}
 	}
 }

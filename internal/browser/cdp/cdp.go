@@ -162,8 +162,10 @@ type Browser struct {
 	// leaving holds, by an Open's marker url, the url the Open navigates its
 	// page to: what the page is reported at until it commits a document
 	// (open.go, leaveMarker).
-	leaving   map[string]*leave
-	phWaiters []chan string // placeholder clicks waiting for their about:blank page
+	leaving map[string]*leave
+	// phWaiters are the middle clicks of openFrom waiting for their tab, by
+	// the nonce url of the link clicked: only that tab carries it.
+	phWaiters map[string]chan string
 	destroyed map[string][]chan struct{}
 	winLocks  map[string]*sync.Mutex
 	keyLocks  map[string]*sync.Mutex

@@ -129,9 +129,10 @@ func (b *Browser) onTargetInfoLocked(c *wire.Conn, ti wire.TargetInfo) {
 		if ti.OpenerID == "" {
 			u := normURL(ti.URL)
 			switch {
-			case u == "about:blank" && len(b.phWaiters) > 0:
-				ch := b.phWaiters[0]
-				b.phWaiters = b.phWaiters[1:]
+			case b.phWaiters[ti.URL] != nil:
+				// The tab of an openFrom click: it carries the click's nonce.
+				ch := b.phWaiters[ti.URL]
+				delete(b.phWaiters, ti.URL)
 				ch <- ti.TargetID
 			case b.ownCreate[u] > 0:
 				b.ownCreate[u]--
@@ -268,6 +269,15 @@ func (b *Browser) pageLocked(t *target) browser.Page {
 		Popup:      t.popup,
 		Context:    b.ctxNames[t.info.BrowserContextID],
 		Attributed: t.attributed,
+	}
+	// The tab of an openFrom click (a placeholder, or a tab in a pinned window
+	// before its navigation) is reported at about:blank: its nonce is the
+	// driver's proof of that tab, shown to nobody.
+	if strings.HasPrefix(p.URL, tabMarkerPrefix) {
+		p.URL = "about:blank"
+	}
+	if strings.HasPrefix(p.Title, tabMarkerPrefix) {
+		p.Title = "about:blank"
 	}
 	// A page an Open created at its marker is reported at the url the Open
 	// navigates it to, as a page created at that url is while it loads (its

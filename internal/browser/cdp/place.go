@@ -2,6 +2,8 @@ package cdp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +25,8 @@ import (
 // opened or spawned, never bound, never a user's page. The driver middle-clicks
 // an injected about:blank link in it, as the close placeholder does: Chrome
 // opens a background tab in the anchor's own window, without an opener. The tab
-// is recognized (the placeholder waiters), its window verified, recorded under
+// is recognized by the nonce in the link's url (tabMarkerPrefix, the
+// placeholder waiters), its window verified, recorded under
 // the key, and navigated to the url. The link is removed from the anchor again.
 //
 // When no anchor lives in W, or the click does not yield a tab in W, Open falls
@@ -33,16 +36,22 @@ import (
 // anchorLinkJS appends the about:blank link to middle-click (for a tab in the
 // pinned window, or the last-tab placeholder), marked so that it is removed
 // again; removeAnchorLinkJS removes it.
-const anchorLinkJS = `(() => {
+const anchorLinkJS = `((href) => {
   const a = document.createElement('a');
-  a.href = 'about:blank';
+  a.href = href;
   a.rel = 'noopener noreferrer';
   a.setAttribute('data-tabwarden-open', '');
   a.textContent = ' ';
   a.setAttribute('style', 'all:initial !important; position:fixed !important; left:0 !important; top:0 !important; width:24px !important; height:24px !important; display:block !important; z-index:2147483647 !important; pointer-events:auto !important; opacity:0 !important; cursor:default !important');
   (document.body || document.documentElement).appendChild(a);
   return true;
-})()`
+})`
+
+// tabMarkerPrefix starts the url of the link openFrom middle-clicks: an
+// about:blank with a random nonce, which only the tab that click opens
+// carries. An opener-less about:blank page that appears meanwhile (the user's
+// own, another client's) is never taken for it.
+const tabMarkerPrefix = "about:blank#tw-tab-"
 
 const removeAnchorLinkJS = `(() => { document.querySelectorAll('a[data-tabwarden-open]').forEach(a => a.remove()); return true; })()`
 
@@ -140,7 +149,13 @@ func (b *Browser) openFrom(ctx context.Context, c *wire.Conn, anchor string) (st
 		return "", err
 	}
 	defer detach()
-	r, err := call(ctx, c, sess, wire.Evaluate{Expression: anchorLinkJS, ReturnByValue: true})
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	href := tabMarkerPrefix + hex.EncodeToString(nonce)
+	hrefJSON, _ := json.Marshal(href)
+	r, err := call(ctx, c, sess, wire.Evaluate{Expression: anchorLinkJS + "(" + string(hrefJSON) + ")", ReturnByValue: true})
 	if err != nil {
 		return "", err
 	}
@@ -155,11 +170,14 @@ func (b *Browser) openFrom(ctx context.Context, c *wire.Conn, anchor string) (st
 	}
 	ch := make(chan string, 1)
 	b.mu.Lock()
-	b.phWaiters = append(b.phWaiters, ch)
+	if b.phWaiters == nil {
+		b.phWaiters = map[string]chan string{}
+	}
+	b.phWaiters[href] = ch
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
-		b.phWaiters = slices.DeleteFunc(b.phWaiters, func(x chan string) bool { return x == ch })
+		delete(b.phWaiters, href)
 		b.mu.Unlock()
 	}()
 	for _, ev := range []wire.DispatchMouseEvent{
