@@ -61,6 +61,8 @@ func newAttackSite(t *testing.T) *attackSite {
 <a id="plain" href="/landing?k=plain">Plain</a>
 <form id="fget" action="/landing" target="_blank"><input type="hidden" name="k" value="formget"><button type="submit">Form get</button></form>
 <form id="fpost" action="/landing" method="post" target="_blank"><input type="hidden" name="k" value="formpost"><button type="submit">Form post</button></form>
+<button id="openbusy" type="button" onclick="window.open('/landing?k=openbusy','_blank'); const t = Date.now() + 300; while (Date.now() < t) {}">Open busy</button>
+<button id="twicebusy" type="button" onclick="window.open('/landing?k=busy1','_blank'); window.open('/landing?k=busy2','_blank'); const t = Date.now() + 1500; while (Date.now() < t) {}">Twice busy</button>
 <button id="twice" type="button" onclick="window.open('/landing?k=twice1','_blank','noopener'); window.open('/landing?k=twice2','_blank','noopener')">Twice</button>
 <button id="later" type="button" onclick="setTimeout(function(){ window.open('/landing?k=later','_blank','noopener') }, 2500)">Later</button>
 <button id="coop" type="button" onclick="window.open('`+other+`/coop?k=x','_blank')">Coop popup</button>
@@ -348,5 +350,86 @@ func TestTabInWindowNeverTakesTheUsersBlankTab(t *testing.T) {
 		if _, ok := ps[id]; !ok {
 			t.Errorf("the user's blank window %s was closed", id)
 		}
+	}
+}
+
+// TestBlockedPopupNeverClaimsTheUsersTabDuringTheStep: as
+// TestBlockedPopupNeverClaimsTheUsersTab, but the click handler keeps the page
+// busy after its two window.opens, and the user opens their tab while the
+// step's input still runs. The blocked popup's announcement never answers a
+// page without an opener (a page window.open makes carries its opener), so the
+// user's tab is not the step's even then.
+func TestBlockedPopupNeverClaimsTheUsersTabDuringTheStep(t *testing.T) {
+	s := newAttackSite(t)
+	b, r := newDriver(t, Options{})
+	hand, _ := newDriver(t, Options{})
+	ctx := tctx(t)
+	p := openAt(t, b, "s", s.Path("/spawns"), "Spawns")
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Act(ctx, browser.ActRequest{Key: "act-s", Owner: "s", Page: p.ID, Step: click(browser.Target{Selector: "#twicebusy"})})
+		done <- err
+	}()
+	sp := r.wait(t, 5*time.Second, "the popup", created(p.ID))
+	user, err := hand.Open(ctx, browser.OpenRequest{Key: "user", URL: "about:blank#the-users-tab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hand.Close(context.Background(), browser.CloseRequest{Key: "user", ID: user.ID}) })
+	e := r.wait(t, 5*time.Second, "the user's tab seen", func(e browser.Event) bool {
+		return e.Type == browser.PageCreated && e.Page.ID == user.ID
+	})
+	select {
+	case err := <-done:
+		t.Logf("the step had returned (%v) when the user's tab appeared", err)
+	default:
+		t.Log("the step's input still runs as the user's tab appears")
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.Page.Attributed != "" {
+		t.Errorf("the user's tab, opened while the step ran, is attributed to %q: %+v", e.Page.Attributed, e.Page)
+	}
+	wantErr(t, "adopt the user's tab under the step", b.Adopt(ctx, browser.AdoptRequest{Key: "stolen", ID: user.ID, Parent: "act-s"}), browser.ErrNotObserved)
+	adopt(t, b, "popup", sp.Page.ID, "s")
+	t.Cleanup(func() { _ = b.Close(context.Background(), browser.CloseRequest{Key: "popup", ID: sp.Page.ID}) })
+}
+
+// TestBusyHandlerSpawnFromBoundTabIsTheSessions: the session clicks, in a tab
+// it binds, a button whose handler calls window.open and then works on for a
+// while. Page.windowOpen still comes before the page's targetCreated (the
+// renderer sends it with its synchronous request for the window), so the
+// popup is attributed to the step when it is reported.
+func TestBusyHandlerSpawnFromBoundTabIsTheSessions(t *testing.T) {
+	s := newAttackSite(t)
+	b, r := newDriver(t, Options{})
+	hand, _ := newDriver(t, Options{})
+	ctx := tctx(t)
+	user := openAt(t, hand, "user", s.Path("/spawns"), "Spawns")
+	seen(t, r, user.ID)
+	if err := b.Bind(ctx, browser.BindRequest{Key: "bound", ID: user.ID}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Release(context.Background(), browser.ReleaseRequest{Key: "bound", ID: user.ID}) })
+	start := time.Now()
+	res, err := b.Act(ctx, browser.ActRequest{Key: "act-bound", Owner: "bound", Page: user.ID, Step: click(browser.Target{Selector: "#openbusy"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := spawnedSince(r, start, 5*time.Second, user.ID)
+	if !ok {
+		t.Fatal("no page spawned")
+	}
+	t.Cleanup(func() { userCloses(t, e.Page.ID) })
+	time.Sleep(200 * time.Millisecond)
+	snap, err := b.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, _ := snap.Page(e.Page.ID)
+	t.Logf("spawns %d; reported %+v; now %+v", res.Spawns, e.Page, now)
+	if e.Page.Attributed != "act-bound" && now.Attributed != "act-bound" {
+		t.Errorf("the popup the session's click opened from its bound tab is not attributed to the step: it stays the user's")
 	}
 }
