@@ -163,6 +163,7 @@ function createAttribution({ session, now }) {
  */
 function createDebuggerWatch({ chrome, now, log }) {
   const acting = new Map(); // tabId -> key of the act running on it (this worker's debugger sessions)
+  const actWindows = new Map(); // tabId -> the window it was in when its act started
   const opens = []; // {key, sourceTabId, noopener, at}: announced, not yet claimed
   const dialogs = new Map(); // tabId -> dialogs dismissed while its act ran
   const announced = new Map(); // tabId -> Page.windowOpen events while its act ran (the act's `spawns`)
@@ -215,7 +216,7 @@ function createDebuggerWatch({ chrome, now, log }) {
       /* keep as given */
     }
     announced.set(tabId, (announced.get(tabId) ?? 0) + 1);
-    opens.push({ key: acting.get(tabId), sourceTabId: tabId, url, noopener: features.includes("noopener") || features.includes("noreferrer"), at: now() });
+    opens.push({ key: acting.get(tabId), sourceTabId: tabId, sourceWindowId: actWindows.get(tabId), url, noopener: features.includes("noopener") || features.includes("noreferrer"), at: now() });
     if (opens.length > 32) opens.shift();
   }
 
@@ -223,11 +224,18 @@ function createDebuggerWatch({ chrome, now, log }) {
    * The act announcement a tab created at time t with url answers, consumed; undefined if
    * none. A window.open tab is created with no url yet; a tab with another url is not the
    * announced one (a popup the blocker stopped leaves an announcement nobody answers).
+   * openerWindowId is the window of the tab Chrome names as the new tab's opener (the active
+   * tab of the window the opening page is in), when it names one: a tab whose named opener is
+   * in another window than the announcing tab was opened from elsewhere (the user's own
+   * window.open in their own window, answering nothing: a blocked popup's announcement must
+   * not hand it to the session).
    */
-  function claimOpen(t, url) {
+  function claimOpen(t, url, openerWindowId) {
     while (opens.length && t - opens[0].at > ATTRIBUTION_GRACE_MS) opens.shift();
     if (!opens.length) return undefined;
     if (url && url !== "about:blank" && url !== opens[0].url) return undefined;
+    const o = opens[0];
+    if (Number.isInteger(openerWindowId) && Number.isInteger(o.sourceWindowId) && openerWindowId !== o.sourceWindowId) return undefined;
     return opens.shift();
   }
 
@@ -236,8 +244,10 @@ function createDebuggerWatch({ chrome, now, log }) {
     claimOpen,
     noteDialog,
     /** key's act starts on tabId: its events are watched from now, with no dialog seen yet. */
-    startAct(tabId, key) {
+    startAct(tabId, key, windowId) {
       acting.set(tabId, key);
+      if (Number.isInteger(windowId)) actWindows.set(tabId, windowId);
+      else actWindows.delete(tabId);
       dialogs.delete(tabId);
       announced.delete(tabId);
     },
@@ -261,6 +271,7 @@ function createDebuggerWatch({ chrome, now, log }) {
     /** tabId's act ended: its events are no longer watched. */
     stopAct(tabId) {
       acting.delete(tabId);
+      actWindows.delete(tabId);
       dialogs.delete(tabId);
       announced.delete(tabId);
     },
@@ -796,7 +807,7 @@ export function createActor(deps) {
     return perTab(tabId, async () => {
       const tab = await mayAct();
       await attribution.begin(key, tabId, tab?.windowId);
-      watch.startAct(tabId, key);
+      watch.startAct(tabId, key, tab?.windowId);
       frames.startAct(tabId);
       try {
         let result;

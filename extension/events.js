@@ -49,7 +49,13 @@ export function createEvents({ chrome, session, now, log, ledger, actor, claimOw
       let owner = (await session.get(recKey(tab.id)))?.owner;
       // A tab an acted-on page announced (Page.windowOpen): its true opener is that page,
       // whatever tab Chrome names (the window's active one); opened noopener, it is the act's.
-      const announced = !owner && !own ? actor.claimOpen(seenAt, normalizeUrl(tab.pendingUrl || tab.url || "")) : undefined;
+      // The window of the tab Chrome names as its opener: an announcement of a tab in another
+      // window does not answer it (claimOpen).
+      let openerWindowId;
+      if (!owner && !own && Number.isInteger(tab.openerTabId)) {
+        openerWindowId = await chrome.tabs.get(tab.openerTabId).then((o) => o?.windowId, () => undefined);
+      }
+      const announced = !owner && !own ? actor.claimOpen(seenAt, normalizeUrl(tab.pendingUrl || tab.url || ""), openerWindowId) : undefined;
       let opener = tab.openerTabId;
       let attributed;
       if (announced) {
