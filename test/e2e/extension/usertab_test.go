@@ -1,0 +1,66 @@
+package extension_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	twv1 "github.com/tabwarden/tabwarden/api/v1alpha1"
+	"github.com/tabwarden/tabwarden/internal/browser/cdp/wire"
+	"github.com/tabwarden/tabwarden/internal/testenv"
+)
+
+// TestUsersNewTabDuringAnActThroughExtension: a session's page lives as a
+// background tab in the user's window (placement Tab, pinned there). While an
+// action of the session runs on it (a click that keeps the page busy for seconds), the user opens a
+// new tab of their own in that same window. The tab is the user's: never
+// adopted, and open after the session is deleted. (Only proof ties a page to a
+// session: a tab without an opener that merely appears in the acted-on tab's
+// window while an act runs is no proof.)
+func TestUsersNewTabDuringAnActThroughExtension(t *testing.T) {
+	g, ctx, ns, user := beginWithUser(t, "mail", "news")
+	u := testenv.UserClient(t, cfg, ns, "ada")
+	s := session(ns, "reader")
+	s.Spec.PinnedWindowID = user.windowID
+	g.Expect(u.Create(ctx, s)).To(Succeed())
+	w := openWindow(ns, "notes", "reader", fx.Path("/slow?ms=4000&ns="+ns))
+	w.Spec.Placement = twv1.PlacementTab
+	g.Expect(u.Create(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		get(t, w)
+		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
+		g.Expect(w.Status.WindowID).To(Equal(user.windowID))
+	}).Should(Succeed())
+	sa := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "reader", Thread: s.Spec.Thread, Timeout: time.Minute}
+
+	done := make(chan *twv1.BrowserAction, 1)
+	go func() {
+		done <- sa.Act("notes", twv1.ActionStep{Type: twv1.StepClick, Target: &twv1.ActionTarget{Text: "Busy"}})
+	}()
+	time.Sleep(2 * time.Second) // the click runs
+	// The user's own new tab in their window (the last active one).
+	userURL := fx.Path("/quiet?users-new-tab=" + ns)
+	target, err := devtools.create(context.Background(), wire.CreateTarget{URL: userURL})
+	g.Expect(err).NotTo(HaveOccurred())
+	win, err := windowOfTarget(ctx, target)
+	g.Expect(err).NotTo(HaveOccurred())
+	if win != user.win {
+		t.Skipf("the user's new tab landed in window %d, not their window %d", win, user.win)
+	}
+	created := time.Now()
+	act := <-done
+	t.Logf("user's tab created %v before the action returned; action status %+v", time.Since(created), act.Status)
+	g.Expect(act.Status.Phase).To(Equal(twv1.ActionSucceeded), "status %+v", act.Status)
+	g.Consistently(func(g Gomega) {
+		for _, sw := range windowsOf(ns, "reader") {
+			if sw.Spec.Source == twv1.SourceSpawned {
+				g.Expect(sw.Status.URL).NotTo(Equal(userURL), "the user's new tab was adopted as %s (reason %s)", sw.Name, sw.Spec.Spawn.Reason)
+				g.Expect(sw.Spec.Spawn.URL).NotTo(Equal(userURL), "the user's new tab was adopted as %s (reason %s)", sw.Name, sw.Spec.Spawn.Reason)
+			}
+		}
+	}, "3s").Should(Succeed())
+	deleteSession(g, s)
+	g.Expect(chromePages(g)).To(HaveKey(target), "the user's new tab stays open")
+}
