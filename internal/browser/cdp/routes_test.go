@@ -143,9 +143,9 @@ var pageRoutes = []pageRoute{
 	{name: "download", html: `<a id="a" href="%[1]s" download>d</a><script>document.getElementById("a").click()</script>`},
 }
 
-// attackSite serves each pageRoute's page at /<name>/?p=<port> (its service worker
+// routeSite serves each pageRoute's page at /<name>/?p=<port> (its service worker
 // at /<name>/sw.js?p=<port>), and /blank.
-func attackSite(t *testing.T) *httptest.Server {
+func routeSite(t *testing.T) *httptest.Server {
 	t.Helper()
 	byName := map[string]pageRoute{}
 	for _, r := range pageRoutes {
@@ -210,7 +210,7 @@ func TestNoPageRouteReachesABlockedPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = p.Close() }()
-	site := attackSite(t)
+	site := routeSite(t)
 
 	// Every route in the default browser context, and a few in a pool
 	// session's own context (Target.createBrowserContext after the driver's
