@@ -20,16 +20,15 @@
 //
 // Attribution: a tab the acted-on page opened during the act (Page.windowOpen, see claimOpen)
 // is reported with the acted-on tab as its opener, or, opened noopener, attributed to the
-// act's key. And while an act runs, and for ATTRIBUTION_GRACE_MS after it ends, a tab that
-// appears without an opener is attributed to the act's key (a rel=noopener link, a download
-// viewer): events.js asks attributionAt() when the tab is created and stores the answer
-// as attr:<tabId>, which `adopt` with that key as parent accepts. The act's window is stored in
-// chrome.storage.session (act:<key>), so a worker that restarts mid-act still attributes.
+// act's key (stored as attr:<tabId>, which `adopt` with that key as parent accepts). Only the
+// page's announcement is proof: a tab without an opener that merely appears in the acted-on
+// tab's window while an act runs is the user's (until 2026-12-07 it was attributed to the act
+// for the act and ATTRIBUTION_GRACE_MS after, and the session's end closed a tab the user
+// opened meanwhile).
 //
 // The step's validation, targeting, keys and result shapes live in step.js. This file holds
 // the actor's parts, each a small factory or function:
-// createPageSource (page.js, loaded once), createAttribution (the act markers),
-// createDebuggerWatch (windowOpen announcements and dialogs while an act runs),
+// createPageSource (page.js, loaded once), createDebuggerWatch (windowOpen announcements and dialogs while an act runs),
 // createDebuggerSessions (attach, bound, detach), createPageWorlds (the tabwarden world and
 // page(op, args)), the verbs (click, hover, typeText, press, waitText, navigate, history), and createActor,
 // which wires them and runs one act per tab at a time. page.js is the page's side only:
@@ -52,8 +51,6 @@ const MUTATING = new Set(["navigate", "click", "type", "press", "back", "forward
 // one) have no `spawns` (the agent cannot tell), nor do the steps that change nothing, nor
 // fill (its fields may be typed through more than one call).
 const WATCHED = new Set(["click", "select", "type", "press", "dialog", "upload"]);
-// An act marker without an end older than this died with its worker.
-export const ACT_MARKER_TTL_MS = 5 * 60_000;
 export const NAVIGATE_TIMEOUT_MS = 30_000;
 const WAIT_POLL_MS = 200;
 // A step whose page stops answering (a JavaScript dialog the page opened between steps, a
@@ -64,7 +61,6 @@ export const STEP_BOUND_MS = 25_000;
 // (browser.DialogTimeout).
 export const DIALOG_TIMEOUT_MS = 5 * 60_000;
 export const WORLD_NAME = "tabwarden";
-const actKey = (key) => `act:${key}`;
 
 // ---- the page script -------------------------------------------------------------------------
 
@@ -84,66 +80,6 @@ function createPageSource(load) {
     }
     return pageSource;
   };
-}
-
-// ---- attribution: the act markers ------------------------------------------------------------
-
-/**
- * The act markers in chrome.storage.session (act:<key>: the act's tab and window, when it
- * started and until when it attributes): written around every act, read when a tab appears.
- * Kept in storage, so a worker that restarts mid-act still attributes. deps: session
- * (chrome.storage.session), now. Returns begin, end, attributionAt, expireMarkers.
- */
-function createAttribution({ session, now }) {
-  /** Opens key's window of attribution on tabId's window (no key: an act nobody adopts for). */
-  async function begin(key, tabId, windowId) {
-    if (!key) return;
-    await session.set({ [actKey(key)]: { key, tabId, windowId, at: now(), until: null } });
-  }
-
-  /** Closes it: at once after observe, scroll and wait; ATTRIBUTION_GRACE_MS after a mutating step. */
-  async function end(key, tabId, kind) {
-    if (!key) return;
-    const cur = (await session.get(actKey(key)))[actKey(key)];
-    // Another act of the same key may have started meanwhile (on another tab): its marker wins.
-    if (cur && cur.tabId === tabId && cur.until == null) {
-      await session.set({ [actKey(key)]: { ...cur, until: now() + (MUTATING.has(kind) ? ATTRIBUTION_GRACE_MS : 0) } });
-    }
-  }
-
-  /**
-   * The key an opener-less tab created at time t in window windowId is attributed to: the act
-   * on a tab of that window that was running then (the latest started when several were), or
-   * a navigate, click, type or press that ended at most ATTRIBUTION_GRACE_MS before. (A page's
-   * opens are announced, see claimOpen; this is the fallback for tabs Chrome opens without an
-   * announcement, which land in the page's window.) Read from storage, so a restarted worker
-   * answers the same.
-   */
-  async function attributionAt(t, windowId) {
-    const all = await session.get(null);
-    let best = null;
-    for (const [k, m] of Object.entries(all)) {
-      if (!k.startsWith("act:") || typeof m?.key !== "string") continue;
-      if (m.windowId !== windowId) continue;
-      const running = m.until == null;
-      if (t < m.at) continue;
-      if (running ? t - m.at > ACT_MARKER_TTL_MS : t > m.until) continue;
-      if (!best || m.at > best.at) best = m;
-    }
-    return best?.key;
-  }
-
-  /** Drops act markers whose window has passed (called from start()). */
-  async function expireMarkers() {
-    const t = now();
-    const all = await session.get(null);
-    const stale = Object.entries(all)
-      .filter(([k, m]) => k.startsWith("act:") && (m?.until == null ? t - m?.at > ACT_MARKER_TTL_MS : t > m.until))
-      .map(([k]) => k);
-    if (stale.length) await session.remove(stale);
-  }
-
-  return { begin, end, attributionAt, expireMarkers };
 }
 
 // ---- what the debugger reports while an act runs -----------------------------------------------
@@ -678,17 +614,16 @@ function randomNonce() {
 }
 
 /**
- * Builds the actor from the parts above: the act queue per tab, the attribution markers, the
- * debugger watch and sessions, the page worlds and the verbs.
+ * Builds the actor from the parts above: the act queue per tab, the debugger watch and
+ * sessions, the page worlds and the verbs.
  *
- * deps: chrome, session (chrome.storage.session), now, setTimeout, clearTimeout,
+ * deps: chrome, now, setTimeout, clearTimeout,
  * loadPageSource() → string (the extension's page.js), log, nonce() (optional).
- * Returns run, attributionAt, expireMarkers, onDebuggerEvent, claimOpen, forgetTab.
+ * Returns run, onDebuggerEvent, claimOpen, forgetTab.
  */
 export function createActor(deps) {
-  const { chrome, session, now, log } = deps;
+  const { chrome, now, log } = deps;
   const sleep = (ms) => new Promise((r) => deps.setTimeout(r, ms));
-  const attribution = createAttribution({ session, now });
   const watch = createDebuggerWatch({ chrome, now, log });
   const sessions = createDebuggerSessions({ chrome, setTimeout: deps.setTimeout, clearTimeout: deps.clearTimeout, log, noteDialog: watch.noteDialog, watch });
   const pageSource = createPageSource(deps.loadPageSource);
@@ -806,7 +741,6 @@ export function createActor(deps) {
     const policy = framePolicy(policyArg);
     return perTab(tabId, async () => {
       const tab = await mayAct();
-      await attribution.begin(key, tabId, tab?.windowId);
       watch.startAct(tabId, key, tab?.windowId);
       frames.startAct(tabId);
       try {
@@ -833,15 +767,12 @@ export function createActor(deps) {
       } finally {
         watch.stopAct(tabId);
         frames.stopAct(tabId);
-        await attribution.end(key, tabId, step.kind);
       }
     });
   }
 
   return {
     run,
-    attributionAt: attribution.attributionAt,
-    expireMarkers: attribution.expireMarkers,
     onDebuggerEvent(source, method, params) {
       if (!frames.onEvent(source, method, params)) watch.onDebuggerEvent(source, method, params);
     },

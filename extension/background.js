@@ -38,8 +38,9 @@
 //                  record lookups
 //   step.js        validateStep, parseKey, the result shapes: a step checked before it is
 //                  queued (no state)
-//   act.js         createActor({chrome, session, now, ...}): the `act` command (one curated
-//                  step with real input, through chrome.debugger) and the act attribution
+//   act.js         createActor({chrome, now, ...}): the `act` command (one curated step
+//                  with real input, through chrome.debugger) and the announcements of the
+//                  tabs its page opens
 //   connection.js  createConnection({chrome, session, local, ..., execute}): socket,
 //                  handshake, status record, reconnect
 //   ownership.js   createOwnership({chrome, session, ..., ledger}): open, adopt, bind, release,
@@ -83,7 +84,6 @@ export function createWorker(chrome, deps = {}) {
   // The composition root: each part gets exactly the parts it calls.
   const actor = createActor({
     chrome,
-    session: session.area,
     now,
     setTimeout: setTimer,
     clearTimeout: clearTimer,
@@ -210,7 +210,6 @@ export function createWorker(chrome, deps = {}) {
       const t = now();
       const stale = (await session.withPrefix("pending:")).filter((m) => !(t - m.at < PENDING_TTL_MS));
       if (stale.length) await session.remove(stale.map((m) => pendingKey(m.owner)));
-      await actor.expireMarkers();
     } catch (e) {
       log.warn("tabwarden: start:", e?.message);
     }

@@ -10,7 +10,7 @@ import { KIND_BOUND, attrKey, bornKey, isReportableTab, isReportableWindow, kind
 /**
  * Builds the reports. deps: chrome (tabs, windows), session (store.js over
  * chrome.storage.session), now, log, ledger (createLedger's serial, claimFromPending), actor
- * (act.js createActor's claimOpen, attributionAt, forgetTab), claimOwnTab (ownership.js: a tab
+ * (act.js createActor's claimOpen, forgetTab), claimOwnTab (ownership.js: a tab
  * this worker made itself) and sendEvent (connection.js).
  *
  * Returns observe and the listeners onTabCreated, onTabUpdated, onTabRemoved, onWindowCreated,
@@ -71,10 +71,8 @@ export function createEvents({ chrome, session, now, log, ledger, actor, claimOw
       if (Number.isInteger(opener)) await session.set({ [openerKey(tab.id)]: opener });
       if (!isReportableTab(tab)) return;
       if (!owner) owner = await ledger.claimFromPending(tab);
-      // A tab without an opener that appears while an act runs (or just after) is that act's
-      // doing (a rel=noopener link, a download viewer): attributed to its key, which may adopt
-      // it. Not tabs this worker made itself (open's are recorded by now).
-      if (!owner && !own && !attributed && !Number.isInteger(opener)) attributed = await actor.attributionAt(seenAt, tab.windowId);
+      // A tab without an opener that merely appears while an act runs is no proof of the
+      // act's doing: only an announcement (above) or an opener attributes.
       if (!owner && attributed) await session.set({ [attrKey(tab.id)]: attributed });
       const shape = tabShape({ ...tab, openerTabId: attributed ? undefined : opener }, owner ? undefined : attributed);
       sendEvent("tabCreated", owner ? { tab: shape, owner } : { tab: shape });

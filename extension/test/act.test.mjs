@@ -286,64 +286,59 @@ test("bad steps are refused with the corrected call, before any attach", async (
   assert.equal(browser.calls.filter((c) => c.api === "tabs.update").length, 0);
 });
 
-test("a tab without an opener that appears during an act (or just after) is attributed to the act's key", async () => {
+test("a tab without an opener that merely appears during an act (or just after) is the user's: no announcement, no attribution", async () => {
   const env = await setup();
   const { browser, user, clock, chrome } = env;
-  let spawned = null;
+  let appeared = null;
   let withOpener = null;
   scriptPage(
     browser,
     () => ({ x: 5, y: 5 }),
     (tabId, method, params) => {
-      // The page's rel=noopener link opens a tab on the release; so does a window.open with opener.
-      if (params.type === "mouseReleased" && spawned === null) {
-        spawned = browser.openTab(user.windowId, { url: "https://a.example/landing", active: false });
+      // On the release, a tab with no opener and no announcement appears in the acted-on
+      // tab's window (the user's own, or a link another application hands to Chrome), and
+      // one whose opener is the acted-on tab.
+      if (params.type === "mouseReleased" && appeared === null) {
+        appeared = browser.openTab(user.windowId, { url: "https://user.example/landing", active: false });
         withOpener = browser.openTab(user.windowId, { url: "https://a.example/popup", active: false, openerTabId: tabId });
       }
     },
   );
   const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
   ok(await env.cmd("act", { key: "act-1", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "open" } } }));
-  await env.settle();
-
-  const created = env.sock.events("tabCreated").find((e) => e.tab.id === spawned);
-  assert.equal(created.tab.attributed, "act-1");
-  assert.equal("attributed" in env.sock.events("tabCreated").find((e) => e.tab.id === withOpener).tab, false, "a tab with an opener is its opener's");
-  assert.equal(chrome.storage.session.snapshot()[`attr:${spawned}`], "act-1");
-  // observe reports it too (the host's resync after a reconnect).
-  assert.equal(ok(await env.cmd("observe")).tabs.find((t) => t.id === spawned).attributed, "act-1");
-
-  // Only the act's key adopts it; nobody binds it meanwhile.
-  refused(await env.cmd("bind", { owner: "uid-other", tabId: spawned }), "in_use");
-  refused(await env.cmd("adopt", { owner: "uid-x", tabId: spawned, parent: "uid-a" }), "not_observed");
-  ok(await env.cmd("adopt", { owner: "uid-spawn", tabId: spawned, parent: "act-1" }));
-
-  // Within the grace period after the act: still attributed. After it: the user's.
   clock.t += ATTRIBUTION_GRACE_MS - 100;
-  const late = browser.openTab(user.windowId, { url: "https://a.example/late", active: false });
-  clock.t += 200;
-  const users = browser.openTab(user.windowId, { url: "https://user.example/", active: false });
+  const late = browser.openTab(user.windowId, { url: "https://user.example/late", active: false });
   await env.settle();
-  assert.equal(env.sock.events("tabCreated").find((e) => e.tab.id === late).tab.attributed, "act-1");
-  assert.equal("attributed" in env.sock.events("tabCreated").find((e) => e.tab.id === users).tab, false);
-  refused(await env.cmd("adopt", { owner: "uid-y", tabId: users, parent: "act-1" }), "not_observed");
-  ok(await env.cmd("bind", { owner: "uid-y", tabId: users }));
+
+  for (const id of [appeared, late]) {
+    assert.equal("attributed" in env.sock.events("tabCreated").find((e) => e.tab.id === id).tab, false, "a tab that merely appears is no proof");
+    assert.equal(chrome.storage.session.snapshot()[`attr:${id}`], undefined);
+    refused(await env.cmd("adopt", { owner: "uid-x", tabId: id, parent: "act-1" }), "not_observed");
+  }
+  assert.equal(env.sock.events("tabCreated").find((e) => e.tab.id === withOpener).tab.openerTabId, a.tabId, "a tab with an opener is its opener's");
+  ok(await env.cmd("bind", { owner: "uid-y", tabId: appeared }));
 });
 
-test("attribution survives a service-worker restart, mid-act and after", async () => {
+test("an announced tab's attribution survives a service-worker restart", async () => {
   const env = await setup();
   const { browser, user, host } = env;
-  let release;
-  const blocked = new Promise((r) => (release = r));
-  scriptPage(browser, async () => {
-    await blocked; // the act hangs in the page while the worker dies
-    return { x: 1, y: 1 };
-  });
+  let spawned = null;
+  scriptPage(
+    browser,
+    () => ({ x: 1, y: 1 }),
+    (tabId, method, params) => {
+      if (params.type !== "mouseReleased" || spawned !== null) return;
+      // A noopener window.open: announced on the acted-on tab, created with no opener.
+      browser.events.debuggerEvent.dispatch({ tabId }, "Page.windowOpen", { url: "https://a.example/landing", windowFeatures: ["noopener"], userGesture: true });
+      spawned = browser.openTab(user.windowId, { url: "", active: false });
+    },
+  );
   const a = ok(await env.cmd("open", { owner: "uid-a", url: "https://a.example/", windowId: user.windowId }));
-  env.sock.deliver({ type: "command", id: "hang", op: "act", args: { key: "act-9", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "x" } } } });
-  await until(() => env.chrome.storage.session.snapshot()["act:act-9"], "the act's marker");
+  ok(await env.cmd("act", { key: "act-9", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "x" } } }));
+  await env.settle();
+  assert.equal(env.sock.events("tabCreated").find((e) => e.tab.id === spawned).tab.attributed, "act-9");
 
-  // Chrome terminates the worker mid-act; a new one starts. The act's tab appears now.
+  // Chrome terminates the worker; a new one starts: the attribution is still there for adopt.
   browser.killWorker();
   env.sock.drop();
   const w2 = env.newWorker();
@@ -351,20 +346,7 @@ test("attribution survives a service-worker restart, mid-act and after", async (
   const sock2 = await host.waitSocket();
   await host.handshake(sock2, 2);
   await settle(w2);
-  const spawned = browser.openTab(user.windowId, { url: "https://a.example/landing", active: false });
-  await settle(w2);
-  assert.equal(sock2.events("tabCreated").find((e) => e.tab.id === spawned).tab.attributed, "act-9");
-  release();
-
-  // And another restart later: the attribution is still there for adopt.
-  browser.killWorker();
-  sock2.drop();
-  const w3 = env.newWorker();
-  await w3.start();
-  const sock3 = await host.waitSocket();
-  await host.handshake(sock3, 3);
-  await settle(w3);
-  const r = await host.command(sock3, "adopt", { owner: "uid-spawn", tabId: spawned, parent: "act-9" });
+  const r = await host.command(sock2, "adopt", { owner: "uid-spawn", tabId: spawned, parent: "act-9" });
   assert.equal(r.ok, true, JSON.stringify(r.error));
 });
 
@@ -384,7 +366,7 @@ test("the last-tab rule's blank tab, created during an act, is not attributed", 
   browser.closeTab(only.tabId);
   await env.settle();
   const pending = env.cmd("act", { key: "act-2", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "x" } } });
-  await until(() => chrome.storage.session.snapshot()["act:act-2"], "the act's marker");
+  await until(() => browser.calls.some((c) => c.api === "debugger.attach" && c.args.target.tabId === a.tabId), "the act in the page");
   ok(await env.cmd("close", { owner: "uid-b", tabId: b.tabId }));
   await env.settle();
   const blank = browser.tabsIn(only.windowId);
@@ -480,7 +462,7 @@ test("a tab the acted-on page opens is reported with that page as its opener, or
   assert.equal(ev(users).openerTabId, user.tabId, "no act runs on the tab: its events are ignored");
 });
 
-test("attribution is narrow: the acted-on tab's window only, and no grace after steps that change nothing", async () => {
+test("attribution is narrow: no tab merely appearing attributed, in the acted-on tab's window or another, during a step or after", async () => {
   const env = await setup();
   const { browser, user, clock } = env;
   const other = browser.openWindow({ url: "https://user.example/other", focused: false });
@@ -505,7 +487,7 @@ test("attribution is narrow: the acted-on tab's window only, and no grace after 
   ok(await env.cmd("act", { key: "act-1", owner: "uid-a", tabId: a.tabId, step: { kind: "click", target: { text: "go" } } }));
   await env.settle();
   const ev = (id) => env.sock.events("tabCreated").find((e) => e.tab.id === id).tab;
-  assert.equal(ev(during[0]).attributed, "act-1");
+  assert.equal("attributed" in ev(during[0]), false, "a tab that merely appears in the acted-on tab's window is the user's");
   assert.equal("attributed" in ev(during[1]), false, "a tab in another window is the user's");
 
   // After an observe (it changes nothing), the window closes with the step.
