@@ -348,6 +348,17 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
     if (document.documentElement) walk(document.documentElement);
   }
 
+  // hasFrame says whether the page holds a frame element (<iframe>, <frame>) anywhere in its
+  // flat tree. locate with noFrames asks it first and refuses (has_frames) before anything
+  // scrolls: the cdp driver sends it before it has read whether the page has frames.
+  function hasFrame() {
+    let found = false;
+    eachElement((el) => {
+      if (el.localName === "iframe" || el.localName === "frame") found = true;
+    });
+    return found;
+  }
+
   // frameOf is the frame element holding doc, or null for the page's own document.
   function frameOf(doc) {
     if (doc === document) return null;
@@ -1153,7 +1164,7 @@ globalThis.tabwardenPage = function tabwardenPage(op, args) {
       case "find": return find(args.target);
       case "frameInfo": return frameInfo();
       case "frameHit": return frameHit(args.x, args.y);
-      case "locate": return locate(args.target);
+      case "locate": return args.noFrames && hasFrame() ? fail("has_frames", "the page holds frames: a target is looked for in each") : locate(args.target);
       case "focus": return focus(args.target);
       case "select": return choose(args.target, args.text);
       case "upload": return upload(args.target, args.files);

@@ -80,6 +80,9 @@ type scriptArgs struct {
 	// X and Y: frameHit's point.
 	X float64 `json:"x,omitempty"`
 	Y float64 `json:"y,omitempty"`
+	// NoFrames: locate refuses (reasonHasFrames) before it scrolls anything
+	// when the page holds a frame element (locateTextAlongside).
+	NoFrames bool `json:"noFrames,omitempty"`
 }
 
 // scriptTarget is a step's target for locate and focus: a ref (with its
@@ -460,13 +463,22 @@ func (b *Browser) locateArgs(ctx context.Context, ps *pageSession, op string, t 
 // world of a page with frames). ok false: not answered here (the page has
 // frames, another document or no world yet); the caller routes the target.
 func (b *Browser) locateTextAlongside(ctx context.Context, ps *pageSession, op string, t browser.Target, args scriptArgs) (point, bool, error) {
-	if t.Text == "" || t.Ref != "" || !readOnly[op] || ps.fn == "" || b.hasChildSessions(ps) {
+	if t.Text == "" || t.Ref != "" || op != "locate" || ps.fn == "" || b.hasChildSessions(ps) {
 		return point{}, false, nil
 	}
-	args.Target = targetArgs(t)
+	// Sent before the driver knows whether the page has frames, locate must
+	// not scroll a page whose target is looked for in every frame: it refuses
+	// first when the page holds a frame element (page.js hasFrame).
+	args.Target, args.NoFrames = targetArgs(t), true
 	var raw json.RawMessage
 	called, frames, err := b.readAlongsideTree(ctx, ps, op, args, &raw)
 	if frames || (err == nil && !called) {
+		return point{}, false, nil
+	}
+	var probe struct {
+		Error *scriptError `json:"error"`
+	}
+	if err == nil && json.Unmarshal(raw, &probe) == nil && probe.Error != nil && probe.Error.Reason == reasonHasFrames {
 		return point{}, false, nil
 	}
 	var p point

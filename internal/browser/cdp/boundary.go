@@ -30,6 +30,10 @@ func controlPorts(endpoint string, extra []int) map[string]bool {
 	ports := map[string]bool{}
 	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
 		if p := effectivePort(u); p != "" {
+			// As a url a page names it: leading zeros dropped (":09222" is 9222).
+			if n, err := strconv.Atoi(p); err == nil && n > 0 {
+				p = strconv.Itoa(n)
+			}
 			ports[p] = true
 		}
 	}
@@ -66,6 +70,9 @@ func blocksRequest(ports map[string]bool, raw string) bool {
 		return true
 	}
 	p := effectivePort(u)
+	if n, err := strconv.Atoi(p); err == nil {
+		p = strconv.Itoa(n)
+	}
 	return p != "" && ports[p]
 }
 

@@ -21,6 +21,9 @@ func TestBlocksEveryRequestToTheControlPort(t *testing.T) {
 			t.Errorf("%s is blocked", u)
 		}
 	}
+	if got := controlPorts("ws://127.0.0.1:09222/devtools/browser/abc", nil); !got["9222"] || len(got) != 1 || !blocksRequest(got, "http://127.0.0.1:9222/json") {
+		t.Errorf("an endpoint whose port has leading zeros: control ports %v, want 9222 (as a page's url names it)", got)
+	}
 	if got := controlPorts("http://[::1]:9333", nil); !got["9333"] || len(got) != 1 {
 		t.Errorf("controlPorts(http://[::1]:9333) = %v", got)
 	}

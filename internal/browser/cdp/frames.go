@@ -432,7 +432,7 @@ func (b *Browser) ensureFrameWorld(ctx context.Context, ps *pageSession, fw *fra
 		Document string       `json:"document"`
 		Error    *scriptError `json:"error"`
 	}
-	fn, err := b.install(ctx, ps.c, fw.session, w.ExecutionContextID, nonce, &info)
+	fn, err := b.install(ctx, ps.c, fw.session, w.ExecutionContextID, nonce, &info, "")
 	if err != nil {
 		return err
 	}
@@ -487,17 +487,17 @@ func (b *Browser) runIn(ctx context.Context, ps *pageSession, w worldRef, op str
 // callOnElement runs op of the page script in world w with the element
 // backendNodeID (an <iframe> the browser named) as its receiver.
 func (b *Browser) callOnElement(ctx context.Context, ps *pageSession, w worldRef, node int64, op string, args scriptArgs, out *frameInfo) error {
-	var session, nonce string
+	var session, nonce, fn string
 	var ctxID int64
 	if w.fw != nil {
-		session, ctxID, nonce = w.fw.session, w.fw.world, w.fw.nonce
+		session, ctxID, nonce, fn = w.fw.session, w.fw.world, w.fw.nonce, w.fw.fn
 	} else {
 		if err := b.ensureWorld(ctx, ps); err != nil {
 			return err
 		}
-		session, ctxID, nonce = ps.id, ps.world, ps.nonce
+		session, ctxID, nonce, fn = ps.id, ps.world, ps.nonce, ps.fn
 	}
-	if ctxID == 0 {
+	if ctxID == 0 || fn == "" {
 		return errors.New("no isolated world")
 	}
 	obj, err := call(ctx, ps.c, session, wire.ResolveNode{BackendNodeID: node, ExecutionContextID: ctxID, ObjectGroup: frameObjects})
@@ -510,13 +510,15 @@ func (b *Browser) callOnElement(ctx context.Context, ps *pageSession, w worldRef
 	if err != nil {
 		return err
 	}
-	key, _ := json.Marshal(worldKey(nonce))
 	r, err := call(ctx, ps.c, session, wire.CallFunctionOn{
-		// The element lives in the world (resolved there): the page function
-		// install left on that world's global, with the element as this.
-		FunctionDeclaration: "function (op, args) { return globalThis[" + string(key) + "].call(this, op, args); }",
-		ObjectID:            obj.Object.ObjectID,
-		Arguments:           []wire.CallArgument{{Value: opJSON}, {Value: argsJSON}},
+		// The page function (install's object: it runs in the driver's world
+		// or fails), with the element as this. The element is passed by its
+		// object id, which V8 refuses from any other context than the
+		// function's: an element a stale context id resolved elsewhere fails
+		// the call instead of running anything there.
+		FunctionDeclaration: "function (op, args, el) { return this.call(el, op, args); }",
+		ObjectID:            fn,
+		Arguments:           []wire.CallArgument{{Value: opJSON}, {Value: argsJSON}, {ObjectID: obj.Object.ObjectID}},
 		ReturnByValue:       true, Silent: true,
 	})
 	if err != nil {

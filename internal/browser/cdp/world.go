@@ -29,7 +29,9 @@ type scriptError struct {
 // Reasons of the page script that are not guard reasons.
 const (
 	reasonWorldMismatch = "world_mismatch"
-	reasonBadRequest    = "bad_request"
+	// reasonHasFrames: locate with NoFrames on a page holding frames.
+	reasonHasFrames  = "has_frames"
+	reasonBadRequest = "bad_request"
 )
 
 func (e *scriptError) err(op string) error {
@@ -69,7 +71,7 @@ func (b *Browser) worldFor(ctx context.Context, ps *pageSession, f wire.Frame) e
 		Mac   bool         `json:"mac"`
 		Error *scriptError `json:"error"`
 	}
-	fn, err := b.install(ctx, ps.c, ps.id, w.ExecutionContextID, nonce, &info)
+	fn, err := b.install(ctx, ps.c, ps.id, w.ExecutionContextID, nonce, &info, f.LoaderID)
 	if err != nil {
 		return err
 	}
@@ -90,7 +92,13 @@ func (b *Browser) worldFor(ctx context.Context, ps *pageSession, f wire.Frame) e
 // an object id names an object of one context in one renderer (V8's ids carry
 // their isolate), so the call runs in that world or fails, where a context id
 // may name another context once the page has navigated to another process.
-func (b *Browser) install(ctx context.Context, c *wire.Conn, session string, world int64, nonce string, out any) (string, error) {
+//
+// loader, when not "", is the page's document the world was made in: the
+// frame tree is read in the same turn, and a page that has left it by then
+// (its context id may have come to name one of the new document's contexts)
+// fails the install with errWorldMismatch, which runRead answers by making a
+// world in the new document.
+func (b *Browser) install(ctx context.Context, c *wire.Conn, session string, world int64, nonce string, out any, loader string) (string, error) {
 	key, _ := json.Marshal(worldKey(nonce))
 	put := send(c, session, wire.Evaluate{Expression: "globalThis[" + string(key) + "] = (" + pagescript.Source + "\n)", ContextID: world, ObjectGroup: worldObjects, Silent: true})
 	args, err := json.Marshal(scriptArgs{World: nonce})
@@ -98,6 +106,10 @@ func (b *Browser) install(ctx context.Context, c *wire.Conn, session string, wor
 		return "", err
 	}
 	init := send(c, session, wire.Evaluate{Expression: "globalThis[" + string(key) + "](\"init\", " + string(args) + ")", ContextID: world, ReturnByValue: true, Silent: true})
+	var tree func(context.Context) (wire.GetFrameTreeResult, error)
+	if loader != "" {
+		tree = send(c, session, wire.GetFrameTree{})
+	}
 	fn, err := put(ctx)
 	if err == nil && fn.ExceptionDetails != nil {
 		err = fmt.Errorf("page script threw: %s %s", fn.ExceptionDetails.Text, fn.ExceptionDetails.Exception.Description)
@@ -106,6 +118,12 @@ func (b *Browser) install(ctx context.Context, c *wire.Conn, session string, wor
 		err = fmt.Errorf("page script: no function in the world (%s)", fn.Result.Type)
 	}
 	r, ierr := init(ctx)
+	if tree != nil {
+		t, terr := tree(ctx)
+		if err == nil && terr == nil && t.FrameTree.Frame.LoaderID != loader {
+			err = fmt.Errorf("%w: the page left the document while its world was made", errWorldMismatch)
+		}
+	}
 	if err != nil {
 		return "", fmt.Errorf("page script: %w", err)
 	}

@@ -595,9 +595,11 @@ type CallFunctionOn struct {
 	Silent              bool           `json:"silent,omitempty"`
 }
 
-// CallArgument is one argument of Runtime.callFunctionOn, by value.
+// CallArgument is one argument of Runtime.callFunctionOn: by value (JSON), or
+// an object by its id (which must belong to the called object's context).
 type CallArgument struct {
-	Value json.RawMessage `json:"value"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	ObjectID string          `json:"objectId,omitempty"`
 }
 
 func (CallFunctionOn) Method() string         { return "Runtime.callFunctionOn" }
