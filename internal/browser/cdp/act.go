@@ -215,7 +215,7 @@ func (b *Browser) attribute(key, page string) (int64, func()) {
 				// for nothing. Kept, it would hand the next page without an
 				// opener in the context (the user's own new tab) to the step
 				// for as long as the entry lingers: a time window, not proof.
-				b.acts[i].opens = 0
+				b.acts[i].opens, b.acts[i].navOpens = 0, 0
 			}
 		}
 		b.mu.Unlock()

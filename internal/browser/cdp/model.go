@@ -32,18 +32,20 @@ type target struct {
 
 // actEntry is a mutating step running (or lingering, attributionLinger) on a
 // page: the evidence a new page's attribution needs. page is the acted-on
-// target, ctx its browser context, and opens the Page.windowOpen events that
-// page fired while the step ran and no new page has accounted for yet (a
-// windowOpen comes before its step's input returns, and so does the page's
+// target, ctx its browser context, opens the Page.windowOpen events that page
+// fired while the step ran and no new page has accounted for yet, and navOpens
+// its Page.frameRequestedNavigation into a new tab or window (a windowOpen
+// comes before its step's input returns, and so does the page's
 // targetCreated: what is left when the input returns is dropped, and the entry
 // lingers only for its count, announced).
 type actEntry struct {
-	key     string
-	id      int64
-	page    string
-	ctx     string
-	opens   int
-	running bool
+	key      string
+	id       int64
+	page     string
+	ctx      string
+	opens    int
+	navOpens int
+	running  bool
 	// announced counts every Page.windowOpen the page fired while the step
 	// ran (ActResult.Spawns); opens is what attribution has not given yet.
 	announced int
@@ -78,13 +80,13 @@ func (b *Browser) onEvent(c *wire.Conn, e wire.Event) {
 		b.dropSession(c, ev.SessionID)
 		b.onFrameDetached(c, ev.SessionID)
 	case *wire.WindowOpen:
-		b.onWindowOpen(c, e.Session, "")
+		b.onWindowOpen(c, e.Session, "", false)
 	case *wire.FrameRequestedNavigation:
 		// A link the step's input opens in a new tab or window (Ctrl, Shift
 		// or middle click): announced by its main frame only, with no
 		// Page.windowOpen; the page comes with no opener.
 		if ev.Disposition == "newTab" || ev.Disposition == "newWindow" {
-			b.onWindowOpen(c, e.Session, ev.FrameID)
+			b.onWindowOpen(c, e.Session, ev.FrameID, true)
 		}
 	case *wire.FrameNavigated:
 		if e.Session != "" && ev.Frame.ParentID == "" {
@@ -174,8 +176,8 @@ func (b *Browser) onTargetInfoLocked(c *wire.Conn, ti wire.TargetInfo) {
 // onWindowOpen counts a Page.windowOpen of a page a step acts on (or a
 // Page.frameRequestedNavigation of its main frame, frame, into a new tab or
 // window): the step's input is about to open a window or tab, which
-// attributionLocked then gives to the step.
-func (b *Browser) onWindowOpen(c *wire.Conn, session, frame string) {
+// attributionLocked then gives to the step (nav: a requested navigation).
+func (b *Browser) onWindowOpen(c *wire.Conn, session, frame string, nav bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.conn != c {
@@ -194,7 +196,11 @@ func (b *Browser) onWindowOpen(c *wire.Conn, session, frame string) {
 		}
 		for i := range b.acts {
 			if b.acts[i].page == page && b.acts[i].running {
-				b.acts[i].opens++
+				if nav {
+					b.acts[i].navOpens++
+				} else {
+					b.acts[i].opens++
+				}
 				b.acts[i].announced++
 			}
 		}
@@ -202,27 +208,39 @@ func (b *Browser) onWindowOpen(c *wire.Conn, session, frame string) {
 }
 
 // attributionLocked is the key of the step whose own input made the new page
-// ti appear, on evidence only (invariants 2 and 10): the acted-on page fired a
-// Page.windowOpen while the step ran that no other new page accounted for, and
-// the new page is in that page's browser context with no opener or that page
-// as its opener. A page with an opener is the step's only when the acted-on
-// page is a tab its session binds (a spawn of an owned page is adopted by its
-// opener). Anything else is nobody's (""): a tab the user opens in another
-// window or context while a step runs, or from a bound tab by their own click
-// after the step's input.
+// ti appear, on evidence only (invariants 2 and 10), in the acted-on page's
+// browser context:
+//   - a page whose opener is the acted-on page answers one of its
+//     Page.windowOpen (Chromium names the opener of every page window.open, a
+//     target=_blank link or form makes, noopener ones included); it is the
+//     step's only when the acted-on page is a tab its session binds (a spawn
+//     of an owned page is adopted by its opener);
+//   - a page with no opener answers one of its main frame's
+//     Page.frameRequestedNavigation into a new tab or window (a Ctrl, Shift or
+//     middle click on a link, which Chromium opens with no opener).
+//
+// So a page with no opener never takes a windowOpen: a tab the user opens in
+// the same context in the milliseconds between a page's announcement and its
+// popup stays the user's. Anything else is nobody's (""): a tab the user opens
+// in another window or context while a step runs, or from a bound tab by
+// their own click after the step's input.
 func (b *Browser) attributionLocked(ti wire.TargetInfo) string {
 	for i := len(b.acts) - 1; i >= 0; i-- {
 		e := &b.acts[i]
-		if e.key == "" || ti.BrowserContextID != e.ctx || (ti.OpenerID != "" && ti.OpenerID != e.page) || e.opens == 0 {
+		if e.key == "" || ti.BrowserContextID != e.ctx {
 			continue
 		}
-		e.opens--
-		if ti.OpenerID != "" {
+		switch {
+		case ti.OpenerID == e.page && e.opens > 0:
+			e.opens--
 			if r, ok := b.ledger.Get(e.page); !ok || r.Kind != browser.RecordBound {
 				return ""
 			}
+			return e.key
+		case ti.OpenerID == "" && e.navOpens > 0:
+			e.navOpens--
+			return e.key
 		}
-		return e.key
 	}
 	return ""
 }
