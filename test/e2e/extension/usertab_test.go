@@ -21,20 +21,7 @@ import (
 // session: a tab without an opener that merely appears in the acted-on tab's
 // window while an act runs is no proof.)
 func TestUsersNewTabDuringAnActThroughExtension(t *testing.T) {
-	g, ctx, ns, user := beginWithUser(t, "mail", "news")
-	u := testenv.UserClient(t, cfg, ns, "ada")
-	s := session(ns, "reader")
-	s.Spec.PinnedWindowID = user.windowID
-	g.Expect(u.Create(ctx, s)).To(Succeed())
-	w := openWindow(ns, "notes", "reader", fx.Path("/slow?ms=4000&ns="+ns))
-	w.Spec.Placement = twv1.PlacementTab
-	g.Expect(u.Create(ctx, w)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		get(t, w)
-		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
-		g.Expect(w.Status.WindowID).To(Equal(user.windowID))
-	}).Should(Succeed())
-	sa := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "reader", Thread: s.Spec.Thread, Timeout: time.Minute}
+	g, ctx, ns, user, s, sa := readerInUsersWindow(t)
 
 	done := make(chan *twv1.BrowserAction, 1)
 	go func() {
@@ -54,14 +41,7 @@ func TestUsersNewTabDuringAnActThroughExtension(t *testing.T) {
 	act := <-done
 	t.Logf("user's tab created %v before the action returned; action status %+v", time.Since(created), act.Status)
 	g.Expect(act.Status.Phase).To(Equal(twv1.ActionSucceeded), "status %+v", act.Status)
-	g.Consistently(func(g Gomega) {
-		for _, sw := range windowsOf(ns, "reader") {
-			if sw.Spec.Source == twv1.SourceSpawned {
-				g.Expect(sw.Status.URL).NotTo(Equal(userURL), "the user's new tab was adopted as %s (reason %s)", sw.Name, sw.Spec.Spawn.Reason)
-				g.Expect(sw.Spec.Spawn.URL).NotTo(Equal(userURL), "the user's new tab was adopted as %s (reason %s)", sw.Name, sw.Spec.Spawn.Reason)
-			}
-		}
-	}, "3s").Should(Succeed())
+	neverAdopted(g, ns, userURL)
 	deleteSession(g, s)
 	g.Expect(chromePages(g)).To(HaveKey(target), "the user's new tab stays open")
 }
@@ -73,20 +53,7 @@ func TestUsersNewTabDuringAnActThroughExtension(t *testing.T) {
 // that merely appears there while an act runs is no proof: never adopted, and
 // open after the session is deleted.
 func TestUsersOpenerlessTabDuringAnActThroughExtension(t *testing.T) {
-	g, ctx, ns, user := beginWithUser(t, "mail", "news")
-	u := testenv.UserClient(t, cfg, ns, "ada")
-	s := session(ns, "reader")
-	s.Spec.PinnedWindowID = user.windowID
-	g.Expect(u.Create(ctx, s)).To(Succeed())
-	w := openWindow(ns, "notes", "reader", fx.Path("/slow?ms=4000&ns="+ns))
-	w.Spec.Placement = twv1.PlacementTab
-	g.Expect(u.Create(ctx, w)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		get(t, w)
-		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
-		g.Expect(w.Status.WindowID).To(Equal(user.windowID))
-	}).Should(Succeed())
-	sa := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "reader", Thread: s.Spec.Thread, Timeout: time.Minute}
+	g, ctx, ns, user, s, sa := readerInUsersWindow(t)
 
 	// The worker's session, ready before the action starts.
 	sw, err := runningWorker(ctx)
@@ -122,14 +89,43 @@ func TestUsersOpenerlessTabDuringAnActThroughExtension(t *testing.T) {
 		}
 		return target
 	}).ShouldNot(BeEmpty())
+	neverAdopted(g, ns, userURL)
+	deleteSession(g, s)
+	g.Expect(chromePages(g)).To(HaveKey(target), "the user's tab stays open")
+}
+
+// readerInUsersWindow: the user's window (beginWithUser), a session "reader"
+// pinned to it, and its window "notes" there as a background tab of the
+// fixture's /slow page (whose "Busy" button keeps a click running for
+// seconds), with the scripted agent that acts for the session.
+func readerInUsersWindow(t *testing.T) (*WithT, context.Context, string, userWindow, *twv1.BrowserSession, *testenv.ScriptedAgent) {
+	t.Helper()
+	g, ctx, ns, user := beginWithUser(t, "mail", "news")
+	u := testenv.UserClient(t, cfg, ns, "ada")
+	s := session(ns, "reader")
+	s.Spec.PinnedWindowID = user.windowID
+	g.Expect(u.Create(ctx, s)).To(Succeed())
+	w := openWindow(ns, "notes", "reader", fx.Path("/slow?ms=4000&ns="+ns))
+	w.Spec.Placement = twv1.PlacementTab
+	g.Expect(u.Create(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		get(t, w)
+		g.Expect(w.Status.Phase).To(Equal(twv1.WindowOpen))
+		g.Expect(w.Status.WindowID).To(Equal(user.windowID))
+	}).Should(Succeed())
+	sa := &testenv.ScriptedAgent{T: t, C: u, NS: ns, Session: "reader", Thread: s.Spec.Thread, Timeout: time.Minute}
+	return g, ctx, ns, user, s, sa
+}
+
+// neverAdopted checks for 3 s that no Spawned window of the session "reader"
+// is the page at url.
+func neverAdopted(g *WithT, ns, url string) {
 	g.Consistently(func(g Gomega) {
 		for _, sw := range windowsOf(ns, "reader") {
 			if sw.Spec.Source == twv1.SourceSpawned {
-				g.Expect(sw.Spec.Spawn.URL).NotTo(Equal(userURL), "the user's tab was adopted as %s (reason %s)", sw.Name, sw.Spec.Spawn.Reason)
-				g.Expect(sw.Status.URL).NotTo(Equal(userURL), "the user's tab was adopted as %s (reason %s)", sw.Name, sw.Spec.Spawn.Reason)
+				g.Expect(sw.Spec.Spawn.URL).NotTo(Equal(url), "the user's tab was adopted as %s (reason %s)", sw.Name, sw.Spec.Spawn.Reason)
+				g.Expect(sw.Status.URL).NotTo(Equal(url), "the user's tab was adopted as %s (reason %s)", sw.Name, sw.Spec.Spawn.Reason)
 			}
 		}
 	}, "3s").Should(Succeed())
-	deleteSession(g, s)
-	g.Expect(chromePages(g)).To(HaveKey(target), "the user's tab stays open")
 }
